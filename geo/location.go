@@ -1,0 +1,63 @@
+// Package geo resolves a client address to a Location with a local MaxMind
+// City (or Country) database and an optional ASN/ISP database.
+package geo
+
+import "net/netip"
+
+// Source says which layer produced a Location.
+type Source uint8
+
+const (
+	SourceNone Source = iota
+	SourceLRU
+	SourceDB
+	SourceRedis
+	SourceOnline
+)
+
+func (s Source) String() string {
+	switch s {
+	case SourceLRU:
+		return "lru"
+	case SourceDB:
+		return "db"
+	case SourceRedis:
+		return "redis"
+	case SourceOnline:
+		return "online"
+	}
+	return "none"
+}
+
+// Location is what the plugin knows about a client address. The zero value
+// means "nothing known": the location-free choice.
+type Location struct {
+	Country   string // ISO 3166-1 alpha-2, upper case; "" when unknown
+	Continent string // two-letter continent code (AS, EU, NA, SA, AF, OC, AN); "" when unknown
+	Province  string // ISO 3166-2 subdivision code without the country prefix, e.g. "ZJ"; "" when unknown
+	City      string // English city name; "" when unknown
+	// HasCoords is true only when Lat/Lon locate the client at province or
+	// city level. A country-level position is never treated as a coordinate.
+	HasCoords bool
+	Lat, Lon  float64
+	Radius    uint16 // accuracy radius, km
+	ISP       string // normalized carrier: telecom, unicom, mobile, edu, or the lower-cased ISP/org name
+	ASN       uint32
+	// Bits is the prefix length of the most specific database network
+	// (City or ASN) that produced this location; it bounds the ECS scope.
+	Bits   uint8
+	Source Source
+	// Special is set when the address is in a range that never goes to geo
+	// lookup (private, loopback, CGNAT, documentation, ...). Bits is then the
+	// length of that range.
+	Special bool
+}
+
+// Known reports whether the location carries at least a country.
+func (l *Location) Known() bool { return l.Country != "" }
+
+// Prefix is the database network that contains addr, per l.Bits.
+func (l *Location) Prefix(addr netip.Addr) netip.Prefix {
+	p, _ := addr.Prefix(int(l.Bits))
+	return p
+}
