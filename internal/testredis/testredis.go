@@ -1,0 +1,167 @@
+// Package testredis runs a real redis-server on a loopback port for tests.
+package testredis
+
+import (
+	"bufio"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"strconv"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// startWait bounds how long a fresh redis-server may take to answer PING.
+const startWait = 5 * time.Second
+
+// Server is one redis-server process bound to 127.0.0.1.
+type Server struct {
+	t    testing.TB
+	bin  string
+	dir  string
+	port int
+
+	mu   sync.Mutex
+	proc *os.Process
+	done chan struct{} // closed when proc has exited
+}
+
+// Start starts redis-server on a free 127.0.0.1 port without persistence and
+// waits until it answers PING. The server is killed when the test ends.
+func Start(t testing.TB) *Server {
+	t.Helper()
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		if _, serr := os.Stat("/usr/bin/redis-server"); serr != nil {
+			t.Fatalf("redis-server not found: run `make test`, which installs it")
+		}
+		bin = "/usr/bin/redis-server"
+	}
+	s := &Server{t: t, bin: bin, dir: t.TempDir()}
+	t.Cleanup(s.Stop)
+	var lastErr error
+	// The free port can be taken between probe and bind: try a few.
+	for range 3 {
+		s.port, err = freePort()
+		if err != nil {
+			t.Fatalf("Cannot find a free port: %v", err)
+		}
+		if lastErr = s.start(); lastErr == nil {
+			return s
+		}
+	}
+	t.Fatalf("Cannot start redis-server: %v", lastErr)
+	return nil
+}
+
+// Addr is the server's host:port.
+func (s *Server) Addr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(s.port)) }
+
+// Stop kills the server; it is safe to call more than once.
+func (s *Server) Stop() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.proc == nil {
+		return
+	}
+	_ = s.proc.Kill()
+	<-s.done
+	s.proc = nil
+}
+
+// Restart stops the server and starts a fresh, empty one on the same port.
+func (s *Server) Restart() {
+	s.t.Helper()
+	s.Stop()
+	if err := s.start(); err != nil {
+		s.t.Fatalf("Cannot restart redis-server on port %d: %v", s.port, err)
+	}
+}
+
+// Pause freezes the process (SIGSTOP): connections stay open, nothing answers.
+func (s *Server) Pause() { s.signal(syscall.SIGSTOP) }
+
+// Resume undoes Pause.
+func (s *Server) Resume() { s.signal(syscall.SIGCONT) }
+
+func (s *Server) signal(sig syscall.Signal) {
+	s.t.Helper()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.proc == nil {
+		s.t.Fatalf("Redis-server is not running")
+	}
+	if err := s.proc.Signal(sig); err != nil {
+		s.t.Fatalf("Cannot send %v to redis-server: %v", sig, err)
+	}
+}
+
+func (s *Server) start() error {
+	cmd := exec.Command(s.bin,
+		"--port", strconv.Itoa(s.port),
+		"--bind", "127.0.0.1",
+		"--save", "",
+		"--appendonly", "no",
+		"--protected-mode", "no",
+		"--daemonize", "no",
+		"--dir", s.dir,
+		"--logfile", "",
+		"--loglevel", "warning",
+	)
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	done := make(chan struct{})
+	var waitErr error
+	go func() { waitErr = cmd.Wait(); close(done) }()
+	deadline := time.Now().Add(startWait)
+	for time.Now().Before(deadline) {
+		select {
+		case <-done:
+			return fmt.Errorf("redis-server exited: %v", waitErr)
+		default:
+		}
+		if ping(s.Addr()) == nil {
+			s.mu.Lock()
+			s.proc, s.done = cmd.Process, done
+			s.mu.Unlock()
+			return nil
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	_ = cmd.Process.Kill()
+	<-done
+	return fmt.Errorf("redis-server on %s did not answer PING within %v", s.Addr(), startWait)
+}
+
+func ping(addr string) error {
+	c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(500 * time.Millisecond))
+	if _, err := c.Write([]byte("PING\r\n")); err != nil {
+		return err
+	}
+	line, err := bufio.NewReader(c).ReadString('\n')
+	if err != nil {
+		return err
+	}
+	if line != "+PONG\r\n" {
+		return fmt.Errorf("unexpected PING reply %q", line)
+	}
+	return nil
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
