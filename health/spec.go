@@ -1,6 +1,15 @@
 package health
 
-import "time"
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
 
 // Spec is a node's `probe:` block in the node table, and the file's
 // `probe_defaults:` block. Zero fields take the value of probe_defaults,
@@ -20,5 +29,202 @@ type Spec struct {
 	HoldDown     Duration `yaml:"hold_down"`     // default 2m
 }
 
+// Probe types.
+const (
+	TypeTCP   = "tcp"
+	TypeHTTP  = "http"
+	TypeHTTPS = "https"
+)
+
+// Built-in defaults.
+const (
+	DefaultInterval = 5 * time.Second
+	DefaultTimeout  = 2 * time.Second
+	DefaultRise     = 2
+	DefaultFall     = 3
+	DefaultHoldDown = 2 * time.Minute
+)
+
 // Duration is a time.Duration that YAML reads from strings such as "5s".
 type Duration time.Duration
+
+// UnmarshalYAML reads a Go duration string ("500ms", "2m").
+func (d *Duration) UnmarshalYAML(value *yaml.Node) error {
+	if value.Kind != yaml.ScalarNode {
+		return fmt.Errorf("line %d: duration must be a string such as \"5s\"", value.Line)
+	}
+	v, err := time.ParseDuration(value.Value)
+	if err != nil {
+		return fmt.Errorf("line %d: invalid duration %q, want e.g. \"5s\"", value.Line, value.Value)
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// MarshalYAML writes the duration as a string.
+func (d Duration) MarshalYAML() (any, error) { return d.String(), nil }
+
+// String returns the duration in Go notation.
+func (d Duration) String() string { return time.Duration(d).String() }
+
+// D returns d as a time.Duration.
+func (d Duration) D() time.Duration { return time.Duration(d) }
+
+// WithDefaults fills zero fields from d (probe_defaults), then from the
+// built-in defaults. A missing type is tcp when only an address is set and the
+// URL's scheme when a URL is set. An empty ExpectStatus means 200-399.
+func (s Spec) WithDefaults(d Spec) Spec {
+	if s.Type == "" {
+		s.Type = inferType(s)
+	}
+	if s.Address == "" {
+		s.Address = d.Address
+	}
+	if s.URL == "" {
+		s.URL = d.URL
+	}
+	if s.Type == "" {
+		s.Type = d.Type
+	}
+	if s.Type == "" {
+		s.Type = inferType(s)
+	}
+	if s.Type == "" {
+		s.Type = TypeTCP
+	}
+	if s.Host == "" {
+		s.Host = d.Host
+	}
+	if len(s.ExpectStatus) == 0 {
+		s.ExpectStatus = d.ExpectStatus
+	}
+	if s.ExpectBody == "" {
+		s.ExpectBody = d.ExpectBody
+	}
+	if s.LoadField == "" {
+		s.LoadField = d.LoadField
+	}
+	s.Interval = orDuration(s.Interval, d.Interval, DefaultInterval)
+	s.Timeout = orDuration(s.Timeout, d.Timeout, DefaultTimeout)
+	s.HoldDown = orDuration(s.HoldDown, d.HoldDown, DefaultHoldDown)
+	s.Rise = orInt(s.Rise, d.Rise, DefaultRise)
+	s.Fall = orInt(s.Fall, d.Fall, DefaultFall)
+	return s
+}
+
+func inferType(s Spec) string {
+	switch {
+	case s.URL != "":
+		if strings.HasPrefix(strings.ToLower(s.URL), "https://") {
+			return TypeHTTPS
+		}
+		return TypeHTTP
+	case s.Address != "":
+		return TypeTCP
+	}
+	return ""
+}
+
+func orDuration(v, d Duration, def time.Duration) Duration {
+	if v != 0 {
+		return v
+	}
+	if d != 0 {
+		return d
+	}
+	return Duration(def)
+}
+
+func orInt(v, d, def int) int {
+	if v != 0 {
+		return v
+	}
+	if d != 0 {
+		return d
+	}
+	return def
+}
+
+// Validate checks a merged spec. nodeAddr is the node's first address ("" if
+// none), the default host of a tcp probe; a port is required. Validate fills
+// Address for tcp probes. Errors name the field, e.g. `probe.url: ...`.
+func (s *Spec) Validate(nodeAddr string) error {
+	switch s.Type {
+	case TypeTCP:
+		if s.URL != "" {
+			return errors.New("probe.url: only for http and https probes")
+		}
+		if s.LoadField != "" {
+			return errors.New("probe.load_field: only for http and https probes")
+		}
+		if s.ExpectBody != "" {
+			return errors.New("probe.expect_body: only for http and https probes")
+		}
+		if s.Address == "" {
+			s.Address = nodeAddr
+		}
+		if s.Address == "" {
+			return errors.New("probe.address: required for a tcp probe of a node without addresses")
+		}
+		host, port, err := net.SplitHostPort(s.Address)
+		if err != nil || port == "" {
+			return fmt.Errorf("probe.address: %q must be host:port (a port is required)", s.Address)
+		}
+		if host == "" {
+			return fmt.Errorf("probe.address: %q has no host", s.Address)
+		}
+	case TypeHTTP, TypeHTTPS:
+		if s.Address != "" {
+			return errors.New("probe.address: only for tcp probes, use probe.url")
+		}
+		if s.URL == "" {
+			return fmt.Errorf("probe.url: required for a %s probe", s.Type)
+		}
+		u, err := url.Parse(s.URL)
+		if err != nil {
+			return fmt.Errorf("probe.url: %w", err)
+		}
+		if u.Scheme != s.Type {
+			return fmt.Errorf("probe.url: scheme %q does not match probe.type %q", u.Scheme, s.Type)
+		}
+		if u.Hostname() == "" {
+			return fmt.Errorf("probe.url: %q has no host", s.URL)
+		}
+	default:
+		return fmt.Errorf("probe.type: %q is not one of tcp, http, https", s.Type)
+	}
+	if s.Interval <= 0 {
+		return fmt.Errorf("probe.interval: %s must be > 0", s.Interval)
+	}
+	if s.Timeout <= 0 || s.Timeout > s.Interval {
+		return fmt.Errorf("probe.timeout: %s must be > 0 and <= interval %s", s.Timeout, s.Interval)
+	}
+	if s.Rise < 1 {
+		return fmt.Errorf("probe.rise: %d must be >= 1", s.Rise)
+	}
+	if s.Fall < 1 {
+		return fmt.Errorf("probe.fall: %d must be >= 1", s.Fall)
+	}
+	if s.HoldDown < 0 {
+		return fmt.Errorf("probe.hold_down: %s must be >= 0", s.HoldDown)
+	}
+	for _, c := range s.ExpectStatus {
+		if c < 100 || c > 599 {
+			return fmt.Errorf("probe.expect_status: %d is not an HTTP status (100..599)", c)
+		}
+	}
+	return nil
+}
+
+// statusOK reports whether code is acceptable.
+func (s *Spec) statusOK(code int) bool {
+	if len(s.ExpectStatus) == 0 {
+		return code >= 200 && code <= 399
+	}
+	for _, c := range s.ExpectStatus {
+		if c == code {
+			return true
+		}
+	}
+	return false
+}

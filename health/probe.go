@@ -1,0 +1,166 @@
+package health
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"io"
+	"math"
+	"net"
+	"net/http"
+	"net/url"
+)
+
+// maxBody bounds how much of a probe response is read.
+const maxBody = 64 << 10
+
+// outcome is the result of one probe.
+type outcome struct {
+	ok      bool
+	reason  string
+	load    float64
+	hasLoad bool
+}
+
+// prober runs the layers of one target's probe. Each probe uses a fresh
+// connection so the TCP layer is really tested.
+type prober struct {
+	spec   Spec
+	addr   string // host:port to dial
+	url    *url.URL
+	tls    *tls.Config
+	dialer net.Dialer
+}
+
+func newProber(s Spec, roots *x509.CertPool) *prober {
+	p := &prober{spec: s, addr: s.Address}
+	if s.Type == TypeTCP {
+		return p
+	}
+	u, err := url.Parse(s.URL)
+	if err != nil {
+		u = &url.URL{Scheme: s.Type}
+	}
+	p.url = u
+	port := u.Port()
+	if port == "" {
+		port = "80"
+		if s.Type == TypeHTTPS {
+			port = "443"
+		}
+	}
+	p.addr = net.JoinHostPort(u.Hostname(), port)
+	if s.Type == TypeHTTPS {
+		sni := s.Host
+		if sni == "" {
+			sni = u.Hostname()
+		}
+		if h, _, err := net.SplitHostPort(sni); err == nil {
+			sni = h
+		}
+		p.tls = &tls.Config{ServerName: sni, RootCAs: roots, MinVersion: tls.VersionTLS12}
+	}
+	return p
+}
+
+// probe runs every configured layer within the spec's timeout. parent's
+// cancellation aborts the probe; the caller drops that result.
+func (p *prober) probe(parent context.Context) outcome {
+	ctx, cancel := context.WithTimeout(parent, p.spec.Timeout.D())
+	defer cancel()
+
+	conn, err := p.dialer.DialContext(ctx, "tcp", p.addr)
+	if err != nil {
+		return fail(ctx, ReasonConnect)
+	}
+	defer conn.Close()
+	if p.spec.Type == TypeTCP {
+		return outcome{ok: true}
+	}
+	// Unblock reads and writes when the probe times out or the checker stops.
+	stop := context.AfterFunc(ctx, func() { conn.Close() })
+	defer stop()
+	if dl, ok := ctx.Deadline(); ok {
+		conn.SetDeadline(dl)
+	}
+
+	if p.tls != nil {
+		tc := tls.Client(conn, p.tls)
+		if err := tc.HandshakeContext(ctx); err != nil {
+			return fail(ctx, ReasonTLS)
+		}
+		conn = tc
+	}
+
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.url.String(), nil)
+	if err != nil {
+		return outcome{reason: ReasonStatus}
+	}
+	if p.spec.Host != "" {
+		req.Host = p.spec.Host
+	}
+	req.Close = true
+	req.Header.Set("User-Agent", "coredns-gslb-probe")
+	if err := req.Write(conn); err != nil {
+		return fail(ctx, ReasonStatus)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(conn), req)
+	if err != nil {
+		return fail(ctx, ReasonStatus)
+	}
+	defer resp.Body.Close()
+	if !p.spec.statusOK(resp.StatusCode) {
+		return outcome{reason: ReasonStatus}
+	}
+	if p.spec.ExpectBody == "" && p.spec.LoadField == "" {
+		return outcome{ok: true}
+	}
+
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
+	if err != nil {
+		return fail(ctx, ReasonBody)
+	}
+	if p.spec.ExpectBody != "" && !bytes.Contains(body, []byte(p.spec.ExpectBody)) {
+		return outcome{reason: ReasonBody}
+	}
+	if p.spec.LoadField == "" {
+		return outcome{ok: true}
+	}
+	load, ok := parseLoad(body, p.spec.LoadField)
+	if !ok {
+		return outcome{reason: ReasonBody}
+	}
+	return outcome{ok: true, load: load, hasLoad: true}
+}
+
+// fail classifies an I/O error: any error after the deadline is a timeout.
+func fail(ctx context.Context, reason string) outcome {
+	if ctx.Err() != nil {
+		return outcome{reason: ReasonTimeout}
+	}
+	return outcome{reason: reason}
+}
+
+// parseLoad reads the top-level numeric field from a JSON object. A missing,
+// non-numeric or out-of-range (0..1) value is a content failure.
+func parseLoad(body []byte, field string) (float64, bool) {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(body, &m); err != nil {
+		return 0, false
+	}
+	raw, ok := m[field]
+	if !ok {
+		return 0, false
+	}
+	var f float64
+	if err := json.Unmarshal(raw, &f); err != nil {
+		return 0, false
+	}
+	if math.IsNaN(f) || f < 0 || f > 1 {
+		return 0, false
+	}
+	return f, true
+}
