@@ -61,7 +61,7 @@ var DefaultParams = Params{Weights: Weights{0.5, 0.3, 0.2}, MaxLoad: 0.8}
 
 // Decision is the outcome of Choose.
 type Decision struct {
-	Node       int     // index into the nodes slice; -1 when there is none
+	Node       int // index into the nodes slice; -1 when there is none
 	Tier       Tier
 	Candidates int     // usable nodes in the winning tier
 	DistanceKm float64 // -1 when distance played no part
