@@ -1,0 +1,175 @@
+package geo
+
+import "strings"
+
+// Normalized carrier names.
+const (
+	Telecom = "telecom"
+	Unicom  = "unicom"
+	Mobile  = "mobile"
+	Edu     = "edu"
+)
+
+// Carriers maps ASNs and ISP/organisation names to carriers. Build it before
+// sharing it: Carrier is safe for concurrent use, AddASN and AddName are not.
+type Carriers struct {
+	asn   map[uint32]string
+	names []namePattern // checked last-added first, so extensions win
+}
+
+type namePattern struct {
+	sub     string // ASCII lower-cased
+	carrier string
+}
+
+var defaultASNs = map[string][]uint32{
+	Telecom: {4134, 4809, 4811, 4812, 4813, 4816, 4835, 23724, 17633, 17638, 17785, 58461, 58466, 58563,
+		134756, 134774, 136188, 136190, 140061, 140292},
+	Unicom: {4837, 4808, 9800, 9929, 10099, 17621, 17622, 17623, 17816, 135061},
+	Mobile: {9808, 9231, 9394, 24400, 24444, 24445, 24547, 38019, 56040, 56041, 56042, 56043, 56044, 56045,
+		56046, 56047, 56048, 58453, 58807, 132525, 134810},
+	Edu: {4538, 4565, 23910},
+}
+
+// Built-in name patterns, matched as case-insensitive substrings, the
+// generic ones first (later patterns are checked first).
+var defaultNames = []namePattern{
+	{"unicom", Unicom},
+	{"chinanet", Telecom},
+	{"china telecom", Telecom},
+	{"chinatelecom", Telecom},
+	{"china unicom", Unicom},
+	{"chinaunicom", Unicom},
+	{"china169", Unicom},
+	{"china netcom", Unicom},
+	{"cnc group", Unicom},
+	{"cncgroup", Unicom},
+	{"china mobile", Mobile},
+	{"chinamobile", Mobile},
+	{"cmnet", Mobile},
+	{"china tietong", Mobile},
+	{"cernet", Edu},
+	{"china education and research network", Edu},
+	{"中国电信", Telecom},
+	{"中国联通", Unicom},
+	{"中国移动", Mobile},
+	{"教育网", Edu},
+}
+
+// DefaultCarriers returns the built-in table of the big Chinese carriers'
+// ASNs and ISP names; the result may be extended.
+func DefaultCarriers() *Carriers {
+	c := &Carriers{asn: make(map[uint32]string, 64), names: make([]namePattern, len(defaultNames))}
+	for carrier, asns := range defaultASNs {
+		for _, a := range asns {
+			c.asn[a] = carrier
+		}
+	}
+	copy(c.names, defaultNames)
+	return c
+}
+
+// Clone returns an independent copy, for extending a shared table.
+func (c *Carriers) Clone() *Carriers {
+	n := &Carriers{asn: make(map[uint32]string, len(c.asnMap()))}
+	for k, v := range c.asnMap() {
+		n.asn[k] = v
+	}
+	if c != nil {
+		n.names = append([]namePattern(nil), c.names...)
+	}
+	return n
+}
+
+func (c *Carriers) asnMap() map[uint32]string {
+	if c == nil {
+		return nil
+	}
+	return c.asn
+}
+
+// AddASN maps asn to carrier (normalized), replacing any earlier mapping.
+func (c *Carriers) AddASN(asn uint32, carrier string) {
+	if c.asn == nil {
+		c.asn = make(map[uint32]string)
+	}
+	c.asn[asn] = NormalizeCarrier(carrier)
+}
+
+// AddName maps organisation names containing substring (case-insensitive) to
+// carrier; it takes precedence over earlier patterns.
+func (c *Carriers) AddName(substring, carrier string) {
+	sub := strings.ToLower(strings.TrimSpace(substring))
+	if sub == "" {
+		return
+	}
+	c.names = append(c.names, namePattern{sub: sub, carrier: NormalizeCarrier(carrier)})
+}
+
+// Carrier returns the normalized carrier of an ASN or organisation name: the
+// ASN table first, then the name patterns, else the normalized org name ("" if
+// both are empty). A nil table only normalizes org.
+func (c *Carriers) Carrier(asn uint32, org string) string {
+	if c != nil {
+		if asn != 0 {
+			if s, ok := c.asn[asn]; ok {
+				return s
+			}
+		}
+		if org != "" {
+			for i := len(c.names) - 1; i >= 0; i-- {
+				if containsFold(org, c.names[i].sub) {
+					return c.names[i].carrier
+				}
+			}
+		}
+	}
+	return NormalizeCarrier(org)
+}
+
+// containsFold reports whether s contains the lower-case pattern sub,
+// folding ASCII upper case in s; it does not allocate.
+func containsFold(s, sub string) bool {
+	n := len(sub)
+	if n == 0 {
+		return true
+	}
+	for i := 0; i+n <= len(s); i++ {
+		j := 0
+		for ; j < n; j++ {
+			c := s[i+j]
+			if c >= 'A' && c <= 'Z' {
+				c += 'a' - 'A'
+			}
+			if c != sub[j] {
+				break
+			}
+		}
+		if j == n {
+			return true
+		}
+	}
+	return false
+}
+
+var carrierAliases = map[string]string{
+	"telecom": Telecom, "ct": Telecom, "chinatelecom": Telecom, "china telecom": Telecom, "chinanet": Telecom,
+	"电信": Telecom, "中国电信": Telecom,
+	"unicom": Unicom, "cu": Unicom, "chinaunicom": Unicom, "china unicom": Unicom, "cuc": Unicom,
+	"netcom": Unicom, "cnc": Unicom, "联通": Unicom, "中国联通": Unicom, "网通": Unicom,
+	"mobile": Mobile, "cm": Mobile, "cmcc": Mobile, "chinamobile": Mobile, "china mobile": Mobile,
+	"移动": Mobile, "中国移动": Mobile, "tietong": Mobile, "铁通": Mobile,
+	"edu": Edu, "cernet": Edu, "education": Edu, "教育网": Edu, "中国教育网": Edu, "教育": Edu,
+	"中国教育和科研计算机网": Edu,
+}
+
+// NormalizeCarrier maps a carrier spelling to telecom, unicom, mobile or edu
+// ("电信", "China Telecom", "ct" -> telecom, ...); anything else comes back
+// lower-cased and trimmed.
+func NormalizeCarrier(s string) string {
+	s = strings.ToLower(strings.TrimSpace(s))
+	if c, ok := carrierAliases[s]; ok {
+		return c
+	}
+	return s
+}
