@@ -1,12 +1,381 @@
 package gslb
 
 import (
+	"errors"
+	"fmt"
+	"math"
+	"net/http"
+	"path/filepath"
+	"strconv"
+	"time"
+
 	"github.com/coredns/caddy"
+	"github.com/coredns/coredns/core/dnsserver"
 	"github.com/coredns/coredns/plugin"
+
+	"github.com/gslbdns/gslb/locate"
+	"github.com/gslbdns/gslb/scoring"
 )
 
 const pluginName = "gslb"
 
 func init() { plugin.Register(pluginName, setup) }
 
-func setup(c *caddy.Controller) error { return nil }
+// Defaults of the Corefile options.
+const (
+	defaultTTL       = 60
+	defaultECSMin4   = 24
+	defaultECSMin6   = 56
+	defaultReload    = 30 * time.Second
+	defaultCacheSize = 1000000
+	defaultCacheTTL  = 12 * time.Hour
+)
+
+func setup(c *caddy.Controller) error {
+	g, err := parse(c)
+	if err != nil {
+		return plugin.Error(pluginName, err)
+	}
+	c.OnStartup(g.start)
+	c.OnShutdown(g.stop)
+	dnsserver.GetConfig(c).AddPlugin(func(next plugin.Handler) plugin.Handler {
+		g.Next = next
+		return g
+	})
+	return nil
+}
+
+// options is what the Corefile block says, with defaults applied.
+type options struct {
+	geoip, asn, nodes string
+	geoipLine         int // Corefile lines, so that file errors name them
+	nodesLine         int
+	ttl               uint32
+	ecsMin4, ecsMin6  uint8
+	params            scoring.Params
+	allDownServfail   bool
+	reload            time.Duration
+	cacheSize         int
+	cacheTTL          time.Duration
+	redis             *locate.RedisConfig
+	online            *locate.OnlineConfig
+}
+
+func parse(c *caddy.Controller) (*GSLB, error) {
+	o := options{
+		ttl:       defaultTTL,
+		ecsMin4:   defaultECSMin4,
+		ecsMin6:   defaultECSMin6,
+		params:    scoring.DefaultParams,
+		reload:    defaultReload,
+		cacheSize: defaultCacheSize,
+		cacheTTL:  defaultCacheTTL,
+	}
+	g := &GSLB{}
+	root := dnsserver.GetConfig(c).Root
+	path := func(p string) string {
+		if !filepath.IsAbs(p) && root != "" {
+			return filepath.Join(root, p)
+		}
+		return p
+	}
+	blocks := 0
+	for c.Next() {
+		if blocks++; blocks > 1 {
+			return nil, c.Err("gslb can only be used once per server block")
+		}
+		g.Zones = plugin.OriginsFromArgsOrServerBlock(c.RemainingArgs(), c.ServerBlockKeys)
+		for c.NextBlock() {
+			prop := c.Val()
+			switch prop {
+			case "geoip":
+				if !c.NextArg() {
+					return nil, c.ArgErr()
+				}
+				o.geoip, o.geoipLine = path(c.Val()), c.Line()
+			case "asn":
+				if !c.NextArg() {
+					return nil, c.ArgErr()
+				}
+				o.asn = path(c.Val())
+			case "nodes":
+				if !c.NextArg() {
+					return nil, c.ArgErr()
+				}
+				o.nodes, o.nodesLine = path(c.Val()), c.Line()
+			case "ttl":
+				n, err := uintArg(c, 1, math.MaxInt32)
+				if err != nil {
+					return nil, err
+				}
+				o.ttl = uint32(n)
+			case "ecs_min_prefix":
+				v4, err := uintArg(c, 0, 32)
+				if err != nil {
+					return nil, err
+				}
+				v6, err := uintArg(c, 0, 128)
+				if err != nil {
+					return nil, err
+				}
+				o.ecsMin4, o.ecsMin6 = uint8(v4), uint8(v6)
+			case "weights":
+				var w [3]float64
+				for i := range w {
+					f, err := floatArg(c, 0, 1e6)
+					if err != nil {
+						return nil, err
+					}
+					w[i] = f
+				}
+				if w[0]+w[1]+w[2] == 0 {
+					return nil, c.Err("weights: at least one weight must be positive")
+				}
+				o.params.Weights = scoring.Weights{Distance: w[0], Load: w[1], Cost: w[2]}
+			case "max_load":
+				f, err := floatArg(c, 0, 1)
+				if err != nil {
+					return nil, err
+				}
+				if f == 0 {
+					return nil, c.Err("max_load: must be above 0")
+				}
+				o.params.MaxLoad = f
+			case "fallthrough":
+				g.Fall.SetZonesFromArgs(c.RemainingArgs())
+			case "all_down":
+				if !c.NextArg() {
+					return nil, c.ArgErr()
+				}
+				switch c.Val() {
+				case "open":
+					o.allDownServfail = false
+				case "servfail":
+					o.allDownServfail = true
+				default:
+					return nil, c.Errf("all_down: %q is neither open nor servfail", c.Val())
+				}
+			case "reload":
+				d, err := durationArg(c, 0)
+				if err != nil {
+					return nil, err
+				}
+				if d != 0 && d < time.Second {
+					return nil, c.Errf("reload: %s is shorter than 1s (0 disables)", d)
+				}
+				o.reload = d
+			case "cache_size":
+				n, err := uintArg(c, 1, math.MaxInt32)
+				if err != nil {
+					return nil, err
+				}
+				o.cacheSize = int(n)
+			case "cache_ttl":
+				d, err := durationArg(c, time.Second)
+				if err != nil {
+					return nil, err
+				}
+				o.cacheTTL = d
+			case "redis":
+				r, err := parseRedis(c)
+				if err != nil {
+					return nil, err
+				}
+				o.redis = r
+			case "online":
+				on, err := parseOnline(c)
+				if err != nil {
+					return nil, err
+				}
+				o.online = on
+			default:
+				return nil, c.Errf("unknown property %q", c.Val())
+			}
+			switch prop {
+			case "fallthrough", "redis", "online":
+			default:
+				if args := c.RemainingArgs(); len(args) != 0 {
+					return nil, c.Errf("unexpected argument %q", args[0])
+				}
+			}
+		}
+	}
+	if o.geoip == "" {
+		return nil, c.Err("geoip FILE is required")
+	}
+	if o.nodes == "" {
+		return nil, c.Err("nodes FILE is required")
+	}
+	if err := g.init(o); err != nil {
+		return nil, fmt.Errorf("%s:%d - Error during setup: %w", c.File(), lineOf(err, o), unwrapLine(err))
+	}
+	return g, nil
+}
+
+func parseRedis(c *caddy.Controller) (*locate.RedisConfig, error) {
+	r := &locate.RedisConfig{Addrs: c.RemainingArgs()}
+	if len(r.Addrs) == 0 {
+		return nil, c.Err("redis: at least one ADDRESS is required")
+	}
+	for c.NextBlock() {
+		switch c.Val() {
+		case "password":
+			if !c.NextArg() {
+				return nil, c.ArgErr()
+			}
+			r.Password = c.Val()
+		case "db":
+			n, err := uintArg(c, 0, 1<<16)
+			if err != nil {
+				return nil, err
+			}
+			r.DB = int(n)
+		case "tls":
+			r.TLS = true
+		case "master":
+			if !c.NextArg() {
+				return nil, c.ArgErr()
+			}
+			r.MasterName = c.Val()
+		case "timeout":
+			d, err := durationArg(c, time.Millisecond)
+			if err != nil {
+				return nil, err
+			}
+			r.Timeout = d
+		case "ttl":
+			d, err := durationArg(c, time.Second)
+			if err != nil {
+				return nil, err
+			}
+			r.TTL = d
+		default:
+			return nil, c.Errf("redis: unknown property %q", c.Val())
+		}
+		if len(c.RemainingArgs()) != 0 {
+			return nil, c.ArgErr()
+		}
+	}
+	if err := r.Validate(); err != nil {
+		return nil, c.Errf("redis: %v", err)
+	}
+	return r, nil
+}
+
+func parseOnline(c *caddy.Controller) (*locate.OnlineConfig, error) {
+	if !c.NextArg() {
+		return nil, c.Err("online: URL is required")
+	}
+	on := &locate.OnlineConfig{URL: c.Val(), Headers: http.Header{}}
+	if len(c.RemainingArgs()) != 0 {
+		return nil, c.ArgErr()
+	}
+	for c.NextBlock() {
+		switch c.Val() {
+		case "header":
+			args := c.RemainingArgs()
+			if len(args) != 2 {
+				return nil, c.Err("online: header NAME VALUE")
+			}
+			on.Headers.Add(args[0], args[1])
+			continue
+		case "timeout":
+			d, err := durationArg(c, time.Millisecond)
+			if err != nil {
+				return nil, err
+			}
+			on.Timeout = d
+		case "max_qps":
+			f, err := floatArg(c, 0.001, 1e6)
+			if err != nil {
+				return nil, err
+			}
+			on.MaxQPS = f
+		case "breaker":
+			n, err := uintArg(c, 1, 1<<20)
+			if err != nil {
+				return nil, err
+			}
+			d, err := durationArg(c, time.Millisecond)
+			if err != nil {
+				return nil, err
+			}
+			on.BreakerFailures, on.BreakerWindow = int(n), d
+		case "format":
+			if !c.NextArg() {
+				return nil, c.ArgErr()
+			}
+			on.Format = c.Val()
+		default:
+			return nil, c.Errf("online: unknown property %q", c.Val())
+		}
+		if len(c.RemainingArgs()) != 0 {
+			return nil, c.ArgErr()
+		}
+	}
+	if err := on.Validate(); err != nil {
+		return nil, c.Errf("online: %v", err)
+	}
+	return on, nil
+}
+
+func uintArg(c *caddy.Controller, lo, hi uint64) (uint64, error) {
+	name := c.Val()
+	if !c.NextArg() {
+		return 0, c.ArgErr()
+	}
+	n, err := strconv.ParseUint(c.Val(), 10, 64)
+	if err != nil || n < lo || n > hi {
+		return 0, c.Errf("%s: %q is not a whole number in %d..%d", name, c.Val(), lo, hi)
+	}
+	return n, nil
+}
+
+func floatArg(c *caddy.Controller, lo, hi float64) (float64, error) {
+	name := c.Val()
+	if !c.NextArg() {
+		return 0, c.ArgErr()
+	}
+	f, err := strconv.ParseFloat(c.Val(), 64)
+	if err != nil || math.IsNaN(f) || f < lo || f > hi {
+		return 0, c.Errf("%s: %q is not a number in %g..%g", name, c.Val(), lo, hi)
+	}
+	return f, nil
+}
+
+func durationArg(c *caddy.Controller, min time.Duration) (time.Duration, error) {
+	name := c.Val()
+	if !c.NextArg() {
+		return 0, c.ArgErr()
+	}
+	d, err := time.ParseDuration(c.Val())
+	if err != nil || d < min {
+		return 0, c.Errf("%s: %q is not a duration of at least %s", name, c.Val(), min)
+	}
+	return d, nil
+}
+
+// fileError ties a load error to the Corefile line that named the file.
+type fileError struct {
+	line int
+	err  error
+}
+
+func (e *fileError) Error() string { return e.err.Error() }
+func (e *fileError) Unwrap() error { return e.err }
+
+func lineOf(err error, o options) int {
+	var fe *fileError
+	if errors.As(err, &fe) {
+		return fe.line
+	}
+	return o.nodesLine
+}
+
+func unwrapLine(err error) error {
+	var fe *fileError
+	if errors.As(err, &fe) {
+		return fe.err
+	}
+	return err
+}

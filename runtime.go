@@ -1,0 +1,277 @@
+package gslb
+
+import (
+	"fmt"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gslbdns/gslb/geo"
+	"github.com/gslbdns/gslb/health"
+	"github.com/gslbdns/gslb/locate"
+	"github.com/gslbdns/gslb/scoring"
+)
+
+// view is the immutable snapshot the query path reads: the node table with
+// the probes' latest verdicts folded in.
+type view struct {
+	t      *table
+	nodes  []scoring.Node // t.nodes with live load and health
+	states []string       // per node: up, down, unknown, or unprobed
+	serial uint32
+}
+
+func newView(t *table, snap *health.Snapshot, serial uint32) *view {
+	v := &view{t: t, nodes: make([]scoring.Node, len(t.nodes)), states: make([]string, len(t.nodes)), serial: serial}
+	for i := range t.nodes {
+		v.nodes[i] = t.nodes[i].Node
+		v.states[i] = "unprobed"
+		if snap == nil {
+			continue
+		}
+		st, ok := snap.Status(t.nodes[i].ID)
+		if !ok {
+			continue
+		}
+		v.states[i] = st.State.String()
+		v.nodes[i].Down = st.State == health.StateDown
+		if st.HasLoad {
+			v.nodes[i].Load = st.Load
+		}
+	}
+	return v
+}
+
+// runtime is what one plugin instance runs: the published view, the
+// locator, the probes and the file watcher. Its mutex guards only the
+// background side; queries read the view atomically.
+type runtime struct {
+	view    atomic.Pointer[view]
+	locator *locate.Locator
+	refines bool // redis or online may refine a location per /24
+
+	mu      sync.Mutex
+	opts    options
+	zones   []string
+	table   *table
+	db      *geo.DB
+	checker *health.Checker
+	serial  uint32
+	files   map[string]fileStamp
+	lastErr map[string]string
+
+	startOnce, stopOnce sync.Once
+	stopCh              chan struct{}
+	done                chan struct{}
+}
+
+type fileStamp struct {
+	mod  time.Time
+	size int64
+}
+
+func stamp(path string) fileStamp {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return fileStamp{}
+	}
+	return fileStamp{mod: fi.ModTime(), size: fi.Size()}
+}
+
+// init loads everything a query needs; it starts no goroutine.
+func (g *GSLB) init(o options) error {
+	g.opts = o
+	t, err := loadTable(o.nodes, g.Zones, o.ttl)
+	if err != nil {
+		return &fileError{line: o.nodesLine, err: err}
+	}
+	db, err := geo.Open(o.geoip, o.asn, t.carriers)
+	if err != nil {
+		return &fileError{line: o.geoipLine, err: err}
+	}
+	loc, err := locate.New(locate.Config{DB: db, CacheSize: o.cacheSize, CacheTTL: o.cacheTTL, Redis: o.redis, Online: o.online})
+	if err != nil {
+		db.Close()
+		return err
+	}
+	rt := &runtime{
+		locator: loc,
+		refines: o.redis != nil || o.online != nil,
+		opts:    o,
+		zones:   g.Zones,
+		table:   t,
+		db:      db,
+		serial:  uint32(time.Now().Unix()),
+		files:   map[string]fileStamp{},
+		lastErr: map[string]string{},
+		stopCh:  make(chan struct{}),
+		done:    make(chan struct{}),
+	}
+	for _, p := range rt.watched() {
+		rt.files[p] = stamp(p)
+	}
+	rt.checker = rt.newChecker(t)
+	rt.publish()
+	g.rt = rt
+	recordDBInfo(db)
+	return nil
+}
+
+func (rt *runtime) watched() []string {
+	p := []string{rt.opts.nodes, rt.opts.geoip}
+	if rt.opts.asn != "" {
+		p = append(p, rt.opts.asn)
+	}
+	return p
+}
+
+func (rt *runtime) newChecker(t *table) *health.Checker {
+	var c *health.Checker
+	c = health.New(t.probes, health.Options{}, func(*health.Snapshot) {
+		rt.mu.Lock()
+		defer rt.mu.Unlock()
+		if rt.checker == c {
+			rt.publish()
+		}
+	})
+	return c
+}
+
+// publish builds and stores a new view. Callers hold rt.mu, or own rt alone.
+func (rt *runtime) publish() {
+	rt.view.Store(newView(rt.table, rt.checker.Snapshot(), rt.serial))
+}
+
+func (g *GSLB) start() error {
+	rt := g.rt
+	rt.startOnce.Do(func() {
+		rt.locator.Start()
+		rt.mu.Lock()
+		rt.checker.Start()
+		rt.mu.Unlock()
+		go rt.watch()
+	})
+	return nil
+}
+
+func (g *GSLB) stop() error {
+	rt := g.rt
+	rt.stopOnce.Do(func() {
+		close(rt.stopCh)
+		rt.startOnce.Do(func() { close(rt.done) }) // never started: nothing to wait for
+		<-rt.done
+		rt.mu.Lock()
+		c := rt.checker
+		rt.mu.Unlock()
+		c.Stop()
+		rt.locator.Close()
+		rt.mu.Lock()
+		rt.db.Close()
+		rt.mu.Unlock()
+	})
+	return nil
+}
+
+// watch reloads the node table and the databases when their files change.
+func (rt *runtime) watch() {
+	defer close(rt.done)
+	if rt.opts.reload == 0 {
+		<-rt.stopCh
+		return
+	}
+	tick := time.NewTicker(rt.opts.reload)
+	defer tick.Stop()
+	for {
+		select {
+		case <-rt.stopCh:
+			return
+		case <-tick.C:
+			rt.reloadChanged()
+		}
+	}
+}
+
+// reloadChanged parses changed files outside the lock and swaps them in. A
+// bad file is rejected and the previous one keeps serving.
+func (rt *runtime) reloadChanged() {
+	changed := map[string]bool{}
+	for _, p := range rt.watched() {
+		if s := stamp(p); s != rt.files[p] {
+			changed[p] = true
+			rt.files[p] = s
+		}
+	}
+	if len(changed) == 0 {
+		return
+	}
+	t := rt.table
+	if changed[rt.opts.nodes] {
+		nt, err := loadTable(rt.opts.nodes, rt.zones, rt.opts.ttl)
+		if !rt.accept(rt.opts.nodes, err) {
+			return
+		}
+		if nt.hash == t.hash {
+			delete(changed, rt.opts.nodes)
+		} else {
+			t = nt
+		}
+	}
+	var db *geo.DB
+	if changed[rt.opts.geoip] || changed[rt.opts.asn] || t.carriers != rt.table.carriers {
+		var err error
+		db, err = geo.Open(rt.opts.geoip, rt.opts.asn, t.carriers)
+		if !rt.accept(rt.opts.geoip, err) {
+			return
+		}
+		recordDBInfo(db)
+	}
+
+	rt.mu.Lock()
+	var old *health.Checker
+	if t != rt.table {
+		if !sameProbes(t.probes, rt.table.probes) {
+			old = rt.checker
+			rt.checker = rt.newChecker(t)
+			rt.checker.Start()
+		}
+		forgetNodes(rt.table, t)
+		rt.table = t
+		rt.serial = max(rt.serial+1, uint32(time.Now().Unix()))
+		log.Infof("Reloaded node table %s: %d nodes, %d records", t.path, len(t.nodes), len(t.records))
+	}
+	var oldDB *geo.DB
+	if db != nil {
+		oldDB, rt.db = rt.db, db
+		rt.locator.SetDB(db)
+		log.Infof("Reloaded geo databases %s %s", rt.opts.geoip, rt.opts.asn)
+	}
+	rt.publish()
+	rt.mu.Unlock()
+	reloads.WithLabelValues("ok").Inc()
+
+	if old != nil {
+		old.Stop()
+	}
+	if oldDB != nil {
+		oldDB.Close()
+	}
+}
+
+// accept logs a failed reload once per distinct error and counts it.
+func (rt *runtime) accept(path string, err error) bool {
+	if err == nil {
+		delete(rt.lastErr, path)
+		return true
+	}
+	reloads.WithLabelValues("error").Inc()
+	if msg := err.Error(); rt.lastErr[path] != msg {
+		rt.lastErr[path] = msg
+		log.Errorf("Rejected reload, keeping the previous version: %v", err)
+	}
+	return false
+}
+
+func sameProbes(a, b []health.Target) bool {
+	return fmt.Sprint(a) == fmt.Sprint(b)
+}
