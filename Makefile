@@ -1,0 +1,33 @@
+# make test: everything CI runs. It installs redis-server when it is missing
+# (the tests start their own on a loopback port).
+GO ?= go
+
+.PHONY: test deps vet bench demo build
+
+test: deps vet
+	$(GO) test -race -count=1 -timeout 10m ./...
+
+deps:
+	@if ! command -v redis-server >/dev/null 2>&1; then \
+		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+			echo "installing redis-server for the tests"; \
+			apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null; \
+		else \
+			echo "redis-server is missing: install it (e.g. sudo apt-get install redis-server) and run make test again" >&2; \
+			exit 1; \
+		fi; \
+	fi
+	@if command -v systemctl >/dev/null 2>&1; then systemctl disable --now redis-server >/dev/null 2>&1 || true; fi
+
+vet:
+	@test -z "$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))" || { echo "gofmt needed:"; gofmt -l .; exit 1; }
+	$(GO) vet ./...
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+build:
+	$(GO) build -o coredns ./cmd/coredns
+
+demo:
+	$(GO) run ./cmd/mmdbgen -in demo/demo.csv -city demo/gslb-demo-City.mmdb -asn demo/gslb-demo-ASN.mmdb
