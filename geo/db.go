@@ -1,0 +1,171 @@
+package geo
+
+import (
+	"fmt"
+	"net/netip"
+	"sync"
+	"time"
+
+	"github.com/oschwald/maxminddb-golang/v2"
+)
+
+// Metadata describes an opened database, for logs and metrics.
+type Metadata struct {
+	Path         string
+	DatabaseType string // e.g. "GeoLite2-City"
+	BuildEpoch   uint64 // seconds since the Unix epoch
+}
+
+// BuildTime is BuildEpoch as a time.
+func (m Metadata) BuildTime() time.Time { return time.Unix(int64(m.BuildEpoch), 0) }
+
+// DB locates addresses with a City (or Country) database and an optional
+// ASN/ISP database. It is safe for concurrent use.
+type DB struct {
+	city, asn         *maxminddb.Reader
+	cityMeta, asnMeta Metadata
+	carriers          *Carriers
+}
+
+// Open opens a MaxMind City or Country database (GeoIP2/GeoLite2 or any mmdb
+// with that schema) and an optional ASN (GeoLite2-ASN) or ISP (GeoIP2-ISP)
+// database (asnPath may be ""). A nil carriers table only lower-cases the
+// organisation name. Errors name the file.
+func Open(cityPath, asnPath string, carriers *Carriers) (*DB, error) {
+	d := &DB{carriers: carriers}
+	var err error
+	if d.city, d.cityMeta, err = openReader(cityPath); err != nil {
+		return nil, err
+	}
+	if asnPath != "" {
+		if d.asn, d.asnMeta, err = openReader(asnPath); err != nil {
+			d.city.Close()
+			return nil, err
+		}
+	}
+	return d, nil
+}
+
+func openReader(path string) (*maxminddb.Reader, Metadata, error) {
+	if path == "" {
+		return nil, Metadata{}, fmt.Errorf("geo: no database file given")
+	}
+	r, err := maxminddb.Open(path)
+	if err != nil {
+		return nil, Metadata{}, fmt.Errorf("geo: open %s: %w", path, err)
+	}
+	return r, Metadata{Path: path, DatabaseType: r.Metadata.DatabaseType, BuildEpoch: uint64(r.Metadata.BuildEpoch)}, nil
+}
+
+// Close releases the databases.
+func (d *DB) Close() error {
+	err := d.city.Close()
+	if d.asn != nil {
+		if e := d.asn.Close(); err == nil {
+			err = e
+		}
+	}
+	return err
+}
+
+// Info returns the metadata of the City and ASN databases (zero when absent).
+func (d *DB) Info() (city, asn Metadata) { return d.cityMeta, d.asnMeta }
+
+// scratch keeps decoded records off the heap: Decode takes an interface,
+// so a record on Lookup's stack would escape on every call.
+type scratch struct {
+	city cityRecord
+	asn  asnRecord
+}
+
+var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
+
+// Lookup locates addr. It never fails: an unknown (or special) address gives a
+// zero Location with Bits set to the length of the network that said so.
+func (d *DB) Lookup(addr netip.Addr) Location {
+	addr = addr.Unmap()
+	if bits, ok := Special(addr); ok {
+		return Location{Special: true, Bits: uint8(bits)}
+	}
+	var loc Location
+	found := false
+	s := scratchPool.Get().(*scratch)
+	defer scratchPool.Put(s)
+
+	res := d.city.Lookup(addr)
+	loc.Bits = prefixBits(res, addr)
+	if res.Found() {
+		s.city = cityRecord{}
+		if err := res.Decode(&s.city); err == nil {
+			found = loc.fillCity(&s.city) || found
+		}
+	}
+	// The networks of both databases bound the answer, matched or not: outside
+	// the ASN network the carrier (or its absence) may differ.
+	if d.asn != nil {
+		res := d.asn.Lookup(addr)
+		loc.Bits = max(loc.Bits, prefixBits(res, addr))
+		if res.Found() {
+			s.asn = asnRecord{}
+			if err := res.Decode(&s.asn); err == nil {
+				found = loc.fillASN(&s.asn, d.carriers) || found
+			}
+		}
+	}
+	if found {
+		loc.Source = SourceDB
+	}
+	return loc
+}
+
+// prefixBits is the length of the network the lookup landed in, in addr's
+// own family (the reader already strips the ::/96 of IPv4 in IPv6 trees).
+func prefixBits(res maxminddb.Result, addr netip.Addr) uint8 {
+	if res.Err() != nil {
+		return 0
+	}
+	b := res.Prefix().Bits()
+	if b < 0 {
+		return 0
+	}
+	return uint8(min(b, addr.BitLen()))
+}
+
+func (l *Location) fillCity(r *cityRecord) bool {
+	country := r.country
+	if country == "" {
+		country = r.registered
+	}
+	if country == "" {
+		return false
+	}
+	l.Country = country
+	l.Continent = r.continent
+	if l.Continent == "" {
+		l.Continent = ContinentOf(country)
+	}
+	if r.province != "" {
+		l.Province, _ = NormalizeProvince(country, r.province)
+	}
+	l.City = r.city
+	if (l.Province != "" || l.City != "") && r.hasLat && r.hasLon {
+		l.HasCoords, l.Lat, l.Lon, l.Radius = true, r.lat, r.lon, r.radius
+	}
+	return true
+}
+
+func (l *Location) fillASN(r *asnRecord, c *Carriers) bool {
+	org := r.isp
+	if org == "" {
+		org = r.org
+	}
+	if org == "" {
+		org = r.asOrg
+	}
+	if r.asn == 0 && org == "" {
+		return false
+	}
+	l.ASN = r.asn
+	l.ISP = c.Carrier(r.asn, org)
+	return true
+}
