@@ -99,6 +99,9 @@ func NormalizeProvince(country, s string) (code string, ok bool) {
 		if c, ok := cnByCode[s]; ok { // fast path: MaxMind's own spelling
 			return c.code, true
 		}
+		if c, ok := cnByKey[s]; ok { // old numeric codes, lower-case codes
+			return c, true
+		}
 		k := fold(s)
 		for range 3 {
 			if c, ok := cnByKey[k]; ok {
