@@ -1,0 +1,114 @@
+package gslb
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/gslbdns/gslb/scoring"
+)
+
+var testZones = []string{"example.org."}
+
+func TestParseTableErrors(t *testing.T) {
+	const node = "  - {id: a, ipv4: [192.0.2.1], country: CN, province: ZJ, lat: 30, lon: 120}\n"
+	const rec = "records:\n  - name: www.example.org\n"
+	tests := []struct {
+		name, yaml, want string
+	}{
+		{"unknown top key", "nodes:\n" + node + rec + "colour: blue\n", `line 5: unknown key "colour"`},
+		{"unknown node key", "nodes:\n  - id: a\n    ipv4: [192.0.2.1]\n    colour: red\n", `line 4: nodes[0]: unknown key "colour"`},
+		{"unknown probe key", "nodes:\n  - id: a\n    probe:\n      kind: tcp\n", `nodes[0].probe: unknown key "kind"`},
+		{"unknown record key", "nodes:\n" + node + "records:\n  - name: www.example.org\n    weight: 3\n", `records[0]: unknown key "weight"`},
+		{"duplicate id", "nodes:\n" + node + node + rec, `line 3: nodes[1] (id a): field id: duplicate id "a", first at line 2`},
+		{"missing id", "nodes:\n  - {ipv4: [192.0.2.1], country: CN, lat: 1, lon: 1}\n" + rec, "nodes[0]: field id: missing"},
+		{"unknown node reference", "nodes:\n" + node + "records:\n  - name: www.example.org\n    nodes: [a, b]\n", `records[0] (name www.example.org.): field nodes: unknown node "b"`},
+		{"bad ipv4", "nodes:\n  - {id: a, ipv4: [192.0.2.300], country: CN, lat: 1, lon: 1}\n" + rec, `(id a): field ipv4[0]: "192.0.2.300" is not an IPv4 address`},
+		{"v6 in ipv4", "nodes:\n  - {id: a, ipv4: [\"2001:db8::1\"], country: CN, lat: 1, lon: 1}\n" + rec, "field ipv4[0]"},
+		{"bad ipv6", "nodes:\n  - {id: a, ipv6: [192.0.2.1], country: CN, lat: 1, lon: 1}\n" + rec, "field ipv6[0]"},
+		{"no address", "nodes:\n  - {id: a, country: CN, lat: 1, lon: 1}\n" + rec, "has no address"},
+		{"bad latitude", "nodes:\n  - {id: a, ipv4: [192.0.2.1], country: CN, lat: 91, lon: 1}\n" + rec, "field lat: 91 is outside -90..90"},
+		{"bad longitude", "nodes:\n  - {id: a, ipv4: [192.0.2.1], country: CN, lat: 1, lon: -181}\n" + rec, "field lon"},
+		{"missing coordinates", "nodes:\n  - {id: a, ipv4: [192.0.2.1], country: CN}\n" + rec, "coordinates are required"},
+		{"bad country", "nodes:\n  - {id: a, ipv4: [192.0.2.1], country: XX, lat: 1, lon: 1}\n" + rec, "field country"},
+		{"bad province", "nodes:\n  - {id: a, ipv4: [192.0.2.1], country: CN, province: Atlantis, lat: 1, lon: 1}\n" + rec, "field province"},
+		{"negative cost", "nodes:\n  - {id: a, ipv4: [192.0.2.1], country: CN, lat: 1, lon: 1, cost: -1}\n" + rec, "field cost"},
+		{"load above 1", "nodes:\n  - {id: a, ipv4: [192.0.2.1], country: CN, lat: 1, lon: 1, load: 1.5}\n" + rec, "field load"},
+		{"record outside zones", "nodes:\n" + node + "records:\n  - name: www.example.net\n", "outside the zones"},
+		{"duplicate record", "nodes:\n" + node + "records:\n  - name: www.example.org\n  - name: WWW.example.org.\n", "duplicate record"},
+		{"zero record ttl", "nodes:\n" + node + "records:\n  - name: www.example.org\n    ttl: 0\n", "field ttl"},
+		{"no records", "nodes:\n" + node, "at least one record"},
+		{"no nodes", rec, "at least one node"},
+		{"bad neighbor key", "nodes:\n" + node + rec + "neighbors:\n  Atlantis: [ZJ]\n", "neighbors: key"},
+		{"neighbor abroad", "nodes:\n" + node + rec + "neighbors:\n  ZJ: [US-CA]\n", "another country"},
+		{"region mixes countries", "nodes:\n" + node + rec + "regions:\n  mixed: [ZJ, US-CA]\n", "another country"},
+		{"bad probe", "nodes:\n  - {id: a, ipv4: [192.0.2.1], country: CN, lat: 1, lon: 1, probe: {type: icmp}}\n" + rec, "(id a): probe"},
+		{"not yaml", "nodes: [", "yaml"},
+		{"empty", "", "empty file"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := parseTable([]byte(tc.yaml), testZones, 60)
+			if err == nil {
+				t.Fatalf("Expected an error containing %q, got none", tc.want)
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Expected an error containing %q, got %v", tc.want, err)
+			}
+		})
+	}
+}
+
+func TestParseTable(t *testing.T) {
+	const y = `
+nodes:
+  - {id: hz, ipv4: [192.0.2.1], ipv6: ["2001:db8::1"], country: cn, province: 浙江省, isp: 电信, lat: 30, lon: 120, cost: 0.5, load: 0.25}
+  - {id: bj, ipv4: [192.0.2.2], country: CN, province: CN-BJ, isp: Unicom, lat: 39.9, lon: 116.4}
+  - {id: sf, ipv6: ["2001:db8::3"], country: US, province: US-CA, lat: 37.7, lon: -122.4}
+records:
+  - name: www.example.org
+  - name: API.example.org.
+    ttl: 30
+    nodes: [bj, sf]
+neighbors:
+  US-CA: [NV, OR]
+regions:
+  West: [US-CA, US-NV]
+carriers:
+  asn: {64500: telecom}
+  names: {"Example Net": unicom}
+probe_defaults:
+  interval: 10s
+`
+	tb, err := parseTable([]byte(y), testZones, 60)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hz := tb.nodes[0]
+	if hz.Country != "CN" || hz.Province != "ZJ" || hz.ISP != "telecom" || hz.Continent != "AS" || hz.Cost != 0.5 || hz.Load != 0.25 {
+		t.Errorf("Unexpected normalized node: %+v", hz.Node)
+	}
+	if tb.nodes[1].Province != "BJ" || tb.nodes[1].ISP != "unicom" || tb.nodes[2].Province != "CA" || tb.nodes[2].Continent != "NA" {
+		t.Errorf("Unexpected nodes: %+v %+v", tb.nodes[1].Node, tb.nodes[2].Node)
+	}
+	www := tb.records["www.example.org."]
+	if www == nil || www.ttl != 60 || len(www.v4) != 2 || len(www.v6) != 2 {
+		t.Fatalf("Unexpected www record: %+v", www)
+	}
+	api := tb.records["api.example.org."]
+	if api == nil || api.ttl != 30 || len(api.v4) != 1 || api.v4[0] != 1 || len(api.v6) != 1 || api.v6[0] != 2 {
+		t.Fatalf("Unexpected api record: %+v", api)
+	}
+	if !tb.topo.Neighbors("US", "CA", "NV") || tb.topo.Region("US", "NV") != "West" {
+		t.Errorf("Expected the file's neighbours and regions for US")
+	}
+	if !tb.topo.Neighbors("CN", "ZJ", "SH") || tb.topo.Region("CN", "ZJ") != "华东" {
+		t.Errorf("Expected the built-in topology for CN to remain")
+	}
+	if got := tb.carriers.Carrier(64500, ""); got != "telecom" {
+		t.Errorf("Expected the file's ASN carrier, got %q", got)
+	}
+	if got := tb.carriers.Carrier(64501, "Example Net Ltd"); got != "unicom" {
+		t.Errorf("Expected the file's name carrier, got %q", got)
+	}
+	var _ scoring.Node = hz.Node
+}

@@ -1,0 +1,136 @@
+package gslb
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/coredns/caddy"
+	"github.com/coredns/coredns/core/dnsserver"
+
+	"github.com/gslbdns/gslb/scoring"
+)
+
+func TestSetup(t *testing.T) {
+	dir := fixture(t, fixtureNodes)
+	base := "geoip city.mmdb\nasn asn.mmdb\nnodes nodes.yaml\n"
+	tests := []struct {
+		name    string
+		input   string
+		wantErr string // substring; "" means success
+	}{
+		{"minimal", "gslb example.org {\n" + base + "}", ""},
+		{"server block zones", "gslb {\n" + base + "}", ""},
+		{"all options", "gslb example.org {\n" + base + `ttl 30
+ecs_min_prefix 20 48
+weights 0.6 0.3 0.1
+max_load 0.9
+fallthrough
+all_down servfail
+reload 5s
+cache_size 1000
+cache_ttl 1h
+}`, ""},
+		{"redis and online", "gslb example.org {\n" + base + `redis 127.0.0.1:6379 {
+  password secret
+  db 2
+  timeout 50ms
+  ttl 12h
+}
+online https://geo.example.net/v1/{ip} {
+  header X-Api-Key k
+  timeout 500ms
+  max_qps 10
+  breaker 5 1m
+}
+}`, ""},
+		{"no geoip", "gslb example.org {\nnodes nodes.yaml\n}", "geoip FILE is required"},
+		{"no nodes", "gslb example.org {\ngeoip city.mmdb\n}", "nodes FILE is required"},
+		{"unknown property", "gslb example.org {\n" + base + "colour blue\n}", `unknown property "colour"`},
+		{"bad ttl", "gslb example.org {\n" + base + "ttl 0\n}", "ttl"},
+		{"ttl junk", "gslb example.org {\n" + base + "ttl soon\n}", "ttl"},
+		{"ecs v4 too long", "gslb example.org {\n" + base + "ecs_min_prefix 33 56\n}", "ecs_min_prefix"},
+		{"ecs missing v6", "gslb example.org {\n" + base + "ecs_min_prefix 24\n}", "Wrong argument count"},
+		{"weights negative", "gslb example.org {\n" + base + "weights -1 0 0\n}", "weights"},
+		{"weights zero", "gslb example.org {\n" + base + "weights 0 0 0\n}", "at least one weight"},
+		{"max_load above 1", "gslb example.org {\n" + base + "max_load 1.5\n}", "max_load"},
+		{"max_load zero", "gslb example.org {\n" + base + "max_load 0\n}", "above 0"},
+		{"all_down junk", "gslb example.org {\n" + base + "all_down maybe\n}", "neither open nor servfail"},
+		{"extra argument", "gslb example.org {\n" + base + "ttl 30 40\n}", `unexpected argument "40"`},
+		{"reload too short", "gslb example.org {\n" + base + "reload 10ms\n}", "reload"},
+		{"missing geoip file", "gslb example.org {\ngeoip nope.mmdb\nnodes nodes.yaml\n}", "nope.mmdb"},
+		{"not a database", "gslb example.org {\ngeoip nodes.yaml\nnodes nodes.yaml\n}", "nodes.yaml"},
+		{"missing node file", "gslb example.org {\ngeoip city.mmdb\nnodes nope.yaml\n}", "nope.yaml"},
+		{"record outside zones", "gslb other.org {\n" + base + "}", "outside the zones"},
+		{"twice", "gslb example.org {\n" + base + "}\ngslb example.org {\n" + base + "}", "only be used once"},
+		{"redis no address", "gslb example.org {\n" + base + "redis {\n}\n}", "ADDRESS"},
+		{"redis unknown", "gslb example.org {\n" + base + "redis 127.0.0.1:6379 {\n colour blue\n}\n}", `redis: unknown property "colour"`},
+		{"online no ip", "gslb example.org {\n" + base + "online https://geo.example.net/v1 {\n}\n}", "online"},
+		{"online unknown", "gslb example.org {\n" + base + "online https://geo.example.net/{ip} {\n colour blue\n}\n}", `online: unknown property "colour"`},
+		{"online header arity", "gslb example.org {\n" + base + "online https://geo.example.net/{ip} {\n header X\n}\n}", "header NAME VALUE"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c := caddy.NewTestController("dns", tc.input)
+			c.ServerBlockKeys = []string{"example.org:53"}
+			dnsserver.GetConfig(c).Root = dir
+			g, err := parse(c)
+			if tc.wantErr == "" {
+				if err != nil {
+					t.Fatalf("Expected no error, got %v", err)
+				}
+				g.stop()
+				return
+			}
+			if err == nil {
+				g.stop()
+				t.Fatalf("Expected an error containing %q, got none", tc.wantErr)
+			}
+			if !strings.Contains(err.Error(), tc.wantErr) {
+				t.Fatalf("Expected an error containing %q, got %v", tc.wantErr, err)
+			}
+		})
+	}
+}
+
+// A bad Corefile line fails startup and names the line.
+func TestSetupErrorNamesLine(t *testing.T) {
+	dir := fixture(t, fixtureNodes)
+	tests := []struct {
+		input string
+		line  string
+	}{
+		{"gslb example.org {\ngeoip city.mmdb\nnodes nodes.yaml\nmax_load 7\n}", "Testfile:4"},
+		{"gslb example.org {\ngeoip missing.mmdb\n\nnodes nodes.yaml\n}", "Testfile:2"},
+		{"gslb example.org {\ngeoip city.mmdb\n\n\nnodes missing.yaml\n}", "Testfile:5"},
+	}
+	for _, tc := range tests {
+		c := caddy.NewTestController("dns", tc.input)
+		dnsserver.GetConfig(c).Root = dir
+		_, err := parse(c)
+		if err == nil || !strings.Contains(err.Error(), tc.line) {
+			t.Errorf("Expected an error naming %s for %q, got %v", tc.line, tc.input, err)
+		}
+	}
+}
+
+func TestSetupDefaults(t *testing.T) {
+	dir := fixture(t, fixtureNodes)
+	g := newTestGSLB(t, dir, "gslb example.org {\ngeoip city.mmdb\nnodes nodes.yaml\n}")
+	o := g.opts
+	if o.ttl != 60 || o.ecsMin4 != 24 || o.ecsMin6 != 56 {
+		t.Errorf("Expected ttl 60 and ecs_min_prefix 24 56, got %d %d %d", o.ttl, o.ecsMin4, o.ecsMin6)
+	}
+	if o.params != scoring.DefaultParams {
+		t.Errorf("Expected default weights and max_load, got %+v", o.params)
+	}
+	if o.allDownServfail || o.reload != 30*time.Second || o.cacheSize != 1000000 || o.cacheTTL != 12*time.Hour {
+		t.Errorf("Unexpected defaults: %+v", o)
+	}
+	if o.redis != nil || o.online != nil {
+		t.Errorf("Expected no redis and no online API by default")
+	}
+	if len(g.Zones) != 1 || g.Zones[0] != "example.org." {
+		t.Errorf("Expected zone example.org., got %v", g.Zones)
+	}
+}
