@@ -7,11 +7,13 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
+	"errors"
 	"io"
 	"math"
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 )
 
 // maxBody bounds how much of a probe response is read.
@@ -74,7 +76,7 @@ func (p *prober) probe(parent context.Context) outcome {
 
 	conn, err := p.dialer.DialContext(ctx, "tcp", p.addr)
 	if err != nil {
-		return fail(ctx, ReasonConnect)
+		return fail(ctx, err, ReasonConnect)
 	}
 	defer conn.Close()
 	if p.spec.Type == TypeTCP {
@@ -90,7 +92,7 @@ func (p *prober) probe(parent context.Context) outcome {
 	if p.tls != nil {
 		tc := tls.Client(conn, p.tls)
 		if err := tc.HandshakeContext(ctx); err != nil {
-			return fail(ctx, ReasonTLS)
+			return fail(ctx, err, ReasonTLS)
 		}
 		conn = tc
 	}
@@ -105,11 +107,11 @@ func (p *prober) probe(parent context.Context) outcome {
 	req.Close = true
 	req.Header.Set("User-Agent", "coredns-gslb-probe")
 	if err := req.Write(conn); err != nil {
-		return fail(ctx, ReasonStatus)
+		return fail(ctx, err, ReasonStatus)
 	}
 	resp, err := http.ReadResponse(bufio.NewReader(conn), req)
 	if err != nil {
-		return fail(ctx, ReasonStatus)
+		return fail(ctx, err, ReasonStatus)
 	}
 	defer resp.Body.Close()
 	if !p.spec.statusOK(resp.StatusCode) {
@@ -121,7 +123,7 @@ func (p *prober) probe(parent context.Context) outcome {
 
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
 	if err != nil {
-		return fail(ctx, ReasonBody)
+		return fail(ctx, err, ReasonBody)
 	}
 	if p.spec.ExpectBody != "" && !bytes.Contains(body, []byte(p.spec.ExpectBody)) {
 		return outcome{reason: ReasonBody}
@@ -136,9 +138,11 @@ func (p *prober) probe(parent context.Context) outcome {
 	return outcome{ok: true, load: load, hasLoad: true}
 }
 
-// fail classifies an I/O error: any error after the deadline is a timeout.
-func fail(ctx context.Context, reason string) outcome {
-	if ctx.Err() != nil {
+// fail classifies an I/O error: an error at or after the deadline is a
+// timeout (the conn deadline may fire just before the context's).
+func fail(ctx context.Context, err error, reason string) outcome {
+	var ne net.Error
+	if ctx.Err() != nil || errors.Is(err, os.ErrDeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()) {
 		return outcome{reason: ReasonTimeout}
 	}
 	return outcome{reason: reason}
