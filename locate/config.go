@@ -1,0 +1,134 @@
+package locate
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/gslbdns/gslb/geo"
+)
+
+// Defaults of the Corefile options (issue 4).
+const (
+	DefaultCacheSize       = 1000000
+	DefaultCacheTTL        = 12 * time.Hour
+	DefaultRedisTimeout    = 20 * time.Millisecond
+	DefaultRedisTTL        = 24 * time.Hour
+	DefaultOnlineTimeout   = 800 * time.Millisecond
+	DefaultMaxQPS          = 50
+	DefaultBreakerFailures = 10
+	DefaultBreakerWindow   = 10 * time.Minute
+)
+
+// FormatIPAPI selects the adapter for ip-api.com's field names.
+const FormatIPAPI = "ip-api"
+
+// Config configures a Locator.
+type Config struct {
+	DB        *geo.DB       // may be nil: Redis and the online API only
+	CacheSize int           // LRU entries; 0 = DefaultCacheSize
+	CacheTTL  time.Duration // 0 = DefaultCacheTTL
+	Redis     *RedisConfig  // nil = no shared cache
+	Online    *OnlineConfig // nil = no online API
+}
+
+// RedisConfig is the `redis` block. Several Addrs mean a cluster, MasterName
+// a sentinel setup (Addrs are then the sentinels).
+type RedisConfig struct {
+	Addrs      []string
+	Password   string
+	DB         int
+	TLS        bool
+	MasterName string
+	Timeout    time.Duration // per command; 0 = DefaultRedisTimeout
+	TTL        time.Duration // key TTL, refreshed on write; 0 = DefaultRedisTTL
+}
+
+// OnlineConfig is the `online` block.
+type OnlineConfig struct {
+	URL             string // contains {ip}
+	Headers         http.Header
+	Timeout         time.Duration // 0 = DefaultOnlineTimeout
+	MaxQPS          float64       // 0 = DefaultMaxQPS
+	BreakerFailures int           // 0 = DefaultBreakerFailures
+	BreakerWindow   time.Duration // 0 = DefaultBreakerWindow
+	Format          string        // "" = our JSON schema, or FormatIPAPI
+}
+
+// Validate checks c and fills zero fields with their defaults.
+func (c *RedisConfig) Validate() error {
+	if len(c.Addrs) == 0 {
+		return errors.New("redis: no address")
+	}
+	for _, a := range c.Addrs {
+		if _, port, err := net.SplitHostPort(a); err != nil || port == "" {
+			return fmt.Errorf("redis: address %q is not host:port", a)
+		}
+	}
+	if c.DB < 0 {
+		return fmt.Errorf("redis: db %d is negative", c.DB)
+	}
+	if c.DB != 0 && len(c.Addrs) > 1 && c.MasterName == "" {
+		return fmt.Errorf("redis: db %d is not supported by a cluster", c.DB)
+	}
+	if c.Timeout < 0 {
+		return fmt.Errorf("redis: timeout %v is negative", c.Timeout)
+	}
+	if c.TTL < 0 || (c.TTL > 0 && c.TTL < time.Second) {
+		return fmt.Errorf("redis: ttl %v is below 1s", c.TTL)
+	}
+	if c.Timeout == 0 {
+		c.Timeout = DefaultRedisTimeout
+	}
+	if c.TTL == 0 {
+		c.TTL = DefaultRedisTTL
+	}
+	return nil
+}
+
+// Validate checks c and fills zero fields with their defaults.
+func (c *OnlineConfig) Validate() error {
+	if !strings.Contains(c.URL, "{ip}") {
+		return fmt.Errorf("online: URL %q has no {ip}", c.URL)
+	}
+	u, err := url.Parse(strings.ReplaceAll(c.URL, "{ip}", "192.0.2.1"))
+	if err != nil {
+		return fmt.Errorf("online: URL %q: %w", c.URL, err)
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return fmt.Errorf("online: URL %q is not http or https", c.URL)
+	}
+	if u.Host == "" {
+		return fmt.Errorf("online: URL %q has no host", c.URL)
+	}
+	switch {
+	case c.Timeout < 0:
+		return fmt.Errorf("online: timeout %v is negative", c.Timeout)
+	case c.MaxQPS < 0:
+		return fmt.Errorf("online: max_qps %v is negative", c.MaxQPS)
+	case c.BreakerFailures < 0:
+		return fmt.Errorf("online: breaker failures %d is negative", c.BreakerFailures)
+	case c.BreakerWindow < 0:
+		return fmt.Errorf("online: breaker duration %v is negative", c.BreakerWindow)
+	}
+	if c.Format != "" && c.Format != FormatIPAPI {
+		return fmt.Errorf("online: unknown format %q (want %q)", c.Format, FormatIPAPI)
+	}
+	if c.Timeout == 0 {
+		c.Timeout = DefaultOnlineTimeout
+	}
+	if c.MaxQPS == 0 {
+		c.MaxQPS = DefaultMaxQPS
+	}
+	if c.BreakerFailures == 0 {
+		c.BreakerFailures = DefaultBreakerFailures
+	}
+	if c.BreakerWindow == 0 {
+		c.BreakerWindow = DefaultBreakerWindow
+	}
+	return nil
+}

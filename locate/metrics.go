@@ -1,0 +1,70 @@
+package locate
+
+import (
+	"github.com/coredns/coredns/plugin"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
+)
+
+var (
+	// GeoLookups counts lookups per layer (lru, db, redis, online) and result (hit, miss, error).
+	GeoLookups = promauto.NewCounterVec(prometheus.CounterOpts{
+		Namespace: plugin.Namespace,
+		Subsystem: "gslb",
+		Name:      "geo_lookups_total",
+		Help:      "Counter of client location lookups per layer and result.",
+	}, []string{"layer", "result"})
+
+	// OnlineRequests counts online API calls by result (ok, invalid, timeout, error, refused).
+	OnlineRequests = promauto.NewCounterVec(prometheus.CounterOpts{
+		Namespace: plugin.Namespace,
+		Subsystem: "gslb",
+		Name:      "online_requests_total",
+		Help:      "Counter of online geo API requests by result.",
+	}, []string{"result"})
+
+	// OnlineBreakerOpen is 1 while the online API's breaker is open.
+	OnlineBreakerOpen = promauto.NewGauge(prometheus.GaugeOpts{
+		Namespace: plugin.Namespace,
+		Subsystem: "gslb",
+		Name:      "online_breaker_open",
+		Help:      "1 while the online geo API's circuit breaker is open.",
+	})
+
+	// RedisErrors counts failed Redis commands.
+	RedisErrors = promauto.NewCounter(prometheus.CounterOpts{
+		Namespace: plugin.Namespace,
+		Subsystem: "gslb",
+		Name:      "redis_errors_total",
+		Help:      "Counter of failed Redis commands of the shared location cache.",
+	})
+
+	// CacheEntries is the number of entries in the in-process location LRU.
+	CacheEntries = promauto.NewGauge(prometheus.GaugeOpts{
+		Namespace: plugin.Namespace,
+		Subsystem: "gslb",
+		Name:      "cache_entries",
+		Help:      "Number of entries in the in-process location cache.",
+	})
+)
+
+// Resolved once: WithLabelValues on the hot path would hash the labels.
+var (
+	lruHit      = GeoLookups.WithLabelValues("lru", "hit")
+	lruMiss     = GeoLookups.WithLabelValues("lru", "miss")
+	dbHit       = GeoLookups.WithLabelValues("db", "hit")
+	dbMiss      = GeoLookups.WithLabelValues("db", "miss")
+	redisHit    = GeoLookups.WithLabelValues("redis", "hit")
+	redisMiss   = GeoLookups.WithLabelValues("redis", "miss")
+	redisError  = GeoLookups.WithLabelValues("redis", "error")
+	onlineHit   = GeoLookups.WithLabelValues("online", "hit")
+	onlineMiss  = GeoLookups.WithLabelValues("online", "miss")
+	onlineError = GeoLookups.WithLabelValues("online", "error")
+
+	onlineOK      = OnlineRequests.WithLabelValues("ok")
+	onlineInvalid = OnlineRequests.WithLabelValues("invalid")
+	onlineTimeout = OnlineRequests.WithLabelValues("timeout")
+	onlineErr     = OnlineRequests.WithLabelValues("error")
+	onlineRefused = OnlineRequests.WithLabelValues("refused")
+)

@@ -1,0 +1,175 @@
+package locate
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/netip"
+	"strconv"
+	"strings"
+
+	"github.com/gslbdns/gslb/geo"
+)
+
+// maxBody bounds what is read from the online API.
+const maxBody = 64 << 10
+
+// onlineAnswer is the online API's JSON schema:
+//
+//	{"ip": "1.2.3.4", "network": "1.2.3.0/24", "country": "CN", "province": "HB",
+//	 "city": "Wuhan", "isp": "telecom", "lat": 30.59, "lon": 114.30}
+type onlineAnswer struct {
+	IP       string   `json:"ip"`
+	Network  string   `json:"network"`
+	Country  string   `json:"country"`
+	Province string   `json:"province"`
+	City     string   `json:"city"`
+	ISP      string   `json:"isp"`
+	ASN      uint32   `json:"asn"`
+	Lat      *float64 `json:"lat"`
+	Lon      *float64 `json:"lon"`
+}
+
+// ipAPIAnswer is ip-api.com's JSON (http://ip-api.com/json/{ip}).
+type ipAPIAnswer struct {
+	Status      string   `json:"status"`
+	Message     string   `json:"message"`
+	Query       string   `json:"query"`
+	CountryCode string   `json:"countryCode"`
+	Region      string   `json:"region"`
+	RegionName  string   `json:"regionName"`
+	City        string   `json:"city"`
+	Lat         *float64 `json:"lat"`
+	Lon         *float64 `json:"lon"`
+	ISP         string   `json:"isp"`
+	AS          string   `json:"as"` // "AS4134 CHINANET-BACKBONE"
+}
+
+func (a *ipAPIAnswer) answer() (onlineAnswer, error) {
+	if a.Status != "" && a.Status != "success" {
+		return onlineAnswer{}, fmt.Errorf("ip-api status %q: %s", a.Status, a.Message)
+	}
+	o := onlineAnswer{IP: a.Query, Country: a.CountryCode, Province: a.Region,
+		City: a.City, ISP: a.ISP, Lat: a.Lat, Lon: a.Lon}
+	if a.Region == "" {
+		o.Province = a.RegionName
+	}
+	if as, _, _ := strings.Cut(a.AS, " "); len(as) > 2 && strings.EqualFold(as[:2], "AS") {
+		if n, err := strconv.ParseUint(as[2:], 10, 32); err == nil {
+			o.ASN = uint32(n)
+		}
+	}
+	return o, nil
+}
+
+// errInvalid marks an answer that was received but cannot be trusted.
+var errInvalid = errors.New("invalid answer")
+
+// fetch asks the online API about addr. An error wraps errInvalid when the
+// answer was unusable, context.DeadlineExceeded on a timeout.
+func (l *Locator) fetch(ctx context.Context, addr netip.Addr, known geo.Location) (geo.Location, error) {
+	cfg := l.onlineCfg
+	ctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.ReplaceAll(cfg.URL, "{ip}", addr.String()), nil)
+	if err != nil {
+		return geo.Location{}, err
+	}
+	for k, v := range cfg.Headers {
+		req.Header[k] = v
+	}
+	req.Header.Set("Accept", "application/json")
+	resp, err := l.http.Do(req)
+	if err != nil {
+		return geo.Location{}, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
+	if err != nil {
+		return geo.Location{}, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return geo.Location{}, fmt.Errorf("status %d", resp.StatusCode)
+	}
+	var a onlineAnswer
+	if cfg.Format == FormatIPAPI {
+		var ia ipAPIAnswer
+		if err := json.Unmarshal(body, &ia); err != nil {
+			return geo.Location{}, fmt.Errorf("%w: %v", errInvalid, err)
+		}
+		if a, err = ia.answer(); err != nil {
+			return geo.Location{}, fmt.Errorf("%w: %v", errInvalid, err)
+		}
+	} else if err := json.Unmarshal(body, &a); err != nil {
+		return geo.Location{}, fmt.Errorf("%w: %v", errInvalid, err)
+	}
+	loc, err := validate(addr, &a, known)
+	if err != nil {
+		return geo.Location{}, fmt.Errorf("%w: %v", errInvalid, err)
+	}
+	return loc, nil
+}
+
+// validate turns an answer into a Location, or rejects it (seed 000 §3.3):
+// the answer must be about addr, carry a country and a known province, have
+// possible coordinates, and agree with the local database's country.
+func validate(addr netip.Addr, a *onlineAnswer, known geo.Location) (geo.Location, error) {
+	bits := minBits(addr)
+	if a.IP == "" && a.Network == "" {
+		return geo.Location{}, errors.New("neither ip nor network")
+	}
+	if a.IP != "" {
+		ip, err := netip.ParseAddr(strings.TrimSpace(a.IP))
+		if err != nil || ip.Unmap() != addr {
+			return geo.Location{}, fmt.Errorf("ip %q is not %s", a.IP, addr)
+		}
+	}
+	if a.Network != "" {
+		p, err := netip.ParsePrefix(strings.TrimSpace(a.Network))
+		if err != nil || !p.Contains(addr) {
+			return geo.Location{}, fmt.Errorf("network %q does not contain %s", a.Network, addr)
+		}
+		// We cache per /24 (/48): a wider network still only vouches for that.
+		bits = max(bits, uint8(p.Bits()))
+	}
+	country := strings.ToUpper(strings.TrimSpace(a.Country))
+	if len(country) != 2 || country[0] < 'A' || country[0] > 'Z' || country[1] < 'A' || country[1] > 'Z' {
+		return geo.Location{}, fmt.Errorf("country %q", a.Country)
+	}
+	if known.Country != "" && known.Country != country {
+		return geo.Location{}, fmt.Errorf("country %s, local database says %s", country, known.Country)
+	}
+	prov, ok := geo.NormalizeProvince(country, a.Province)
+	if !ok {
+		return geo.Location{}, fmt.Errorf("province %q of %s", a.Province, country)
+	}
+	loc := geo.Location{
+		Country:   country,
+		Continent: geo.ContinentOf(country),
+		Province:  prov,
+		City:      strings.TrimSpace(a.City),
+		ISP:       geo.NormalizeCarrier(a.ISP),
+		ASN:       a.ASN,
+		Bits:      bits,
+		Source:    geo.SourceOnline,
+	}
+	if (a.Lat == nil) != (a.Lon == nil) {
+		return geo.Location{}, errors.New("lat without lon")
+	}
+	if a.Lat != nil {
+		if !validCoords(*a.Lat, *a.Lon) {
+			return geo.Location{}, fmt.Errorf("coordinates %v,%v", *a.Lat, *a.Lon)
+		}
+		loc.HasCoords, loc.Lat, loc.Lon = true, *a.Lat, *a.Lon
+	}
+	if loc.ISP == "" {
+		loc.ISP, loc.ASN = known.ISP, known.ASN
+	}
+	if loc.Continent == "" {
+		loc.Continent = known.Continent
+	}
+	return loc, nil
+}
