@@ -3,8 +3,6 @@ package gslb
 import (
 	"strings"
 	"testing"
-
-	"github.com/gslbdns/gslb/scoring"
 )
 
 var testZones = []string{"example.org."}
@@ -110,5 +108,4 @@ probe_defaults:
 	if got := tb.carriers.Carrier(64501, "Example Net Ltd"); got != "unicom" {
 		t.Errorf("Expected the file's name carrier, got %q", got)
 	}
-	var _ scoring.Node = hz.Node
 }

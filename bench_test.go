@@ -1,0 +1,43 @@
+package gslb
+
+import (
+	"context"
+	"testing"
+
+	"github.com/coredns/coredns/plugin/test"
+
+	"github.com/miekg/dns"
+)
+
+// discard is a ResponseWriter that drops the reply, so the benchmark
+// measures the decision and the reply's construction only.
+type discard struct{ test.ResponseWriter }
+
+func (*discard) WriteMsg(*dns.Msg) error { return nil }
+
+// BenchmarkServeDNS is one whole decision: ECS parsing, location (an LRU
+// hit after the first query), the ladder, the score and the reply.
+func BenchmarkServeDNS(b *testing.B) {
+	for _, bc := range []struct {
+		name string
+		ecs  string
+	}{
+		{"province_isp", "1.0.1.0/24"},
+		{"country_only", "3.0.0.0/24"},
+		{"private", "10.0.0.0/24"},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			g := newFixtureGSLB(b, fixtureNodes, "")
+			m := query("www.example.org", dns.TypeA, subnet(bc.ecs))
+			w := &discard{}
+			ctx := context.Background()
+			b.ReportAllocs()
+			b.ResetTimer()
+			for b.Loop() {
+				if rc, _ := g.ServeDNS(ctx, w, m); rc != dns.RcodeSuccess {
+					b.Fatalf("Unexpected rcode %d", rc)
+				}
+			}
+		})
+	}
+}
