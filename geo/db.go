@@ -2,6 +2,7 @@ package geo
 
 import (
 	"fmt"
+	"os"
 	"net/netip"
 	"sync"
 	"time"
@@ -50,7 +51,13 @@ func openReader(path string) (*maxminddb.Reader, Metadata, error) {
 	if path == "" {
 		return nil, Metadata{}, fmt.Errorf("geo: no database file given")
 	}
-	r, err := maxminddb.Open(path)
+	// Read into memory rather than mmap: a reload can then drop the old
+	// database while queries still read it, and the GC frees it after them.
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, Metadata{}, fmt.Errorf("geo: %w", err)
+	}
+	r, err := maxminddb.OpenBytes(b)
 	if err != nil {
 		return nil, Metadata{}, fmt.Errorf("geo: open %s: %w", path, err)
 	}
