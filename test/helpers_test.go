@@ -1,0 +1,301 @@
+// Package test runs the gslb plugin inside real CoreDNS servers started from
+// Corefile strings, the way CoreDNS's own test/server.go does.
+package test
+
+import (
+	"bytes"
+	"fmt"
+	golog "log"
+	"net"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/coredns/caddy"
+	"github.com/coredns/coredns/core/dnsserver"
+	clog "github.com/coredns/coredns/plugin/pkg/log"
+
+	_ "github.com/gslbdns/gslb/cmd/coredns/plugins" // our plugin set, gslb before cache
+
+	"github.com/miekg/dns"
+)
+
+// mu serializes caddy.Start: caddy's controller state is global.
+var mu sync.Mutex
+
+// Polling bounds for background effects (probes, file reload, online API).
+const (
+	pollEvery   = 20 * time.Millisecond
+	waitTimeout = 5 * time.Second
+)
+
+// input is a Corefile string as caddy input.
+type input []byte
+
+func (i input) Body() []byte       { return i }
+func (i input) Path() string       { return "Corefile" }
+func (i input) ServerType() string { return "dns" }
+
+// server is a running CoreDNS instance; inst changes on restart.
+type server struct {
+	inst     *caddy.Instance
+	udp, tcp string
+}
+
+// startServer starts CoreDNS from corefile and stops it when the test ends.
+func startServer(t *testing.T, corefile string) *server {
+	t.Helper()
+	mu.Lock()
+	caddy.Quiet = true
+	dnsserver.Quiet = true
+	inst, err := caddy.Start(input(corefile))
+	mu.Unlock()
+	if err != nil {
+		t.Fatalf("Cannot start CoreDNS: %v\n%s", err, corefile)
+	}
+	s := &server{inst: inst}
+	s.setPorts(t)
+	t.Cleanup(func() { s.inst.Stop() })
+	return s
+}
+
+// restart reloads the instance from corefile, as the reload plugin does.
+func (s *server) restart(t *testing.T, corefile string) {
+	t.Helper()
+	mu.Lock()
+	inst, err := s.inst.Restart(input(corefile))
+	mu.Unlock()
+	if err != nil {
+		t.Fatalf("Cannot restart CoreDNS: %v", err)
+	}
+	s.inst = inst
+	s.setPorts(t)
+}
+
+func (s *server) setPorts(t *testing.T) {
+	t.Helper()
+	srvs := s.inst.Servers()
+	if len(srvs) == 0 || srvs[0].LocalAddr() == nil || srvs[0].Addr() == nil {
+		t.Fatalf("CoreDNS instance has no UDP and TCP listener")
+	}
+	s.udp, s.tcp = srvs[0].LocalAddr().String(), srvs[0].Addr().String()
+}
+
+// addr returns the listener for network "udp" or "tcp".
+func (s *server) addr(network string) string {
+	if network == "tcp" {
+		return s.tcp
+	}
+	return s.udp
+}
+
+// newQuery builds a query; ecs is "" (no ECS option) or a prefix such as
+// "202.101.172.0/24".
+func newQuery(t *testing.T, name string, qtype uint16, ecs string) *dns.Msg {
+	t.Helper()
+	m := new(dns.Msg)
+	m.SetQuestion(dns.Fqdn(name), qtype)
+	if ecs == "" {
+		return m
+	}
+	p, err := netip.ParsePrefix(ecs)
+	if err != nil {
+		t.Fatalf("Bad ECS prefix %q: %v", ecs, err)
+	}
+	e := &dns.EDNS0_SUBNET{Code: dns.EDNS0SUBNET, Family: 1, SourceNetmask: uint8(p.Bits()), Address: net.IP(p.Addr().AsSlice())}
+	if p.Addr().Is6() {
+		e.Family = 2
+	}
+	o := &dns.OPT{Hdr: dns.RR_Header{Name: ".", Rrtype: dns.TypeOPT}, Option: []dns.EDNS0{e}}
+	o.SetUDPSize(1232)
+	m.Extra = append(m.Extra, o)
+	return m
+}
+
+// exchange sends m over network to addr and fails the test on a transport error.
+func exchange(t *testing.T, network, addr string, m *dns.Msg) *dns.Msg {
+	t.Helper()
+	c := &dns.Client{Net: network, Timeout: 2 * time.Second}
+	r, _, err := c.Exchange(m, addr)
+	if err != nil {
+		t.Fatalf("Exchange %s over %s with %s: %v", m.Question[0].Name, network, addr, err)
+	}
+	if r.Id != m.Id {
+		t.Fatalf("Reply id %d, want %d", r.Id, m.Id)
+	}
+	return r
+}
+
+// ask is exchange over UDP with a fresh query.
+func ask(t *testing.T, s *server, name string, qtype uint16, ecs string) *dns.Msg {
+	t.Helper()
+	return exchange(t, "udp", s.udp, newQuery(t, name, qtype, ecs))
+}
+
+// answers returns the A/AAAA addresses of r, sorted.
+func answers(r *dns.Msg) []string {
+	var out []string
+	for _, rr := range r.Answer {
+		switch rr := rr.(type) {
+		case *dns.A:
+			out = append(out, rr.A.String())
+		case *dns.AAAA:
+			out = append(out, rr.AAAA.String())
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+func answerOf(r *dns.Msg) string { return strings.Join(answers(r), ",") }
+
+// replyECS returns the ECS option of r's OPT record, or nil.
+func replyECS(r *dns.Msg) *dns.EDNS0_SUBNET {
+	o := r.IsEdns0()
+	if o == nil {
+		return nil
+	}
+	for _, opt := range o.Option {
+		if e, ok := opt.(*dns.EDNS0_SUBNET); ok {
+			return e
+		}
+	}
+	return nil
+}
+
+// waitFor polls cond until it returns true or waitTimeout passes; last
+// describes the final state for the failure message.
+func waitFor(t *testing.T, what string, cond func() (ok bool, last string)) {
+	t.Helper()
+	deadline := time.Now().Add(waitTimeout)
+	for {
+		ok, last := cond()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("Timed out after %v waiting for %s; last: %s", waitTimeout, what, last)
+		}
+		time.Sleep(pollEvery)
+	}
+}
+
+// logBuffer collects what the standard logger (and so clog and the log
+// plugin) prints.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *logBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *logBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// captureLog redirects the log output to a buffer until the test ends.
+func captureLog(t *testing.T) *logBuffer {
+	b := &logBuffer{}
+	golog.SetOutput(b)
+	t.Cleanup(clog.Discard)
+	return b
+}
+
+// line waits for a log line that contains substr and returns it.
+func (b *logBuffer) line(t *testing.T, substr string) string {
+	t.Helper()
+	var found string
+	waitFor(t, fmt.Sprintf("a log line with %q", substr), func() (bool, string) {
+		for _, l := range strings.Split(b.String(), "\n") {
+			if strings.Contains(l, substr) {
+				found = l
+				return true, ""
+			}
+		}
+		return false, b.String()
+	})
+	return found
+}
+
+// logFormat prints every gslb label as gslb/NAME=VALUE after the query id,
+// so that labels(line) can read them back.
+const logFormat = `"GSLB id={>id} rcode={rcode} gslb/client={/gslb/client} gslb/client_source={/gslb/client_source} gslb/ecs={/gslb/ecs} gslb/country={/gslb/country} gslb/province={/gslb/province} gslb/city={/gslb/city} gslb/isp={/gslb/isp} gslb/asn={/gslb/asn} gslb/geo_source={/gslb/geo_source} gslb/tier={/gslb/tier} gslb/candidates={/gslb/candidates} gslb/node={/gslb/node} gslb/node_state={/gslb/node_state} gslb/distance_km={/gslb/distance_km} gslb/score={/gslb/score} END"`
+
+// labels parses a logFormat line.
+func labels(line string) map[string]string {
+	m := map[string]string{}
+	_, rest, _ := strings.Cut(line, "GSLB ")
+	for _, f := range strings.Fields(rest) {
+		if k, v, ok := strings.Cut(f, "="); ok {
+			m[k] = v
+		}
+	}
+	return m
+}
+
+// queryLabels sends m over UDP and returns the reply and the labels of its log line.
+func queryLabels(t *testing.T, s *server, logs *logBuffer, m *dns.Msg) (*dns.Msg, map[string]string) {
+	t.Helper()
+	r := exchange(t, "udp", s.udp, m)
+	return r, labels(logs.line(t, fmt.Sprintf("GSLB id=%d ", m.Id)))
+}
+
+// repoFile returns the absolute path of a file in the repository root.
+func repoFile(t *testing.T, name string) string {
+	t.Helper()
+	p, err := filepath.Abs(filepath.Join("..", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(p); err != nil {
+		t.Fatalf("Missing repository file: %v", err)
+	}
+	return p
+}
+
+// writeFile writes data to dir/name atomically (a rename), so that a file
+// watcher never reads half of it, and returns the path.
+func writeFile(t *testing.T, dir, name, data string) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	tmp, err := os.CreateTemp(dir, ".tmp-*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tmp.WriteString(data); err != nil {
+		t.Fatal(err)
+	}
+	if err := tmp.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp.Name(), p); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// demoCorefile serves example.org with the demo databases and node table.
+func demoCorefile(t *testing.T, extra string) string {
+	return fmt.Sprintf(`example.org:0 {
+    bind 127.0.0.1
+    metadata
+    log . %s
+    gslb {
+        geoip %s
+        asn %s
+        nodes %s
+        %s
+    }
+}`, logFormat, repoFile(t, "demo/gslb-demo-City.mmdb"), repoFile(t, "demo/gslb-demo-ASN.mmdb"), repoFile(t, "nodes.example.yaml"), extra)
+}
