@@ -55,7 +55,7 @@ func testDB(t testing.TB) *geo.DB {
 
 // Modes of the fake online API.
 const (
-	apiGood = iota
+	apiGood         = iota
 	apiSlow         // blocks until release is closed or the request is cancelled
 	apiFail         // HTTP 500
 	apiGarbage      // not JSON
@@ -164,9 +164,18 @@ func (c *fakeClock) add(d time.Duration) {
 
 func newLocator(t testing.TB, cfg Config) *Locator {
 	t.Helper()
+	return newLocatorClock(t, cfg, nil)
+}
+
+// newLocatorClock starts a Locator driven by clk (nil: the real clock).
+func newLocatorClock(t testing.TB, cfg Config, clk *fakeClock) *Locator {
+	t.Helper()
 	l, err := New(cfg)
 	if err != nil {
 		t.Fatalf("New: %v", err)
+	}
+	if clk != nil {
+		l.now, l.manualClock = clk.now, true
 	}
 	l.Start()
 	t.Cleanup(func() { l.Close() })
@@ -174,7 +183,19 @@ func newLocator(t testing.TB, cfg Config) *Locator {
 }
 
 // idle waits for the background online calls to finish.
-func (l *Locator) idle() { l.wg.Wait() }
+func (l *Locator) idle(t testing.TB) {
+	t.Helper()
+	for range 5000 {
+		l.mu.Lock()
+		n := len(l.inflight)
+		l.mu.Unlock()
+		if n == 0 {
+			return
+		}
+		time.Sleep(time.Millisecond)
+	}
+	t.Fatalf("Online calls still in flight after 5s")
+}
 
 // counters is a snapshot of the metrics a test looks at.
 type counters map[string]float64

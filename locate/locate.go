@@ -29,6 +29,9 @@ var log = clog.NewWithPlugin("gslb")
 // API is picked up soon.
 const NoProvinceTTL = time.Minute
 
+// clockTick is the precision of LRU expiry.
+const clockTick = 100 * time.Millisecond
+
 // Locator is the layered address -> location lookup. It is safe for
 // concurrent use.
 type Locator struct {
@@ -37,6 +40,11 @@ type Locator struct {
 	ttl      time.Duration
 	shortTTL time.Duration
 	now      func() time.Time
+	// clock is now() in unix ns, refreshed every clockTick once started:
+	// reading the time costs more than the rest of an LRU hit.
+	clock       atomic.Int64
+	manualClock bool // tests drive now themselves
+	stopClock   chan struct{}
 
 	redisCfg     *RedisConfig
 	redis        atomic.Pointer[redisConn]
@@ -121,17 +129,47 @@ func New(cfg Config) (*Locator, error) {
 	return l, nil
 }
 
-// Start connects to Redis (lazily: go-redis dials on first use). Call it
-// from OnStartup.
+// Start starts the cache clock and the Redis client (go-redis dials on first
+// use). Call it from OnStartup.
 func (l *Locator) Start() {
 	l.startOnce.Do(func() {
 		l.mu.Lock()
-		closed := l.closed
-		l.mu.Unlock()
-		if l.redisCfg != nil && !closed {
+		defer l.mu.Unlock()
+		if l.closed {
+			return
+		}
+		if l.redisCfg != nil {
 			l.redis.Store(&redisConn{c: newRedisClient(l.redisCfg)})
 		}
+		if !l.manualClock {
+			l.clock.Store(time.Now().UnixNano())
+			l.stopClock = make(chan struct{})
+			l.wg.Add(1)
+			go l.tick(l.stopClock)
+		}
 	})
+}
+
+func (l *Locator) tick(stop chan struct{}) {
+	defer l.wg.Done()
+	t := time.NewTicker(clockTick)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case now := <-t.C:
+			l.clock.Store(now.UnixNano())
+		}
+	}
+}
+
+// nowNano is the cache's notion of now.
+func (l *Locator) nowNano() int64 {
+	if n := l.clock.Load(); n != 0 {
+		return n
+	}
+	return l.now().UnixNano()
 }
 
 // Close cancels in-flight online calls, waits for them and closes Redis.
@@ -141,6 +179,9 @@ func (l *Locator) Close() error {
 	l.closeOnce.Do(func() {
 		l.mu.Lock()
 		l.closed = true
+		if l.stopClock != nil {
+			close(l.stopClock)
+		}
 		l.mu.Unlock()
 		l.cancel()
 		l.wg.Wait()
@@ -172,7 +213,7 @@ func (l *Locator) Locate(ctx context.Context, addr netip.Addr) geo.Location {
 		return geo.Location{Special: true, Bits: uint8(bits)}
 	}
 	k := keyOf(addr)
-	now := l.now().UnixNano()
+	now := l.nowNano()
 	if loc, ok := l.cache.get(k, now); ok {
 		lruHit.Inc()
 		loc.Source = geo.SourceLRU
@@ -258,7 +299,7 @@ func (l *Locator) refine(addr netip.Addr, k key, known geo.Location) {
 		case err == nil:
 			onlineOK.Inc()
 			onlineHit.Inc()
-			l.store(k, loc, l.now().UnixNano())
+			l.store(k, loc, l.nowNano())
 			if rc := l.redis.Load(); rc != nil {
 				l.redisSet(l.ctx, rc.c, addr, &loc)
 			}

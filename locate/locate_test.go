@@ -54,7 +54,7 @@ func TestLayerOrder(t *testing.T) {
 		t.Run(tc.addr, func(t *testing.T) {
 			before := snapshot()
 			loc := l.Locate(ctx, netip.MustParseAddr(tc.addr))
-			l.idle()
+			l.idle(t)
 			if loc.Source != tc.source || loc.Province != tc.province || loc.Special != tc.special {
 				t.Errorf("Got source %v province %q special %v, want %v %q %v",
 					loc.Source, loc.Province, loc.Special, tc.source, tc.province, tc.special)
@@ -77,13 +77,12 @@ func TestLayerOrder(t *testing.T) {
 
 func TestLRUTTL(t *testing.T) {
 	clk := newFakeClock()
-	l := newLocator(t, Config{DB: testDB(t), CacheTTL: time.Hour})
-	l.now = clk.now
+	l := newLocatorClock(t, Config{DB: testDB(t), CacheTTL: time.Hour}, clk)
 	tests := []struct {
 		addr string
 		ttl  time.Duration
 	}{
-		{"1.0.1.1", time.Hour},     // province: CacheTTL
+		{"1.0.1.1", time.Hour},      // province: CacheTTL
 		{"36.0.1.1", NoProvinceTTL}, // country level: short
 		{"9.9.9.9", NoProvinceTTL},  // unknown: short
 	}
@@ -180,7 +179,7 @@ func TestOnlineValidation(t *testing.T) {
 			a := netip.MustParseAddr(fmt.Sprintf("36.0.%d.1", 100+i))
 			before := snapshot()
 			l.Locate(ctx, a)
-			l.idle()
+			l.idle(t)
 			if d := before.delta(); d["online:invalid"] != 1 || d["online:ok"] != 0 {
 				t.Errorf("Got deltas %v, want one invalid answer", d)
 			}
@@ -198,14 +197,13 @@ func TestOnlineBreaker(t *testing.T) {
 	clk := newFakeClock()
 	api := newFakeAPI(t)
 	api.mode.Store(apiFail)
-	l := newLocator(t, Config{DB: testDB(t),
-		Online: &OnlineConfig{URL: api.url(), BreakerFailures: 3, BreakerWindow: 50 * time.Millisecond}})
-	l.now = clk.now
+	l := newLocatorClock(t, Config{DB: testDB(t),
+		Online: &OnlineConfig{URL: api.url(), BreakerFailures: 3, BreakerWindow: 50 * time.Millisecond}}, clk)
 	n := 0
 	locate := func() {
 		n++
 		l.Locate(ctx, netip.MustParseAddr(fmt.Sprintf("36.0.%d.1", n)))
-		l.idle()
+		l.idle(t)
 	}
 	before := snapshot()
 	for range 3 {
@@ -254,7 +252,7 @@ func TestOnlineTimeout(t *testing.T) {
 	if loc := l.Locate(ctx, netip.MustParseAddr("36.0.1.1")); loc.Country != "CN" || loc.Province != "" {
 		t.Errorf("Got %+v, want the country-level answer at once", loc)
 	}
-	l.idle()
+	l.idle(t)
 	if d := before.delta(); d["online:timeout"] != 1 {
 		t.Errorf("Got deltas %v, want one timeout", d)
 	}
@@ -274,7 +272,7 @@ func TestOnlineSingleflight(t *testing.T) {
 	}
 	wg.Wait()
 	api.unblock()
-	l.idle()
+	l.idle(t)
 	if c := api.calls.Load(); c != 1 {
 		t.Errorf("API called %d times for one /24, want 1", c)
 	}
@@ -286,19 +284,18 @@ func TestOnlineSingleflight(t *testing.T) {
 func TestOnlineMaxQPS(t *testing.T) {
 	clk := newFakeClock()
 	api := newFakeAPI(t)
-	l := newLocator(t, Config{DB: testDB(t), Online: &OnlineConfig{URL: api.url(), MaxQPS: 1}})
-	l.now = clk.now
+	l := newLocatorClock(t, Config{DB: testDB(t), Online: &OnlineConfig{URL: api.url(), MaxQPS: 1}}, clk)
 	before := snapshot()
 	for i := range 3 {
 		l.Locate(ctx, netip.MustParseAddr(fmt.Sprintf("36.0.%d.1", 20+i)))
-		l.idle()
+		l.idle(t)
 	}
 	if d := before.delta(); d["online:ok"] != 1 || d["online:refused"] != 2 {
 		t.Errorf("Got deltas %v, want 1 ok and 2 refused", d)
 	}
 	clk.add(time.Second)
 	l.Locate(ctx, netip.MustParseAddr("36.0.30.1"))
-	l.idle()
+	l.idle(t)
 	if c := api.calls.Load(); c != 2 {
 		t.Errorf("API called %d times, want 2 after a second", c)
 	}
@@ -336,7 +333,7 @@ func TestSharingThroughRedis(t *testing.T) {
 	a := newLocator(t, Config{DB: db, Redis: rc, Online: &OnlineConfig{URL: api.url()}})
 	b := newLocator(t, Config{DB: db, Redis: rc})
 	a.Locate(ctx, netip.MustParseAddr("36.0.44.1"))
-	a.idle()
+	a.idle(t)
 	la := a.Locate(ctx, netip.MustParseAddr("36.0.44.2"))
 	lb := b.Locate(ctx, netip.MustParseAddr("36.0.44.200"))
 	if la.Province == "" || lb.Source != geo.SourceRedis || lb.Province != la.Province || lb.City != la.City {

@@ -128,6 +128,7 @@ func newRedisClient(c *RedisConfig) redis.UniversalClient {
 		WriteTimeout:          c.Timeout,
 		PoolTimeout:           c.Timeout,
 		ContextTimeoutEnabled: true,
+		DialerRetries:         1, // the next query retries; go-redis redials by itself
 		DisableIdentity:       true,
 	}
 	if c.TLS {
