@@ -87,6 +87,9 @@ func New(targets []Target, opts Options, onChange func(*Snapshot)) *Checker {
 		}
 		seen[t.ID] = true
 		s := t.Spec.WithDefaults(Spec{})
+		if s.Interval <= 0 || s.Timeout <= 0 { // not validated: keep the loop sane
+			s.Interval, s.Timeout = Duration(DefaultInterval), Duration(DefaultTimeout)
+		}
 		c.ids = append(c.ids, t.ID)
 		c.targets = append(c.targets, target{id: t.ID, typ: s.Type, every: s.Interval.D(), prober: newProber(s, opts.RootCAs)})
 		c.nodes = append(c.nodes, node{rise: s.Rise, fall: s.Fall, holdDown: s.HoldDown.D()})
