@@ -57,6 +57,13 @@ func (b *breaker) done(now time.Time, ok bool) {
 	}
 }
 
+// abort ends an allowed call without an outcome.
+func (b *breaker) abort() {
+	b.mu.Lock()
+	b.trial = false
+	b.mu.Unlock()
+}
+
 func (b *breaker) isOpen() bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()

@@ -341,3 +341,25 @@ func TestSharingThroughRedis(t *testing.T) {
 			la.Province, la.City, lb.Source, lb.Province, lb.City)
 	}
 }
+
+func TestOnlineInflightBound(t *testing.T) {
+	api := newFakeAPI(t)
+	api.mode.Store(apiSlow)
+	l := newLocator(t, Config{DB: testDB(t), Online: &OnlineConfig{URL: api.url(), MaxQPS: 1000, Timeout: 5 * time.Second}})
+	l.maxInflight = 3
+	before := snapshot()
+	for i := range 10 {
+		l.Locate(ctx, netip.MustParseAddr(fmt.Sprintf("36.0.%d.1", 50+i)))
+	}
+	l.mu.Lock()
+	n := len(l.inflight)
+	l.mu.Unlock()
+	if n != 3 {
+		t.Errorf("Got %d calls in flight, want the bound of 3", n)
+	}
+	if d := before.delta(); d["online:refused"] != 7 {
+		t.Errorf("Got deltas %v, want 7 refusals", d)
+	}
+	api.unblock()
+	l.idle(t)
+}

@@ -147,6 +147,10 @@ func (l *Locator) redisGet(ctx context.Context, rc redis.UniversalClient, addr n
 	ctx, cancel := context.WithTimeout(ctx, l.redisCfg.Timeout)
 	v, err := rc.HGet(ctx, k, field).Result()
 	cancel()
+	if errors.Is(err, context.Canceled) { // the query went away: not Redis's fault
+		l.redisBreaker.abort()
+		return geo.Location{}, false
+	}
 	if err != nil && !errors.Is(err, redis.Nil) {
 		l.redisBreaker.done(l.now(), false)
 		RedisErrors.Inc()

@@ -1,6 +1,7 @@
 package locate
 
 import (
+	"context"
 	"fmt"
 	"net/netip"
 	"testing"
@@ -139,5 +140,22 @@ func TestRedisConfigValidate(t *testing.T) {
 		if err == nil && (tc.cfg.Timeout != DefaultRedisTimeout || tc.cfg.TTL != DefaultRedisTTL) {
 			t.Errorf("%s: defaults not filled: %+v", tc.name, tc.cfg)
 		}
+	}
+}
+
+// A query whose context is cancelled is not held against Redis.
+func TestRedisCancelledQuery(t *testing.T) {
+	rs := testredis.Start(t)
+	l := newLocator(t, Config{DB: testDB(t), Redis: &RedisConfig{Addrs: []string{rs.Addr()}}})
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	before := snapshot()
+	for i := range redisBreakerFailures + 1 {
+		if loc := l.Locate(cctx, netip.MustParseAddr(fmt.Sprintf("36.0.%d.1", i))); loc.Country != "CN" {
+			t.Fatalf("Got %+v, want the database's answer", loc)
+		}
+	}
+	if d := before.delta(); d["redis_errors"] != 0 || l.redisBreaker.isOpen() {
+		t.Errorf("Got deltas %v, breaker open %v; want no Redis errors", d, l.redisBreaker.isOpen())
 	}
 }
