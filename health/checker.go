@@ -92,7 +92,7 @@ func New(targets []Target, opts Options, onChange func(*Snapshot)) *Checker {
 		}
 		c.ids = append(c.ids, t.ID)
 		c.targets = append(c.targets, target{id: t.ID, typ: s.Type, every: s.Interval.D(), prober: newProber(s, opts.RootCAs)})
-		c.nodes = append(c.nodes, node{rise: s.Rise, fall: s.Fall, holdDown: s.HoldDown.D()})
+		c.nodes = append(c.nodes, node{rise: s.Rise, fall: s.Fall, holdDown: s.holdDown()})
 	}
 	now := opts.Now()
 	for i := range c.nodes {

@@ -50,7 +50,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 
 func fastSpec(url string) Spec {
 	return Spec{URL: url, Interval: Duration(40 * time.Millisecond), Timeout: Duration(40 * time.Millisecond),
-		Rise: 2, Fall: 2, HoldDown: Duration(time.Minute)}
+		Rise: 2, Fall: 2, HoldDown: durp(time.Minute)}
 }
 
 func stateIs(c *Checker, id string, want State) func() bool {

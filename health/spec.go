@@ -15,18 +15,18 @@ import (
 // `probe_defaults:` block. Zero fields take the value of probe_defaults,
 // then the built-in default.
 type Spec struct {
-	Type         string   `yaml:"type"`          // tcp | http | https
-	Address      string   `yaml:"address"`       // tcp: host:port
-	URL          string   `yaml:"url"`           // http/https
-	Host         string   `yaml:"host"`          // Host header and SNI
-	ExpectStatus []int    `yaml:"expect_status"` // default 200-399
-	ExpectBody   string   `yaml:"expect_body"`   // substring of the body
-	LoadField    string   `yaml:"load_field"`    // numeric JSON field 0..1
-	Interval     Duration `yaml:"interval"`      // default 5s
-	Timeout      Duration `yaml:"timeout"`       // default 2s
-	Rise         int      `yaml:"rise"`          // default 2
-	Fall         int      `yaml:"fall"`          // default 3
-	HoldDown     Duration `yaml:"hold_down"`     // default 2m
+	Type         string    `yaml:"type"`          // tcp | http | https
+	Address      string    `yaml:"address"`       // tcp: host:port
+	URL          string    `yaml:"url"`           // http/https
+	Host         string    `yaml:"host"`          // Host header and SNI
+	ExpectStatus []int     `yaml:"expect_status"` // default 200-399
+	ExpectBody   string    `yaml:"expect_body"`   // substring of the body
+	LoadField    string    `yaml:"load_field"`    // numeric JSON field 0..1
+	Interval     Duration  `yaml:"interval"`      // default 5s
+	Timeout      Duration  `yaml:"timeout"`       // default 2s
+	Rise         int       `yaml:"rise"`          // default 2
+	Fall         int       `yaml:"fall"`          // default 3
+	HoldDown     *Duration `yaml:"hold_down"`     // default 2m; 0s switches hold-down off
 }
 
 // Probe types.
@@ -70,6 +70,13 @@ func (d Duration) String() string { return time.Duration(d).String() }
 // D returns d as a time.Duration.
 func (d Duration) D() time.Duration { return time.Duration(d) }
 
+func (s *Spec) holdDown() time.Duration {
+	if s.HoldDown == nil {
+		return DefaultHoldDown
+	}
+	return s.HoldDown.D()
+}
+
 // WithDefaults fills zero fields from d (probe_defaults), then from the
 // built-in defaults. A missing type is tcp when only an address is set and the
 // URL's scheme when a URL is set. An empty ExpectStatus means 200-399.
@@ -106,7 +113,13 @@ func (s Spec) WithDefaults(d Spec) Spec {
 	}
 	s.Interval = orDuration(s.Interval, d.Interval, DefaultInterval)
 	s.Timeout = orDuration(s.Timeout, d.Timeout, DefaultTimeout)
-	s.HoldDown = orDuration(s.HoldDown, d.HoldDown, DefaultHoldDown)
+	if s.HoldDown == nil {
+		s.HoldDown = d.HoldDown
+	}
+	if s.HoldDown == nil {
+		h := Duration(DefaultHoldDown)
+		s.HoldDown = &h
+	}
 	s.Rise = orInt(s.Rise, d.Rise, DefaultRise)
 	s.Fall = orInt(s.Fall, d.Fall, DefaultFall)
 	return s
@@ -205,8 +218,8 @@ func (s *Spec) Validate(nodeAddr string) error {
 	if s.Fall < 1 {
 		return fmt.Errorf("probe.fall: %d must be >= 1", s.Fall)
 	}
-	if s.HoldDown < 0 {
-		return fmt.Errorf("probe.hold_down: %s must be >= 0", s.HoldDown)
+	if s.HoldDown != nil && *s.HoldDown < 0 {
+		return fmt.Errorf("probe.hold_down: %s must be >= 0", *s.HoldDown)
 	}
 	for _, c := range s.ExpectStatus {
 		if c < 100 || c > 599 {

@@ -20,7 +20,7 @@ func TestSpecYAML(t *testing.T) {
 expect_body: ok, load_field: load, interval: 5s, timeout: 1500ms, rise: 2, fall: 3, hold_down: 2m}`,
 			want: Spec{Type: "http", URL: "http://127.0.0.1:8080/health", Host: "www.example.org", ExpectStatus: []int{200, 204},
 				ExpectBody: "ok", LoadField: "load", Interval: Duration(5 * time.Second), Timeout: Duration(1500 * time.Millisecond),
-				Rise: 2, Fall: 3, HoldDown: Duration(2 * time.Minute)},
+				Rise: 2, Fall: 3, HoldDown: durp(2 * time.Minute)},
 		},
 		{in: `{address: "10.0.0.1:80"}`, want: Spec{Address: "10.0.0.1:80"}},
 		{in: `{interval: 5}`, wantErr: true},
@@ -45,7 +45,7 @@ expect_body: ok, load_field: load, interval: 5s, timeout: 1500ms, rise: 2, fall:
 
 func TestWithDefaults(t *testing.T) {
 	builtin := Spec{Interval: Duration(DefaultInterval), Timeout: Duration(DefaultTimeout), Rise: DefaultRise,
-		Fall: DefaultFall, HoldDown: Duration(DefaultHoldDown)}
+		Fall: DefaultFall, HoldDown: durp(DefaultHoldDown)}
 	with := func(s Spec) Spec {
 		s.Interval, s.Timeout, s.Rise, s.Fall, s.HoldDown = builtin.Interval, builtin.Timeout, builtin.Rise, builtin.Fall, builtin.HoldDown
 		return s
@@ -67,16 +67,16 @@ func TestWithDefaults(t *testing.T) {
 			"defaults fill zero fields",
 			Spec{URL: "http://a/", Rise: 5},
 			Spec{Host: "h", ExpectStatus: []int{200}, LoadField: "load", Interval: Duration(time.Second),
-				Timeout: Duration(time.Second), Rise: 3, Fall: 4, HoldDown: Duration(time.Minute)},
+				Timeout: Duration(time.Second), Rise: 3, Fall: 4, HoldDown: durp(time.Minute)},
 			Spec{Type: "http", URL: "http://a/", Host: "h", ExpectStatus: []int{200}, LoadField: "load",
-				Interval: Duration(time.Second), Timeout: Duration(time.Second), Rise: 5, Fall: 4, HoldDown: Duration(time.Minute)},
+				Interval: Duration(time.Second), Timeout: Duration(time.Second), Rise: 5, Fall: 4, HoldDown: durp(time.Minute)},
 		},
 		{
 			"own fields win",
 			Spec{Type: "tcp", Address: "a:1", Interval: Duration(time.Second), Timeout: Duration(time.Millisecond), Fall: 1},
 			Spec{Interval: Duration(time.Hour), Timeout: Duration(time.Minute), Fall: 9},
 			Spec{Type: "tcp", Address: "a:1", Interval: Duration(time.Second), Timeout: Duration(time.Millisecond),
-				Rise: DefaultRise, Fall: 1, HoldDown: Duration(DefaultHoldDown)},
+				Rise: DefaultRise, Fall: 1, HoldDown: durp(DefaultHoldDown)},
 		},
 	}
 	for _, tc := range tests {
@@ -117,7 +117,7 @@ func TestValidate(t *testing.T) {
 		{"negative interval", Spec{Address: "a:1", Interval: -1}, "", "", "probe.interval"},
 		{"negative rise", Spec{Address: "a:1", Rise: -1}, "", "", "probe.rise"},
 		{"negative fall", Spec{Address: "a:1", Fall: -2}, "", "", "probe.fall"},
-		{"negative hold_down", Spec{Address: "a:1", HoldDown: -1}, "", "", "probe.hold_down"},
+		{"negative hold_down", Spec{Address: "a:1", HoldDown: durp(-1)}, "", "", "probe.hold_down"},
 		{"status too low", Spec{URL: "http://a/", ExpectStatus: []int{200, 99}}, "", "", "probe.expect_status"},
 		{"status too high", Spec{URL: "http://a/", ExpectStatus: []int{600}}, "", "", "probe.expect_status"},
 	}
@@ -152,6 +152,35 @@ func TestStatusOK(t *testing.T) {
 		s := Spec{ExpectStatus: tc.expect}
 		if got := s.statusOK(tc.code); got != tc.want {
 			t.Errorf("Test %d: expected statusOK(%d) = %t with %v, got %t", i, tc.code, tc.want, tc.expect, got)
+		}
+	}
+}
+
+func durp(d time.Duration) *Duration { x := Duration(d); return &x }
+
+// An explicit "hold_down: 0s" switches hold-down off; leaving it out takes
+// probe_defaults, then the built-in 2m.
+func TestSpecHoldDownZero(t *testing.T) {
+	tests := []struct {
+		yaml, defaults string
+		want           time.Duration
+	}{
+		{"url: http://a/\nhold_down: 0s\n", "", 0},
+		{"url: http://a/\n", "", DefaultHoldDown},
+		{"url: http://a/\n", "hold_down: 0s\n", 0},
+		{"url: http://a/\nhold_down: 30s\n", "hold_down: 0s\n", 30 * time.Second},
+	}
+	for _, tc := range tests {
+		var s, d Spec
+		if err := yaml.Unmarshal([]byte(tc.yaml), &s); err != nil {
+			t.Fatal(err)
+		}
+		if err := yaml.Unmarshal([]byte(tc.defaults), &d); err != nil {
+			t.Fatal(err)
+		}
+		m := s.WithDefaults(d)
+		if got := m.holdDown(); got != tc.want {
+			t.Errorf("Expected hold_down %s for %q with defaults %q, got %s", tc.want, tc.yaml, tc.defaults, got)
 		}
 	}
 }
