@@ -1,0 +1,95 @@
+package gslb
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gslbdns/gslb/geo/mmdbgen"
+
+	"github.com/miekg/dns"
+)
+
+func answerOf(t *testing.T, g *GSLB, name, ecs string) string {
+	t.Helper()
+	_, m := serve(t, g, query(name, dns.TypeA, subnet(ecs)))
+	if m == nil || len(m.Answer) != 1 {
+		t.Fatalf("Expected one answer for %s, got %v", name, m)
+	}
+	return m.Answer[0].(*dns.A).A.String()
+}
+
+// touch rewrites a file with a modification time that a reload will notice.
+func touch(t *testing.T, path, content string, age int) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	mt := time.Now().Add(time.Duration(age) * time.Second)
+	if err := os.Chtimes(path, mt, mt); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestReloadNodeTable(t *testing.T) {
+	dir := fixture(t, fixtureNodes)
+	g := newTestGSLB(t, dir, fmt.Sprintf(fixtureBlock, "reload 0\n"))
+	nodes := filepath.Join(dir, "nodes.yaml")
+	serial := g.rt.view.Load().serial
+
+	if got := answerOf(t, g, "sh.example.org", "2.0.0.0/24"); got != "192.0.2.3" {
+		t.Fatalf("Expected 192.0.2.3 before the reload, got %s", got)
+	}
+
+	// A broken table is rejected: the previous one keeps serving.
+	touch(t, nodes, fixtureNodes+"  - name: broken.example.org\n    nodes: [nobody]\n", 1)
+	g.rt.reloadChanged()
+	if got := answerOf(t, g, "sh.example.org", "2.0.0.0/24"); got != "192.0.2.3" {
+		t.Fatalf("Expected the previous table to keep serving, got %s", got)
+	}
+	if g.rt.view.Load().serial != serial {
+		t.Errorf("Expected the SOA serial unchanged after a rejected reload")
+	}
+
+	// A good table is swapped in, and the serial moves on.
+	touch(t, nodes, strings.Replace(fixtureNodes, "192.0.2.3", "192.0.2.33", 1), 2)
+	g.rt.reloadChanged()
+	if got := answerOf(t, g, "sh.example.org", "2.0.0.0/24"); got != "192.0.2.33" {
+		t.Fatalf("Expected the new table's address, got %s", got)
+	}
+	if g.rt.view.Load().serial <= serial {
+		t.Errorf("Expected the SOA serial to increase, got %d after %d", g.rt.view.Load().serial, serial)
+	}
+}
+
+func TestReloadGeoDatabase(t *testing.T) {
+	dir := fixture(t, fixtureNodes)
+	g := newTestGSLB(t, dir, fmt.Sprintf(fixtureBlock, "reload 0\n"))
+	city := filepath.Join(dir, "city.mmdb")
+	if got := answerOf(t, g, "www.example.org", "2.0.0.0/24"); got != "192.0.2.3" {
+		t.Fatalf("Expected Shanghai's node, got %s", got)
+	}
+
+	// A corrupt database is rejected.
+	touch(t, city, "not a database", 1)
+	g.rt.reloadChanged()
+	if got := answerOf(t, g, "www.example.org", "2.0.0.0/24"); got != "192.0.2.3" {
+		t.Fatalf("Expected the previous database to keep serving, got %s", got)
+	}
+
+	// 2.0.0.0/24 moves to Beijing: the new database is used, the LRU emptied.
+	if err := mmdbgen.WriteCity(city, []mmdbgen.City{
+		{Network: "2.0.0.0/24", Country: "CN", Province: "BJ", City: "Beijing", Lat: 39.9, Lon: 116.4},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	mt := time.Now().Add(2 * time.Second)
+	os.Chtimes(city, mt, mt)
+	g.rt.reloadChanged()
+	if got := answerOf(t, g, "www.example.org", "2.0.0.0/24"); got != "192.0.2.4" {
+		t.Fatalf("Expected Beijing's node after the database reload, got %s", got)
+	}
+}
