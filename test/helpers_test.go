@@ -60,8 +60,15 @@ func startServer(t *testing.T, corefile string) *server {
 	}
 	s := &server{inst: inst}
 	s.setPorts(t)
-	t.Cleanup(func() { s.inst.Stop() })
+	t.Cleanup(s.stop)
 	return s
+}
+
+// stop runs the OnShutdown callbacks, which Instance.Stop alone skips, and
+// stops the listeners, as caddy does on a signal.
+func (s *server) stop() {
+	s.inst.ShutdownCallbacks()
+	s.inst.Stop()
 }
 
 // restart reloads the instance from corefile, as the reload plugin does.
