@@ -21,13 +21,11 @@ const (
 type probeTarget struct {
 	srv  *httptest.Server
 	mode atomic.Int32
-	hits atomic.Int64
 }
 
 func newProbeTarget(t *testing.T) *probeTarget {
 	p := &probeTarget{}
 	p.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		p.hits.Add(1)
 		switch p.mode.Load() {
 		case target503:
 			http.Error(w, "down", http.StatusServiceUnavailable)
