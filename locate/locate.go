@@ -216,7 +216,11 @@ func (l *Locator) Locate(ctx context.Context, addr netip.Addr) geo.Location {
 	now := l.nowNano()
 	if loc, ok := l.cache.get(k, now); ok {
 		lruHit.Inc()
-		loc.Source = geo.SourceLRU
+		// A refinement keeps its origin: the log should say the paid or
+		// shared layer placed this client, not just that it was cached.
+		if loc.Source != geo.SourceRedis && loc.Source != geo.SourceOnline {
+			loc.Source = geo.SourceLRU
+		}
 		return loc
 	}
 	lruMiss.Inc()

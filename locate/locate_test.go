@@ -41,14 +41,14 @@ func TestLayerOrder(t *testing.T) {
 		{"1.0.1.200", geo.SourceLRU, "ZJ", false, map[string]float64{"lru/hit": 1}},
 		{"::ffff:1.0.1.9", geo.SourceLRU, "ZJ", false, map[string]float64{"lru/hit": 1}},
 		{"36.0.7.9", geo.SourceRedis, "GD", false, map[string]float64{"lru/miss": 1, "db/miss": 1, "redis/hit": 1}},
-		{"36.0.7.10", geo.SourceLRU, "GD", false, map[string]float64{"lru/hit": 1}},
+		{"36.0.7.10", geo.SourceRedis, "GD", false, map[string]float64{"lru/hit": 1}},
 		// Nothing in Redis: answered at country level now, refined online.
 		{"36.0.5.1", geo.SourceDB, "", false, map[string]float64{"lru/miss": 1, "db/miss": 1, "redis/miss": 1,
 			"online/hit": 1, "online:ok": 1}},
-		{"36.0.5.2", geo.SourceLRU, "ZJ", false, map[string]float64{"lru/hit": 1}},
+		{"36.0.5.2", geo.SourceOnline, "ZJ", false, map[string]float64{"lru/hit": 1}},
 		{"2400:3200::1", geo.SourceDB, "", false, map[string]float64{"lru/miss": 1, "db/miss": 1, "redis/miss": 1,
 			"online/hit": 1, "online:ok": 1}},
-		{"2400:3200:0:1::2", geo.SourceLRU, "ZJ", false, map[string]float64{"lru/hit": 1}}, // same /48
+		{"2400:3200:0:1::2", geo.SourceOnline, "ZJ", false, map[string]float64{"lru/hit": 1}}, // same /48
 	}
 	for _, tc := range tests {
 		t.Run(tc.addr, func(t *testing.T) {

@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/gslbdns/gslb/geo"
@@ -117,6 +118,7 @@ func validCoords(lat, lon float64) bool {
 }
 
 func newRedisClient(c *RedisConfig) redis.UniversalClient {
+	setRedisLogger.Do(func() { redis.SetLogger(&redisLogger{}) })
 	o := &redis.UniversalOptions{
 		Addrs:      c.Addrs,
 		Password:   c.Password,
@@ -204,3 +206,26 @@ func minBits(addr netip.Addr) uint8 {
 	}
 	return 48
 }
+
+// redisLogger sends go-redis's own messages (dial failures while Redis is
+// down) to the CoreDNS log, at most one every redisLogEvery.
+type redisLogger struct {
+	mu   sync.Mutex
+	last time.Time
+}
+
+const redisLogEvery = 30 * time.Second
+
+func (r *redisLogger) Printf(_ context.Context, format string, v ...any) {
+	r.mu.Lock()
+	now := time.Now()
+	if now.Sub(r.last) < redisLogEvery {
+		r.mu.Unlock()
+		return
+	}
+	r.last = now
+	r.mu.Unlock()
+	log.Warningf("Redis: "+format, v...)
+}
+
+var setRedisLogger sync.Once
