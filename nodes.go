@@ -81,6 +81,9 @@ type table struct {
 	carriers *geo.Carriers
 	probes   []health.Target
 	hash     [32]byte // content fingerprint, to notice real changes on reload
+	// carrierSig fingerprints the file's carriers, which the geo database
+	// is opened with: a change means reopening it.
+	carrierSig string
 }
 
 // loadTable reads and validates a node table. Every error names the file,
@@ -90,6 +93,10 @@ func loadTable(path string, zones []string, defaultTTL uint32) (*table, error) {
 	if err != nil {
 		return nil, fmt.Errorf("node table: %w", err)
 	}
+	return tableFrom(path, data, zones, defaultTTL)
+}
+
+func tableFrom(path string, data []byte, zones []string, defaultTTL uint32) (*table, error) {
 	t, err := parseTable(data, zones, defaultTTL)
 	if err != nil {
 		return nil, fmt.Errorf("node table %s: %w", path, err)
@@ -215,6 +222,7 @@ func parseTable(data []byte, zones []string, defaultTTL uint32) (*table, error) 
 	}
 	t.topo = topo
 
+	t.carrierSig = fmt.Sprint(f.Carriers.ASN, f.Carriers.Names) // fmt sorts map keys
 	t.carriers = geo.DefaultCarriers().Clone()
 	for asn, c := range f.Carriers.ASN {
 		if c = geo.NormalizeCarrier(c); c == "" {

@@ -1,6 +1,7 @@
 package gslb
 
 import (
+	"crypto/sha256"
 	"fmt"
 	"os"
 	"sync"
@@ -51,24 +52,28 @@ type runtime struct {
 	locator *locate.Locator
 	refines bool // redis or online may refine a location per /24
 
-	mu      sync.Mutex
-	opts    options
-	zones   []string
-	table   *table
-	db      *geo.DB
-	checker *health.Checker
-	serial  uint32
-	files   map[string]fileStamp
-	lastErr map[string]string
+	mu       sync.Mutex
+	opts     options
+	zones    []string
+	table    *table
+	db       *geo.DB
+	checker  *health.Checker
+	serial   uint32
+	files    map[string]fileStamp // databases' stamps
+	rejected [32]byte             // hash of the last node table rejected
+	lastErr  map[string]string
 
 	startOnce, stopOnce sync.Once
 	stopCh              chan struct{}
 	done                chan struct{}
 }
 
+// fileStamp tells a changed database file: geoipupdate and mmdbgen write a
+// new file and rename it, which changes the inode even within one mtime tick.
 type fileStamp struct {
 	mod  time.Time
 	size int64
+	ino  uint64
 }
 
 func stamp(path string) fileStamp {
@@ -76,7 +81,7 @@ func stamp(path string) fileStamp {
 	if err != nil {
 		return fileStamp{}
 	}
-	return fileStamp{mod: fi.ModTime(), size: fi.Size()}
+	return fileStamp{mod: fi.ModTime(), size: fi.Size(), ino: inode(fi)}
 }
 
 // init loads everything a query needs; it starts no goroutine.
@@ -108,7 +113,7 @@ func (g *GSLB) init(o options) error {
 		stopCh:  make(chan struct{}),
 		done:    make(chan struct{}),
 	}
-	for _, p := range rt.watched() {
+	for _, p := range rt.dbFiles() {
 		rt.files[p] = stamp(p)
 	}
 	rt.checker = rt.newChecker(t)
@@ -118,8 +123,8 @@ func (g *GSLB) init(o options) error {
 	return nil
 }
 
-func (rt *runtime) watched() []string {
-	p := []string{rt.opts.nodes, rt.opts.geoip}
+func (rt *runtime) dbFiles() []string {
+	p := []string{rt.opts.geoip}
 	if rt.opts.asn != "" {
 		p = append(p, rt.opts.asn)
 	}
@@ -195,36 +200,30 @@ func (rt *runtime) watch() {
 // reloadChanged parses changed files outside the lock and swaps them in. A
 // bad file is rejected and the previous one keeps serving.
 func (rt *runtime) reloadChanged() {
-	changed := map[string]bool{}
-	for _, p := range rt.watched() {
-		if s := stamp(p); s != rt.files[p] {
-			changed[p] = true
-			rt.files[p] = s
-		}
-	}
-	if len(changed) == 0 {
-		return
-	}
 	t := rt.table
-	if changed[rt.opts.nodes] {
-		nt, err := loadTable(rt.opts.nodes, rt.zones, rt.opts.ttl)
-		if !rt.accept(rt.opts.nodes, err) {
-			return
-		}
-		if nt.hash == t.hash {
-			delete(changed, rt.opts.nodes)
-		} else {
-			t = nt
+	if nt := rt.changedTable(); nt != nil {
+		t = nt
+	}
+	dbChanged := false
+	for _, p := range rt.dbFiles() {
+		if s := stamp(p); s != rt.files[p] {
+			rt.files[p] = s
+			dbChanged = true
 		}
 	}
 	var db *geo.DB
-	if changed[rt.opts.geoip] || changed[rt.opts.asn] || t.carriers != rt.table.carriers {
-		var err error
-		db, err = geo.Open(rt.opts.geoip, rt.opts.asn, t.carriers)
-		if !rt.accept(rt.opts.geoip, err) {
-			return
+	if dbChanged || t.carrierSig != rt.table.carrierSig {
+		d, err := geo.Open(rt.opts.geoip, rt.opts.asn, t.carriers)
+		switch {
+		case rt.accept(rt.opts.geoip, err):
+			db = d
+			recordDBInfo(d)
+		case t.carrierSig != rt.table.carrierSig:
+			t = rt.table // its carriers need the database it can't open
 		}
-		recordDBInfo(db)
+	}
+	if t == rt.table && db == nil {
+		return
 	}
 
 	rt.mu.Lock()
@@ -256,6 +255,28 @@ func (rt *runtime) reloadChanged() {
 	if oldDB != nil {
 		oldDB.Close()
 	}
+}
+
+// changedTable returns the node table if its content changed and is valid.
+// The file is small, so its content is compared: a same-size rewrite can
+// keep the modification time.
+func (rt *runtime) changedTable() *table {
+	path := rt.opts.nodes
+	data, err := os.ReadFile(path)
+	if err != nil {
+		rt.accept(path, fmt.Errorf("node table: %w", err))
+		return nil
+	}
+	h := sha256.Sum256(data)
+	if h == rt.table.hash || h == rt.rejected {
+		return nil
+	}
+	t, err := tableFrom(path, data, rt.zones, rt.opts.ttl)
+	if !rt.accept(path, err) {
+		rt.rejected = h
+		return nil
+	}
+	return t
 }
 
 // accept logs a failed reload once per distinct error and counts it.

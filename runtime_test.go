@@ -93,3 +93,20 @@ func TestReloadGeoDatabase(t *testing.T) {
 		t.Fatalf("Expected Beijing's node after the database reload, got %s", got)
 	}
 }
+
+// A rewrite of the same size within one mtime tick is still noticed.
+func TestReloadSameSizeRewrite(t *testing.T) {
+	dir := fixture(t, fixtureNodes)
+	g := newTestGSLB(t, dir, fmt.Sprintf(fixtureBlock, "reload 0\n"))
+	nodes := filepath.Join(dir, "nodes.yaml")
+	fi, err := os.Stat(nodes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	touch(t, nodes, strings.Replace(fixtureNodes, "192.0.2.3", "192.0.2.9", 1), 0)
+	os.Chtimes(nodes, fi.ModTime(), fi.ModTime())
+	g.rt.reloadChanged()
+	if got := answerOf(t, g, "sh.example.org", "2.0.0.0/24"); got != "192.0.2.9" {
+		t.Fatalf("Expected the rewritten table, got %s", got)
+	}
+}
