@@ -2,8 +2,8 @@ package geo
 
 import (
 	"fmt"
-	"os"
 	"net/netip"
+	"os"
 	"sync"
 	"time"
 
