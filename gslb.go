@@ -113,10 +113,10 @@ func (g *GSLB) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.Msg) (
 		return dns.RcodeSuccess, nil
 	}
 	decisions.WithLabelValues(server, dc.d.Tier.String()).Inc()
-	nodeAnswers.WithLabelValues(server, dc.node.ID).Inc()
 	if dc.d.Tier == scoring.TierFailOpen && g.opts.allDownServfail {
 		return dns.RcodeServerFailure, nil
 	}
+	nodeAnswers.WithLabelValues(server, dc.node.ID).Inc()
 	if dc.loc.Province != "" {
 		if dc.loc.Province == dc.node.Province && dc.loc.Country == dc.node.Country {
 			provinceMatch.WithLabelValues(server, "same").Inc()
