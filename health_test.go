@@ -1,0 +1,91 @@
+package gslb
+
+import (
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/miekg/dns"
+)
+
+// target is a real HTTP health endpoint whose health the test switches.
+type target struct {
+	*httptest.Server
+	up atomic.Bool
+}
+
+func newTarget(t *testing.T) *target {
+	tg := &target{}
+	tg.up.Store(true)
+	tg.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		if !tg.up.Load() {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprint(w, `{"status":"ok","load":0.1}`)
+	}))
+	t.Cleanup(tg.Close)
+	return tg
+}
+
+// waitAnswer polls until the answer for ecs is want, for at most 5s.
+func waitAnswer(t *testing.T, g *GSLB, name, ecs, want string) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	var got string
+	for time.Now().Before(deadline) {
+		if got = answerOf(t, g, name, ecs); got == want {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("Expected %s within 5s, still %s", want, got)
+}
+
+// While a node is down the answer moves down the ladder: the other node of
+// the same province, then a neighbouring province; and back when it recovers.
+func TestProbeMovesDownTheLadder(t *testing.T) {
+	a, b, c := newTarget(t), newTarget(t), newTarget(t)
+	probe := "probe: {url: %s, expect_body: ok, load_field: load}"
+	nodes := fmt.Sprintf(`
+probe_defaults: {interval: 50ms, timeout: 40ms, rise: 1, fall: 1, hold_down: 0s}
+nodes:
+  - {id: zj-telecom, ipv4: [192.0.2.1], country: CN, province: ZJ, isp: telecom, lat: 30.27, lon: 120.16, `+probe+`}
+  - {id: zj-unicom, ipv4: [192.0.2.2], country: CN, province: ZJ, isp: unicom, lat: 30.27, lon: 120.16, `+probe+`}
+  - {id: sh-unicom, ipv4: [192.0.2.3], country: CN, province: SH, isp: unicom, lat: 31.23, lon: 121.47, `+probe+`}
+records:
+  - name: www.example.org
+`, a.URL, b.URL, c.URL)
+	g := newFixtureGSLB(t, nodes, "")
+	g.start()
+
+	const client = "1.0.1.0/24" // Zhejiang, China Telecom
+	waitAnswer(t, g, "www.example.org", client, "192.0.2.1")
+	a.up.Store(false)
+	waitAnswer(t, g, "www.example.org", client, "192.0.2.2")
+	b.up.Store(false)
+	waitAnswer(t, g, "www.example.org", client, "192.0.2.3")
+	a.up.Store(true)
+	waitAnswer(t, g, "www.example.org", client, "192.0.2.1")
+
+	// Every node down: fail-open answers with the least-loaded one.
+	a.up.Store(false)
+	c.up.Store(false)
+	deadline := time.Now().Add(5 * time.Second)
+	for v := g.rt.view.Load(); v.states[0] != "down" || v.states[2] != "down"; v = g.rt.view.Load() {
+		if time.Now().After(deadline) {
+			t.Fatalf("Expected every node down within 5s, got %v", v.states)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	_, m := serve(t, g, query("www.example.org", dns.TypeA, subnet(client)))
+	if len(m.Answer) != 1 {
+		t.Fatalf("Expected fail-open to answer, got %v", m)
+	}
+	if !g.Ready() {
+		t.Errorf("Expected ready once every node has a probe result")
+	}
+}
