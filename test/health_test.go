@@ -72,20 +72,6 @@ records:
 `, hz, sh)
 }
 
-func probedCorefile(t *testing.T, nodes, extra string) string {
-	return fmt.Sprintf(`example.org:0 {
-    bind 127.0.0.1
-    metadata
-    log . %s
-    gslb {
-        geoip %s
-        asn %s
-        nodes %s
-        %s
-    }
-}`, logFormat, repoFile(t, "demo/gslb-demo-City.mmdb"), repoFile(t, "demo/gslb-demo-ASN.mmdb"), nodes, extra)
-}
-
 // TestProbeFailover: a node whose probe fails leaves the answers for the
 // next node on the ladder; with every node down, all_down decides.
 func TestProbeFailover(t *testing.T) {
@@ -105,7 +91,7 @@ func TestProbeFailover(t *testing.T) {
 			logs := captureLog(t)
 			hz, sh := newProbeTarget(t), newProbeTarget(t)
 			nodes := writeFile(t, t.TempDir(), "nodes.yaml", probedNodes(hz.url(), sh.url()))
-			s := startServer(t, probedCorefile(t, nodes, "all_down "+tc.allDown))
+			s := startServer(t, gslbCorefile(t, nodes, "all_down "+tc.allDown))
 
 			// Both up: the same province wins.
 			waitState(t, s, logs, zj, "192.0.2.10", "up")

@@ -294,6 +294,12 @@ func writeFile(t *testing.T, dir, name, data string) string {
 
 // demoCorefile serves example.org with the demo databases and node table.
 func demoCorefile(t *testing.T, extra string) string {
+	return gslbCorefile(t, repoFile(t, "nodes.example.yaml"), extra)
+}
+
+// gslbCorefile serves example.org with the demo databases, the node table
+// nodes, the extra gslb lines and every gslb label in the log.
+func gslbCorefile(t *testing.T, nodes, extra string) string {
 	return fmt.Sprintf(`example.org:0 {
     bind 127.0.0.1
     metadata
@@ -304,5 +310,5 @@ func demoCorefile(t *testing.T, extra string) string {
         nodes %s
         %s
     }
-}`, logFormat, repoFile(t, "demo/gslb-demo-City.mmdb"), repoFile(t, "demo/gslb-demo-ASN.mmdb"), repoFile(t, "nodes.example.yaml"), extra)
+}`, logFormat, repoFile(t, "demo/gslb-demo-City.mmdb"), repoFile(t, "demo/gslb-demo-ASN.mmdb"), nodes, extra)
 }

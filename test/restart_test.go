@@ -21,7 +21,7 @@ func TestRestartLeaksNoGoroutines(t *testing.T) {
 	hz, sh := newProbeTarget(t), newProbeTarget(t)
 	dir := t.TempDir()
 	nodes := writeFile(t, dir, "nodes.yaml", probedNodes(hz.url(), sh.url()))
-	corefile := probedCorefile(t, nodes, "reload 1s")
+	corefile := gslbCorefile(t, nodes, "reload 1s")
 	s := startServer(t, corefile)
 	waitState(t, s, logs, "202.101.172.0/24", "192.0.2.10", "up")
 	before := runtime.NumGoroutine()
