@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"os"
+	"reflect"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -229,7 +230,8 @@ func (rt *runtime) reloadChanged() {
 	rt.mu.Lock()
 	var old *health.Checker
 	if t != rt.table {
-		if !sameProbes(t.probes, rt.table.probes) {
+		// DeepEqual follows the spec's pointers, which fmt would print as addresses.
+		if !reflect.DeepEqual(t.probes, rt.table.probes) {
 			old = rt.checker
 			rt.checker = rt.newChecker(t)
 			rt.checker.Start()
@@ -291,8 +293,4 @@ func (rt *runtime) accept(path string, err error) bool {
 		log.Errorf("Rejected reload, keeping the previous version: %v", err)
 	}
 	return false
-}
-
-func sameProbes(a, b []health.Target) bool {
-	return fmt.Sprint(a) == fmt.Sprint(b)
 }

@@ -110,3 +110,24 @@ func TestReloadSameSizeRewrite(t *testing.T) {
 		t.Fatalf("Expected the rewritten table, got %s", got)
 	}
 }
+
+// A reload that leaves the probes as they were keeps the running checker,
+// so the nodes' states carry over.
+func TestReloadKeepsUnchangedProbes(t *testing.T) {
+	probed := strings.Replace(fixtureNodes, "lat: 31.23, lon: 121.47}",
+		"lat: 31.23, lon: 121.47, probe: {address: \"127.0.0.1:9\", hold_down: 1m}}", 1)
+	dir := fixture(t, probed)
+	g := newTestGSLB(t, dir, fmt.Sprintf(fixtureBlock, "reload 0\n"))
+	before := g.rt.checker
+	touch(t, filepath.Join(dir, "nodes.yaml"), strings.Replace(probed, "192.0.2.1]", "192.0.2.11]", 1), 1)
+	g.rt.reloadChanged()
+	if got := answerOf(t, g, "sh.example.org", "2.0.0.0/24"); got != "192.0.2.3" {
+		t.Fatalf("Expected sh's node, got %s", got)
+	}
+	if g.rt.table.nodes[0].v4[0].String() != "192.0.2.11" {
+		t.Fatalf("Expected the new table to be loaded")
+	}
+	if g.rt.checker != before {
+		t.Errorf("Expected the checker to be kept when no probe changed")
+	}
+}
