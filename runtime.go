@@ -85,21 +85,22 @@ func stamp(path string) fileStamp {
 	return fileStamp{mod: fi.ModTime(), size: fi.Size(), ino: inode(fi)}
 }
 
-// init loads everything a query needs; it starts no goroutine.
-func (g *GSLB) init(o options) error {
+// init loads everything a query needs; it starts no goroutine. On error,
+// line is the Corefile line of the option whose file failed.
+func (g *GSLB) init(o options) (line int, err error) {
 	g.opts = o
 	t, err := loadTable(o.nodes, g.Zones, o.ttl)
 	if err != nil {
-		return &fileError{line: o.nodesLine, err: err}
+		return o.nodesLine, err
 	}
 	db, err := geo.Open(o.geoip, o.asn, t.carriers)
 	if err != nil {
-		return &fileError{line: o.geoipLine, err: err}
+		return o.geoipLine, err
 	}
 	loc, err := locate.New(locate.Config{DB: db, CacheSize: o.cacheSize, CacheTTL: o.cacheTTL, Redis: o.redis, Online: o.online})
 	if err != nil {
 		db.Close()
-		return err
+		return o.geoipLine, err
 	}
 	rt := &runtime{
 		locator: loc,
@@ -121,7 +122,7 @@ func (g *GSLB) init(o options) error {
 	rt.publish()
 	g.rt = rt
 	recordDBInfo(db)
-	return nil
+	return 0, nil
 }
 
 func (rt *runtime) dbFiles() []string {

@@ -1,7 +1,6 @@
 package gslb
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"net/http"
@@ -206,8 +205,8 @@ func parse(c *caddy.Controller) (*GSLB, error) {
 	if o.nodes == "" {
 		return nil, c.Err("nodes FILE is required")
 	}
-	if err := g.init(o); err != nil {
-		return nil, fmt.Errorf("%s:%d - Error during setup: %w", c.File(), lineOf(err, o), unwrapLine(err))
+	if line, err := g.init(o); err != nil {
+		return nil, fmt.Errorf("%s:%d - Error during setup: %w", c.File(), line, err)
 	}
 	return g, nil
 }
@@ -353,29 +352,4 @@ func durationArg(c *caddy.Controller, min time.Duration) (time.Duration, error) 
 		return 0, c.Errf("%s: %q is not a duration of at least %s", name, c.Val(), min)
 	}
 	return d, nil
-}
-
-// fileError ties a load error to the Corefile line that named the file.
-type fileError struct {
-	line int
-	err  error
-}
-
-func (e *fileError) Error() string { return e.err.Error() }
-func (e *fileError) Unwrap() error { return e.err }
-
-func lineOf(err error, o options) int {
-	var fe *fileError
-	if errors.As(err, &fe) {
-		return fe.line
-	}
-	return o.nodesLine
-}
-
-func unwrapLine(err error) error {
-	var fe *fileError
-	if errors.As(err, &fe) {
-		return fe.err
-	}
-	return err
 }
