@@ -63,13 +63,13 @@ func ecsAddr(ecs *dns.EDNS0_SUBNET) (netip.Addr, bool) {
 	case 1:
 		ip4 := ecs.Address.To4()
 		if ip4 == nil {
-			return netip.Addr{}, ecs.Address == nil
+			return netip.Addr{}, false
 		}
 		return netip.AddrFrom4([4]byte(ip4)), true
 	case 2:
 		ip16 := ecs.Address.To16()
 		if ip16 == nil || len(ecs.Address) != net.IPv6len {
-			return netip.Addr{}, ecs.Address == nil
+			return netip.Addr{}, false
 		}
 		return netip.AddrFrom16([16]byte(ip16)), true
 	}
@@ -85,8 +85,7 @@ func ecsClient(ecs *dns.EDNS0_SUBNET, min4, min6 uint8) (netip.Addr, bool) {
 	if ecs.Family == 1 && ecs.SourceNetmask < min4 || ecs.Family == 2 && ecs.SourceNetmask < min6 {
 		return netip.Addr{}, false
 	}
-	a, ok := ecsAddr(ecs)
-	return a, ok && a.IsValid()
+	return ecsAddr(ecs)
 }
 
 // addECS puts an OPT with the ECS option and its scope into the reply:
