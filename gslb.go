@@ -60,10 +60,18 @@ func (g *GSLB) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.Msg) (
 	if zone == "" {
 		return plugin.NextOrFailure(g.Name(), g.Next, ctx, w, r)
 	}
+	if r.Opcode != dns.OpcodeQuery {
+		// NOTIFY, UPDATE and the rest: the answers are computed, not stored.
+		return dns.RcodeNotImplemented, nil
+	}
 	v := g.rt.view.Load()
 	rec := v.t.records[qname]
 	if rec == nil && g.Fall.Through(qname) {
 		return plugin.NextOrFailure(g.Name(), g.Next, ctx, w, r)
+	}
+	qtype := state.QType()
+	if qtype == dns.TypeAXFR || qtype == dns.TypeIXFR {
+		return dns.RcodeRefused, nil
 	}
 	server := metrics.WithServer(ctx)
 
@@ -78,25 +86,19 @@ func (g *GSLB) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.Msg) (
 	m.SetReply(r)
 	m.Authoritative = true
 
-	qtype := state.QType()
-	if rec == nil {
-		if qname == zone && qtype == dns.TypeSOA {
-			m.Answer = []dns.RR{g.soa(v, zone)}
-		} else {
-			if qname != zone {
-				m.Rcode = dns.RcodeNameError
-			}
-			m.Ns = []dns.RR{g.soa(v, zone)}
-		}
-		addECS(m, r, ecs, 0)
-		w.WriteMsg(m)
-		return dns.RcodeSuccess, nil
-	}
-	if qtype != dns.TypeA && qtype != dns.TypeAAAA {
-		m.Ns = []dns.RR{g.soa(v, zone)}
-		addECS(m, r, ecs, 0)
-		w.WriteMsg(m)
-		return dns.RcodeSuccess, nil
+	apex := qname == zone
+	switch {
+	case apex && qtype == dns.TypeSOA:
+		m.Answer = []dns.RR{g.soa(v, zone)}
+		return g.write(w, m, r, ecs, 0)
+	case apex && qtype == dns.TypeNS && len(v.t.nameservers) > 0:
+		m.Answer = g.ns(v, zone)
+		return g.write(w, m, r, ecs, 0)
+	case rec == nil && !apex && !v.t.ents[qname]:
+		m.Rcode = dns.RcodeNameError
+		return g.negative(w, m, r, v, zone, ecs, 0)
+	case rec == nil || qtype != dns.TypeA && qtype != dns.TypeAAAA:
+		return g.negative(w, m, r, v, zone, ecs, 0)
 	}
 
 	start := time.Now()
@@ -107,10 +109,7 @@ func (g *GSLB) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.Msg) (
 
 	if dc.node == nil {
 		// No node of the record has an address of this family.
-		m.Ns = []dns.RR{g.soa(v, zone)}
-		addECS(m, r, ecs, dc.scope)
-		w.WriteMsg(m)
-		return dns.RcodeSuccess, nil
+		return g.negative(w, m, r, v, zone, ecs, dc.scope)
 	}
 	decisions.WithLabelValues(server, dc.d.Tier.String()).Inc()
 	if dc.d.Tier == scoring.TierFailOpen && g.opts.allDownServfail {
@@ -139,7 +138,17 @@ func (g *GSLB) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.Msg) (
 			m.Answer = append(m.Answer, &dns.AAAA{Hdr: hdr, AAAA: net.IP(ip[:])})
 		}
 	}
-	addECS(m, r, ecs, dc.scope)
+	return g.write(w, m, r, ecs, dc.scope)
+}
+
+// negative answers NXDOMAIN or NODATA (as m.Rcode says) with the zone's SOA.
+func (g *GSLB) negative(w dns.ResponseWriter, m, r *dns.Msg, v *view, zone string, ecs *dns.EDNS0_SUBNET, scope uint8) (int, error) {
+	m.Ns = []dns.RR{g.soa(v, zone)}
+	return g.write(w, m, r, ecs, scope)
+}
+
+func (g *GSLB) write(w dns.ResponseWriter, m, r *dns.Msg, ecs *dns.EDNS0_SUBNET, scope uint8) (int, error) {
+	addECS(m, r, ecs, scope)
 	w.WriteMsg(m)
 	return dns.RcodeSuccess, nil
 }
@@ -159,7 +168,7 @@ func (g *GSLB) decide(ctx context.Context, v *view, rec *record, qtype uint16, r
 		}
 	}
 	dc.familyBits = 24
-	if dc.client.Is6() {
+	if !dc.client.Unmap().Is4() {
 		dc.familyBits = 48
 	}
 
@@ -180,7 +189,7 @@ func (g *GSLB) decide(ctx context.Context, v *view, rec *record, qtype uint16, r
 	if qtype == dns.TypeAAAA {
 		cand = rec.v6
 	}
-	dc.d = scoring.Choose(&c, v.nodes, cand, v.t.topo, &g.opts.params, tieKey(dc.client))
+	dc.d = scoring.Choose(&c, v.nodes, cand, v.t.topo, &g.opts.params, tieKey(dc.client.Unmap()))
 	if dc.d.Node >= 0 {
 		dc.node = &v.t.nodes[dc.d.Node]
 		dc.nodeState = v.states[dc.d.Node]
@@ -194,6 +203,11 @@ func (g *GSLB) decide(ctx context.Context, v *view, rec *record, qtype uint16, r
 		if dc.d.Tied || (!dc.loc.Special && dc.loc.Province == "" && g.rt.refines) {
 			scope = max(scope, dc.familyBits)
 		}
+		if ecs.Family == 2 && dc.client.Unmap().Is4() {
+			// An IPv4-mapped client was located as IPv4; the scope is in
+			// the option's family.
+			scope += 96
+		}
 		dc.scope = min(scope, ecs.SourceNetmask)
 	}
 }
@@ -206,6 +220,15 @@ func tieKey(a netip.Addr) uint64 {
 	}
 	b := a.As16()
 	return binary.BigEndian.Uint64(b[:8])&^0xffff | 6
+}
+
+// ns lists the node table's name servers for the zone apex.
+func (g *GSLB) ns(v *view, zone string) []dns.RR {
+	rrs := make([]dns.RR, len(v.t.nameservers))
+	for i, n := range v.t.nameservers {
+		rrs[i] = &dns.NS{Hdr: dns.RR_Header{Name: zone, Rrtype: dns.TypeNS, Class: dns.ClassINET, Ttl: g.opts.ttl}, Ns: n}
+	}
+	return rrs
 }
 
 func remoteAddr(a net.Addr) netip.Addr {
@@ -225,11 +248,18 @@ func remoteAddr(a net.Addr) netip.Addr {
 	return addr.Unmap()
 }
 
+func (g *GSLB) mname(v *view, zone string) string {
+	if len(v.t.nameservers) > 0 {
+		return v.t.nameservers[0]
+	}
+	return dnsutil.Join("ns1", "dns", zone)
+}
+
 // soa is synthesized the way k8s_external does; the serial follows the node table.
 func (g *GSLB) soa(v *view, zone string) *dns.SOA {
 	return &dns.SOA{
 		Hdr:     dns.RR_Header{Name: zone, Rrtype: dns.TypeSOA, Class: dns.ClassINET, Ttl: g.opts.ttl},
-		Ns:      dnsutil.Join("ns1", "dns", zone),
+		Ns:      g.mname(v, zone),
 		Mbox:    dnsutil.Join("hostmaster", "dns", zone),
 		Serial:  v.serial,
 		Refresh: 7200,
