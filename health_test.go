@@ -51,7 +51,7 @@ func TestProbeMovesDownTheLadder(t *testing.T) {
 	a, b, c := newTarget(t), newTarget(t), newTarget(t)
 	probe := "probe: {url: %s, expect_body: ok, load_field: load}"
 	nodes := fmt.Sprintf(`
-probe_defaults: {interval: 50ms, timeout: 40ms, rise: 1, fall: 1, hold_down: 0s}
+probe_defaults: {interval: 100ms, timeout: 80ms, rise: 1, fall: 1, hold_down: 0s}
 nodes:
   - {id: zj-telecom, ipv4: [192.0.2.1], country: CN, province: ZJ, isp: telecom, lat: 30.27, lon: 120.16, `+probe+`}
   - {id: zj-unicom, ipv4: [192.0.2.2], country: CN, province: ZJ, isp: unicom, lat: 30.27, lon: 120.16, `+probe+`}

@@ -29,6 +29,7 @@ type nodeFile struct {
 	Regions       map[string][]string `yaml:"regions"`
 	Carriers      carrierEntry        `yaml:"carriers"`
 	ProbeDefaults health.Spec         `yaml:"probe_defaults"`
+	Nameservers   []string            `yaml:"nameservers"`
 }
 
 type nodeEntry struct {
@@ -80,7 +81,11 @@ type table struct {
 	topo     *scoring.Topology
 	carriers *geo.Carriers
 	probes   []health.Target
-	hash     [32]byte // content fingerprint, to notice real changes on reload
+	// ents are the empty non-terminals: names above a record, inside the
+	// zone, that are not records themselves. They exist (NODATA, not NXDOMAIN).
+	ents        map[string]bool
+	nameservers []string // the apex NS, and the SOA's MNAME when set
+	hash        [32]byte // content fingerprint, to notice real changes on reload
 	// carrierSig fingerprints the file's carriers, which the geo database
 	// is opened with: a change means reopening it.
 	carrierSig string
@@ -132,7 +137,7 @@ func parseTable(data []byte, zones []string, defaultTTL uint32) (*table, error) 
 	index := make(map[string]int, len(f.Nodes))
 	for i := range f.Nodes {
 		e := &f.Nodes[i]
-		where := fmt.Sprintf("line %d: nodes[%d]", nodeLines[i], i)
+		where := fmt.Sprintf("line %d: nodes[%d]", lineAt(nodeLines, i), i)
 		if e.ID != "" {
 			where += fmt.Sprintf(" (id %s)", e.ID)
 		}
@@ -141,7 +146,7 @@ func parseTable(data []byte, zones []string, defaultTTL uint32) (*table, error) 
 			return nil, fmt.Errorf("%s: %w", where, err)
 		}
 		if j, dup := index[n.ID]; dup {
-			return nil, fmt.Errorf("%s: field id: duplicate id %q, first at line %d", where, n.ID, nodeLines[j])
+			return nil, fmt.Errorf("%s: field id: duplicate id %q, first at line %d", where, n.ID, lineAt(nodeLines, j))
 		}
 		index[n.ID] = i
 		if e.Probe != nil {
@@ -165,7 +170,7 @@ func parseTable(data []byte, zones []string, defaultTTL uint32) (*table, error) 
 	}
 	for i := range f.Records {
 		e := &f.Records[i]
-		where := fmt.Sprintf("line %d: records[%d]", recLines[i], i)
+		where := fmt.Sprintf("line %d: records[%d]", lineAt(recLines, i), i)
 		if e.Name == "" {
 			return nil, fmt.Errorf("%s: field name: missing", where)
 		}
@@ -182,10 +187,13 @@ func parseTable(data []byte, zones []string, defaultTTL uint32) (*table, error) 
 		}
 		r := &record{name: name, ttl: defaultTTL}
 		if e.TTL != nil {
-			if *e.TTL == 0 {
-				return nil, fmt.Errorf("%s: field ttl: must be at least 1", where)
+			if *e.TTL == 0 || *e.TTL > math.MaxInt32 {
+				return nil, fmt.Errorf("%s: field ttl: %d is not in 1..%d", where, *e.TTL, math.MaxInt32)
 			}
 			r.ttl = *e.TTL
+		}
+		if e.Nodes != nil && len(e.Nodes) == 0 {
+			return nil, fmt.Errorf("%s: field nodes: an empty list; leave the field out to use every node", where)
 		}
 		members := make([]int, 0, len(t.nodes))
 		if len(e.Nodes) == 0 {
@@ -214,6 +222,27 @@ func parseTable(data []byte, zones []string, defaultTTL uint32) (*table, error) 
 			}
 		}
 		t.records[name] = r
+	}
+	t.ents = make(map[string]bool)
+	for name := range t.records {
+		zone := plugin.Zones(zones).Matches(name)
+		for n := name; n != zone; {
+			off, end := dns.NextLabel(n, 0)
+			if end {
+				break
+			}
+			n = n[off:]
+			if n == zone || t.records[n] != nil {
+				continue
+			}
+			t.ents[n] = true
+		}
+	}
+	for i, ns := range f.Nameservers {
+		if _, ok := dns.IsDomainName(ns); !ok || ns == "" {
+			return nil, fmt.Errorf("nameservers[%d]: %q is not a domain name", i, ns)
+		}
+		t.nameservers = append(t.nameservers, strings.ToLower(dns.Fqdn(ns)))
 	}
 
 	topo, err := buildTopology(f.Neighbors, f.Regions)
@@ -380,6 +409,7 @@ func buildTopology(neighbors, regions map[string][]string) (*scoring.Topology, e
 
 // checkKeys rejects keys the schema doesn't know, naming the line and path.
 func checkKeys(n *yaml.Node, t reflect.Type, path string) error {
+	n = resolve(n)
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
@@ -428,9 +458,10 @@ func join(path, key string) string {
 
 // entryLines returns the line of each element of the top-level sequence key.
 func entryLines(doc *yaml.Node, key string) []int {
+	doc = resolve(doc)
 	for i := 0; i+1 < len(doc.Content); i += 2 {
 		if doc.Content[i].Value == key {
-			seq := doc.Content[i+1]
+			seq := resolve(doc.Content[i+1])
 			lines := make([]int, len(seq.Content))
 			for j, c := range seq.Content {
 				lines[j] = c.Line
@@ -439,4 +470,20 @@ func entryLines(doc *yaml.Node, key string) []int {
 		}
 	}
 	return nil
+}
+
+// resolve follows an alias to its anchored node.
+func resolve(n *yaml.Node) *yaml.Node {
+	for i := 0; n != nil && n.Kind == yaml.AliasNode && i < 16; i++ {
+		n = n.Alias
+	}
+	return n
+}
+
+// lineAt returns lines[i], or 0 when the entry has no known line.
+func lineAt(lines []int, i int) int {
+	if i < len(lines) {
+		return lines[i]
+	}
+	return 0
 }

@@ -109,3 +109,41 @@ probe_defaults:
 		t.Errorf("Expected the file's name carrier, got %q", got)
 	}
 }
+
+// TestParseTableHostile: input that once crashed the server or was
+// accepted although it makes no sense.
+func TestParseTableHostile(t *testing.T) {
+	const node = "  - {id: a, ipv4: [192.0.2.1], country: CN, province: ZJ, lat: 30, lon: 120}\n"
+	const rec = "records:\n  - name: www.example.org\n"
+	tests := []struct {
+		name, yaml, want string // want "" = valid
+	}{
+		{"nodes aliased as records", "nodes: &n\n" + node + "records: *n\n", "records[0]"},
+		{"records aliased as nodes", "records: &r\n  - name: www.example.org\nnodes: *r\n", "nodes[0]"},
+		{"aliased probe", "nodes:\n  - {id: a, ipv4: [192.0.2.1], country: CN, lat: 1, lon: 1, probe: &p {address: \"192.0.2.1:80\"}}\n" +
+			"  - {id: b, ipv4: [192.0.2.2], country: CN, lat: 1, lon: 1, probe: *p}\n" + rec, ""},
+		{"alias to a scalar", "nodes: &n 3\nrecords: *n\n", "line 1: cannot unmarshal"},
+		{"explicit empty node list", "nodes:\n" + node + "records:\n  - name: www.example.org\n    nodes: []\n", `line 4: records[0] (name www.example.org.): field nodes: an empty list`},
+		{"ttl above 2^31-1", "nodes:\n" + node + "records:\n  - name: www.example.org\n    ttl: 4000000000\n", "field ttl: 4000000000 is not in 1..2147483647"},
+		{"probe interval too short", "nodes:\n  - {id: a, ipv4: [192.0.2.1], country: CN, lat: 1, lon: 1, probe: {address: \"192.0.2.1:80\", interval: 1ms}}\n" + rec, "line 2: nodes[0] (id a): probe.interval: 1ms is shorter than 100ms"},
+		{"probe timeout at the interval", "nodes:\n  - {id: a, ipv4: [192.0.2.1], country: CN, lat: 1, lon: 1, probe: {address: \"192.0.2.1:80\", interval: 1s, timeout: 1s}}\n" + rec, "probe.timeout"},
+		{"probe timeout too short", "nodes:\n  - {id: a, ipv4: [192.0.2.1], country: CN, lat: 1, lon: 1, probe: {address: \"192.0.2.1:80\", timeout: 1ms}}\n" + rec, "probe.timeout: 1ms must be at least 10ms"},
+		{"http-only defaults with a tcp probe", "nodes:\n  - {id: a, ipv4: [192.0.2.1], country: CN, lat: 1, lon: 1, probe: {address: \"192.0.2.1:80\"}}\n" +
+			"  - {id: b, ipv4: [192.0.2.2], country: CN, lat: 1, lon: 1, probe: {url: \"http://192.0.2.2/\"}}\n" + rec +
+			"probe_defaults: {expect_body: ok, load_field: load, url: \"http://192.0.2.9/health\", host: www.example.org, expect_status: [200]}\n", ""},
+		{"tcp defaults with an http probe", "nodes:\n  - {id: a, ipv4: [192.0.2.1], country: CN, lat: 1, lon: 1, probe: {url: \"http://192.0.2.1/\"}}\n" + rec +
+			"probe_defaults: {address: \"192.0.2.9:80\"}\n", ""},
+		{"bad name server", "nodes:\n" + node + rec + "nameservers: [\"bad name..\"]\n", "nameservers[0]"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := parseTable([]byte(tc.yaml), testZones, 60)
+			switch {
+			case tc.want == "" && err != nil:
+				t.Fatalf("Expected no error, got %v", err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Fatalf("Expected an error containing %q, got %v", tc.want, err)
+			}
+		})
+	}
+}

@@ -43,6 +43,11 @@ const (
 	DefaultRise     = 2
 	DefaultFall     = 3
 	DefaultHoldDown = 2 * time.Minute
+
+	// A shorter interval would hammer the node; a shorter timeout can't
+	// complete a TLS handshake.
+	MinInterval = 100 * time.Millisecond
+	MinTimeout  = 10 * time.Millisecond
 )
 
 // Duration is a time.Duration that YAML reads from strings such as "5s".
@@ -78,38 +83,45 @@ func (s *Spec) holdDown() time.Duration {
 }
 
 // WithDefaults fills zero fields from d (probe_defaults), then from the
-// built-in defaults. A missing type is tcp when only an address is set and the
-// URL's scheme when a URL is set. An empty ExpectStatus means 200-399.
+// built-in defaults. The type is the spec's own (given, or inferred from its
+// URL or address), else the defaults' type, else tcp. Keys that only one
+// kind of probe accepts (address for tcp; url, host, expect_status,
+// expect_body and load_field for http and https) are taken from d only for
+// a probe of that kind, so one probe_defaults serves tcp and http probes.
 func (s Spec) WithDefaults(d Spec) Spec {
 	if s.Type == "" {
 		s.Type = inferType(s)
-	}
-	if s.Address == "" {
-		s.Address = d.Address
-	}
-	if s.URL == "" {
-		s.URL = d.URL
 	}
 	if s.Type == "" {
 		s.Type = d.Type
 	}
 	if s.Type == "" {
-		s.Type = inferType(s)
+		s.Type = inferType(d)
 	}
 	if s.Type == "" {
 		s.Type = TypeTCP
 	}
-	if s.Host == "" {
-		s.Host = d.Host
-	}
-	if len(s.ExpectStatus) == 0 {
-		s.ExpectStatus = d.ExpectStatus
-	}
-	if s.ExpectBody == "" {
-		s.ExpectBody = d.ExpectBody
-	}
-	if s.LoadField == "" {
-		s.LoadField = d.LoadField
+	switch s.Type {
+	case TypeTCP:
+		if s.Address == "" {
+			s.Address = d.Address
+		}
+	case TypeHTTP, TypeHTTPS:
+		if s.URL == "" && inferType(Spec{URL: d.URL}) == s.Type {
+			s.URL = d.URL
+		}
+		if s.Host == "" {
+			s.Host = d.Host
+		}
+		if len(s.ExpectStatus) == 0 {
+			s.ExpectStatus = d.ExpectStatus
+		}
+		if s.ExpectBody == "" {
+			s.ExpectBody = d.ExpectBody
+		}
+		if s.LoadField == "" {
+			s.LoadField = d.LoadField
+		}
 	}
 	s.Interval = orDuration(s.Interval, d.Interval, DefaultInterval)
 	s.Timeout = orDuration(s.Timeout, d.Timeout, DefaultTimeout)
@@ -206,11 +218,11 @@ func (s *Spec) Validate(nodeAddr string) error {
 	default:
 		return fmt.Errorf("probe.type: %q is not one of tcp, http, https", s.Type)
 	}
-	if s.Interval <= 0 {
-		return fmt.Errorf("probe.interval: %s must be > 0", s.Interval)
+	if s.Interval < Duration(MinInterval) {
+		return fmt.Errorf("probe.interval: %s is shorter than %s", s.Interval, MinInterval)
 	}
-	if s.Timeout <= 0 || s.Timeout > s.Interval {
-		return fmt.Errorf("probe.timeout: %s must be > 0 and <= interval %s", s.Timeout, s.Interval)
+	if s.Timeout < Duration(MinTimeout) || s.Timeout >= s.Interval {
+		return fmt.Errorf("probe.timeout: %s must be at least %s and below the interval %s", s.Timeout, MinTimeout, s.Interval)
 	}
 	if s.Rise < 1 {
 		return fmt.Errorf("probe.rise: %d must be >= 1", s.Rise)

@@ -47,7 +47,7 @@ func (p *probeTarget) url() string { return p.srv.URL + "/health" }
 // every 50ms with rise 1 and fall 1: hz-telecom (same province) first,
 // sh-telecom (a neighbour) next.
 func probedNodes(hz, sh string) string {
-	probe := `{type: http, url: "%s", expect_body: ok, interval: 50ms, timeout: 40ms, rise: 1, fall: 1, hold_down: 0s}`
+	probe := `{type: http, url: "%s", expect_body: ok, interval: 100ms, timeout: 80ms, rise: 1, fall: 1, hold_down: 0s}`
 	return fmt.Sprintf(`nodes:
   - id: hz-telecom
     ipv4: [192.0.2.10]
