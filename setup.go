@@ -216,44 +216,45 @@ func parseRedis(c *caddy.Controller) (*locate.RedisConfig, error) {
 	if len(r.Addrs) == 0 {
 		return nil, c.Err("redis: at least one ADDRESS is required")
 	}
-	for c.NextBlock() {
+	err := subBlock(c, func() error {
 		switch c.Val() {
 		case "password":
 			if !c.NextArg() {
-				return nil, c.ArgErr()
+				return c.ArgErr()
 			}
 			r.Password = c.Val()
 		case "db":
 			n, err := uintArg(c, 0, 1<<16)
 			if err != nil {
-				return nil, err
+				return err
 			}
 			r.DB = int(n)
 		case "tls":
 			r.TLS = true
 		case "master":
 			if !c.NextArg() {
-				return nil, c.ArgErr()
+				return c.ArgErr()
 			}
 			r.MasterName = c.Val()
 		case "timeout":
 			d, err := durationArg(c, time.Millisecond)
 			if err != nil {
-				return nil, err
+				return err
 			}
 			r.Timeout = d
 		case "ttl":
 			d, err := durationArg(c, time.Second)
 			if err != nil {
-				return nil, err
+				return err
 			}
 			r.TTL = d
 		default:
-			return nil, c.Errf("redis: unknown property %q", c.Val())
+			return c.Errf("redis: unknown property %q", c.Val())
 		}
-		if len(c.RemainingArgs()) != 0 {
-			return nil, c.ArgErr()
-		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	if err := r.Validate(); err != nil {
 		return nil, c.Errf("redis: %v", err)
@@ -266,56 +267,91 @@ func parseOnline(c *caddy.Controller) (*locate.OnlineConfig, error) {
 		return nil, c.Err("online: URL is required")
 	}
 	on := &locate.OnlineConfig{URL: c.Val(), Headers: http.Header{}}
-	if len(c.RemainingArgs()) != 0 {
-		return nil, c.ArgErr()
-	}
-	for c.NextBlock() {
+	err := subBlock(c, func() error {
 		switch c.Val() {
 		case "header":
-			args := c.RemainingArgs()
-			if len(args) != 2 {
-				return nil, c.Err("online: header NAME VALUE")
+			if !c.NextArg() {
+				return c.Err("online: header NAME VALUE")
 			}
-			on.Headers.Add(args[0], args[1])
-			continue
+			name := c.Val()
+			if !c.NextArg() {
+				return c.Err("online: header NAME VALUE")
+			}
+			on.Headers.Add(name, c.Val())
 		case "timeout":
 			d, err := durationArg(c, time.Millisecond)
 			if err != nil {
-				return nil, err
+				return err
 			}
 			on.Timeout = d
 		case "max_qps":
 			f, err := floatArg(c, 0.001, 1e6)
 			if err != nil {
-				return nil, err
+				return err
 			}
 			on.MaxQPS = f
 		case "breaker":
 			n, err := uintArg(c, 1, 1<<20)
 			if err != nil {
-				return nil, err
+				return err
 			}
 			d, err := durationArg(c, time.Millisecond)
 			if err != nil {
-				return nil, err
+				return err
 			}
 			on.BreakerFailures, on.BreakerWindow = int(n), d
 		case "format":
 			if !c.NextArg() {
-				return nil, c.ArgErr()
+				return c.ArgErr()
 			}
 			on.Format = c.Val()
 		default:
-			return nil, c.Errf("online: unknown property %q", c.Val())
+			return c.Errf("online: unknown property %q", c.Val())
 		}
-		if len(c.RemainingArgs()) != 0 {
-			return nil, c.ArgErr()
-		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	if err := on.Validate(); err != nil {
 		return nil, c.Errf("online: %v", err)
 	}
 	return on, nil
+}
+
+// subBlock runs prop for each property of a block that opens with "{" at
+// the end of the current line, and does nothing when there is none. The
+// dispenser's NextBlock can't do this inside the gslb block: it would take
+// the enclosing block's next line for a property of ours.
+func subBlock(c *caddy.Controller, prop func() error) error {
+	if !c.NextArg() {
+		return nil
+	}
+	if c.Val() != "{" {
+		return c.Errf("unexpected argument %q", c.Val())
+	}
+	for c.Next() {
+		if c.Val() == "}" {
+			return noArgs(c)
+		}
+		if err := prop(); err != nil {
+			return err
+		}
+		if c.NextArg() {
+			if c.Val() == "}" {
+				return noArgs(c)
+			}
+			return c.Errf("unexpected argument %q", c.Val())
+		}
+	}
+	return c.EOFErr()
+}
+
+func noArgs(c *caddy.Controller) error {
+	if c.NextArg() {
+		return c.Errf("unexpected argument %q", c.Val())
+	}
+	return nil
 }
 
 func uintArg(c *caddy.Controller, lo, hi uint64) (uint64, error) {

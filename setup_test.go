@@ -1,6 +1,7 @@
 package gslb
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -132,5 +133,76 @@ func TestSetupDefaults(t *testing.T) {
 	}
 	if len(g.Zones) != 1 || g.Zones[0] != "example.org." {
 		t.Errorf("Expected zone example.org., got %v", g.Zones)
+	}
+}
+
+// TestSetupSubBlocks: redis and online work with and without a block, on
+// any line of the gslb block, and name their errors once.
+func TestSetupSubBlocks(t *testing.T) {
+	dir := fixture(t, fixtureNodes)
+	base := "geoip city.mmdb\nasn asn.mmdb\nnodes nodes.yaml\n"
+	tests := []struct {
+		name    string
+		input   string
+		check   func(*GSLB) string // "" when the parse is as expected
+		wantErr string
+	}{
+		{"redis line then ttl", "redis 127.0.0.1:6379\nttl 30\n", func(g *GSLB) string {
+			if g.opts.ttl != 30 || g.opts.redis == nil || g.opts.redis.Addrs[0] != "127.0.0.1:6379" {
+				return fmt.Sprintf("ttl %d redis %+v", g.opts.ttl, g.opts.redis)
+			}
+			return ""
+		}, ""},
+		{"redis line then cache_size", "redis 127.0.0.1:6379\ncache_size 1000\n", func(g *GSLB) string {
+			if g.opts.cacheSize != 1000 {
+				return fmt.Sprintf("cache_size %d", g.opts.cacheSize)
+			}
+			return ""
+		}, ""},
+		{"online line then ttl", "online https://geo.example.net/{ip}\nttl 20\n", func(g *GSLB) string {
+			if g.opts.ttl != 20 || g.opts.online == nil {
+				return fmt.Sprintf("ttl %d online %+v", g.opts.ttl, g.opts.online)
+			}
+			return ""
+		}, ""},
+		{"blocks on one line", "redis 127.0.0.1:6379 { timeout 50ms }\nonline https://geo.example.net/{ip} { header X-Api-Key k }\nttl 25\n", func(g *GSLB) string {
+			if g.opts.ttl != 25 || g.opts.redis.Timeout != 50*time.Millisecond || g.opts.online.Headers.Get("X-Api-Key") != "k" {
+				return fmt.Sprintf("ttl %d redis %+v online %+v", g.opts.ttl, g.opts.redis, g.opts.online)
+			}
+			return ""
+		}, ""},
+		{"block then more options", "redis 127.0.0.1:6379 {\n  timeout 30ms\n}\nttl 35\n", func(g *GSLB) string {
+			if g.opts.ttl != 35 || g.opts.redis.Timeout != 30*time.Millisecond {
+				return fmt.Sprintf("ttl %d redis %+v", g.opts.ttl, g.opts.redis)
+			}
+			return ""
+		}, ""},
+		{"redis error prefixed once", "redis a:1 b:2 {\n  db 1\n}\n", nil, "redis: db 1 is not supported by a cluster"},
+		{"online error prefixed once", "online https://geo.example.net/v1\n", nil, "online: URL"},
+		{"junk after the address", "redis 127.0.0.1:6379 { timeout 50ms } junk\n", nil, `unexpected argument "junk"`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c := caddy.NewTestController("dns", "gslb example.org {\n"+base+tc.input+"}")
+			dnsserver.GetConfig(c).Root = dir
+			g, err := parse(c)
+			if tc.wantErr != "" {
+				if err == nil {
+					g.stop()
+					t.Fatalf("Expected an error containing %q, got none", tc.wantErr)
+				}
+				if !strings.Contains(err.Error(), tc.wantErr) || strings.Count(err.Error(), "redis:")+strings.Count(err.Error(), "online:") > 1 {
+					t.Fatalf("Expected an error containing %q once, got %v", tc.wantErr, err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("Expected no error, got %v", err)
+			}
+			defer g.stop()
+			if msg := tc.check(g); msg != "" {
+				t.Errorf("Unexpected options: %s", msg)
+			}
+		})
 	}
 }

@@ -62,24 +62,24 @@ type OnlineConfig struct {
 // Validate checks c and fills zero fields with their defaults.
 func (c *RedisConfig) Validate() error {
 	if len(c.Addrs) == 0 {
-		return errors.New("redis: no address")
+		return errors.New("no address")
 	}
 	for _, a := range c.Addrs {
 		if _, port, err := net.SplitHostPort(a); err != nil || port == "" {
-			return fmt.Errorf("redis: address %q is not host:port", a)
+			return fmt.Errorf("address %q is not host:port", a)
 		}
 	}
 	if c.DB < 0 {
-		return fmt.Errorf("redis: db %d is negative", c.DB)
+		return fmt.Errorf("db %d is negative", c.DB)
 	}
 	if c.DB != 0 && len(c.Addrs) > 1 && c.MasterName == "" {
-		return fmt.Errorf("redis: db %d is not supported by a cluster", c.DB)
+		return fmt.Errorf("db %d is not supported by a cluster", c.DB)
 	}
 	if c.Timeout < 0 {
-		return fmt.Errorf("redis: timeout %v is negative", c.Timeout)
+		return fmt.Errorf("timeout %v is negative", c.Timeout)
 	}
 	if c.TTL < 0 || (c.TTL > 0 && c.TTL < time.Second) {
-		return fmt.Errorf("redis: ttl %v is below 1s", c.TTL)
+		return fmt.Errorf("ttl %v is below 1s", c.TTL)
 	}
 	if c.Timeout == 0 {
 		c.Timeout = DefaultRedisTimeout
@@ -93,30 +93,30 @@ func (c *RedisConfig) Validate() error {
 // Validate checks c and fills zero fields with their defaults.
 func (c *OnlineConfig) Validate() error {
 	if !strings.Contains(c.URL, "{ip}") {
-		return fmt.Errorf("online: URL %q has no {ip}", c.URL)
+		return fmt.Errorf("URL %q has no {ip}", c.URL)
 	}
 	u, err := url.Parse(strings.ReplaceAll(c.URL, "{ip}", "192.0.2.1"))
 	if err != nil {
-		return fmt.Errorf("online: URL %q: %w", c.URL, err)
+		return fmt.Errorf("URL %q: %w", c.URL, err)
 	}
 	if u.Scheme != "http" && u.Scheme != "https" {
-		return fmt.Errorf("online: URL %q is not http or https", c.URL)
+		return fmt.Errorf("URL %q is not http or https", c.URL)
 	}
 	if u.Host == "" {
-		return fmt.Errorf("online: URL %q has no host", c.URL)
+		return fmt.Errorf("URL %q has no host", c.URL)
 	}
 	switch {
 	case c.Timeout < 0:
-		return fmt.Errorf("online: timeout %v is negative", c.Timeout)
+		return fmt.Errorf("timeout %v is negative", c.Timeout)
 	case c.MaxQPS < 0:
-		return fmt.Errorf("online: max_qps %v is negative", c.MaxQPS)
+		return fmt.Errorf("max_qps %v is negative", c.MaxQPS)
 	case c.BreakerFailures < 0:
-		return fmt.Errorf("online: breaker failures %d is negative", c.BreakerFailures)
+		return fmt.Errorf("breaker failures %d is negative", c.BreakerFailures)
 	case c.BreakerWindow < 0:
-		return fmt.Errorf("online: breaker duration %v is negative", c.BreakerWindow)
+		return fmt.Errorf("breaker duration %v is negative", c.BreakerWindow)
 	}
 	if c.Format != "" && c.Format != FormatIPAPI {
-		return fmt.Errorf("online: unknown format %q (want %q)", c.Format, FormatIPAPI)
+		return fmt.Errorf("unknown format %q (want %q)", c.Format, FormatIPAPI)
 	}
 	if c.Timeout == 0 {
 		c.Timeout = DefaultOnlineTimeout

@@ -7,6 +7,7 @@ package locate
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/netip"
 	"sync"
@@ -95,7 +96,7 @@ func New(cfg Config) (*Locator, error) {
 	if cfg.Redis != nil {
 		rc := *cfg.Redis
 		if err := rc.Validate(); err != nil {
-			return nil, err
+			return nil, fmt.Errorf("redis: %w", err)
 		}
 		l.redisCfg = &rc
 		l.redisBreaker = breaker{threshold: redisBreakerFailures, window: redisBreakerWindow}
@@ -103,7 +104,7 @@ func New(cfg Config) (*Locator, error) {
 	if cfg.Online != nil {
 		oc := *cfg.Online
 		if err := oc.Validate(); err != nil {
-			return nil, err
+			return nil, fmt.Errorf("online: %w", err)
 		}
 		oc.Headers = oc.Headers.Clone()
 		l.onlineCfg = &oc
