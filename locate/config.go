@@ -93,17 +93,17 @@ func (c *RedisConfig) Validate() error {
 // Validate checks c and fills zero fields with their defaults.
 func (c *OnlineConfig) Validate() error {
 	if !strings.Contains(c.URL, "{ip}") {
-		return fmt.Errorf("URL %q has no {ip}", c.URL)
+		return fmt.Errorf("URL %q has no {ip}", redactURL(c.URL))
 	}
 	u, err := url.Parse(strings.ReplaceAll(c.URL, "{ip}", "192.0.2.1"))
 	if err != nil {
-		return fmt.Errorf("URL %q: %w", c.URL, err)
+		return fmt.Errorf("URL %q: %w", redactURL(c.URL), errors.Unwrap(err))
 	}
 	if u.Scheme != "http" && u.Scheme != "https" {
-		return fmt.Errorf("URL %q is not http or https", c.URL)
+		return fmt.Errorf("URL %q is not http or https", redactURL(c.URL))
 	}
 	if u.Host == "" {
-		return fmt.Errorf("URL %q has no host", c.URL)
+		return fmt.Errorf("URL %q has no host", redactURL(c.URL))
 	}
 	switch {
 	case c.Timeout < 0:

@@ -18,6 +18,7 @@ import (
 	clog "github.com/coredns/coredns/plugin/pkg/log"
 
 	"github.com/gslbdns/gslb/geo"
+	"github.com/gslbdns/gslb/internal/recovery"
 
 	"github.com/redis/go-redis/v9"
 	"golang.org/x/time/rate"
@@ -125,7 +126,7 @@ func New(cfg Config) (*Locator, error) {
 		}
 		tr := http.DefaultTransport.(*http.Transport).Clone()
 		tr.MaxIdleConnsPerHost = l.maxInflight
-		l.http = &http.Client{Transport: tr, Timeout: oc.Timeout}
+		l.http = &http.Client{Transport: tr, Timeout: oc.Timeout, CheckRedirect: sameOrigin}
 	}
 	return l, nil
 }
@@ -294,12 +295,16 @@ func (l *Locator) refine(addr netip.Addr, k key, known geo.Location) {
 
 	go func() {
 		defer l.wg.Done()
-		loc, err := l.fetch(l.ctx, addr, known)
+		defer l.release(k)
+		defer recovery.Guard("online")
+		loc, err := l.fetch(l.ctx, netOf(addr), known)
 		if l.ctx.Err() != nil { // closing: the answer no longer matters
-			l.release(k)
 			return
 		}
-		l.onlineBreaker.done(l.now(), err == nil)
+		// Only an unreachable or failing API trips the breaker: an answer
+		// that can't be used says nothing about the API's health, and
+		// counting it would let any client switch the layer off.
+		l.onlineBreaker.done(l.now(), err == nil || errors.Is(err, errInvalid))
 		switch {
 		case err == nil:
 			onlineOK.Inc()
@@ -321,7 +326,6 @@ func (l *Locator) refine(addr netip.Addr, k key, known geo.Location) {
 			onlineError.Inc()
 			log.Debugf("Online geo API error for %s: %v", addr, err)
 		}
-		l.release(k)
 	}()
 }
 

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/netip"
+	"net/url"
 	"strconv"
 	"strings"
 
@@ -68,6 +69,56 @@ func (a *ipAPIAnswer) answer() (onlineAnswer, error) {
 // errInvalid marks an answer that was received but cannot be trusted.
 var errInvalid = errors.New("invalid answer")
 
+// sameOrigin follows a redirect only to the same scheme and host: the
+// request's headers (an API key) must never reach another host.
+func sameOrigin(req *http.Request, via []*http.Request) error {
+	if len(via) >= 3 {
+		return errors.New("too many redirects")
+	}
+	if o := via[0].URL; req.URL.Scheme != o.Scheme || req.URL.Host != o.Host {
+		return fmt.Errorf("redirect to another host %s refused", req.URL.Host)
+	}
+	return nil
+}
+
+// netOf is the network address of addr's cache key: the API is asked about
+// the /24 (/48) the answer will be cached for, not the client's own address.
+func netOf(addr netip.Addr) netip.Addr {
+	bits := 48
+	if addr.Is4() {
+		bits = 24
+	}
+	p, _ := addr.Prefix(bits)
+	return p.Addr()
+}
+
+// redactURL drops the query and user information of a URL, where API keys
+// live, so that no log line shows them.
+func redactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		s, _, _ := strings.Cut(raw, "?")
+		return s
+	}
+	u.User = nil
+	if u.RawQuery != "" {
+		u.RawQuery = "REDACTED"
+	}
+	u.Fragment = ""
+	return u.String()
+}
+
+// redactErr redacts the URL an HTTP client error carries.
+func redactErr(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		c := *ue
+		c.URL = redactURL(c.URL)
+		return &c
+	}
+	return err
+}
+
 // fetch asks the online API about addr. An error wraps errInvalid when the
 // answer was unusable, context.DeadlineExceeded on a timeout.
 func (l *Locator) fetch(ctx context.Context, addr netip.Addr, known geo.Location) (geo.Location, error) {
@@ -76,7 +127,7 @@ func (l *Locator) fetch(ctx context.Context, addr netip.Addr, known geo.Location
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.ReplaceAll(cfg.URL, "{ip}", addr.String()), nil)
 	if err != nil {
-		return geo.Location{}, err
+		return geo.Location{}, redactErr(err)
 	}
 	for k, v := range cfg.Headers {
 		req.Header[k] = v
@@ -84,15 +135,18 @@ func (l *Locator) fetch(ctx context.Context, addr netip.Addr, known geo.Location
 	req.Header.Set("Accept", "application/json")
 	resp, err := l.http.Do(req)
 	if err != nil {
-		return geo.Location{}, err
+		return geo.Location{}, redactErr(err)
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
 	if err != nil {
-		return geo.Location{}, err
+		return geo.Location{}, redactErr(err)
 	}
-	if resp.StatusCode != http.StatusOK {
+	switch {
+	case resp.StatusCode >= 500:
 		return geo.Location{}, fmt.Errorf("status %d", resp.StatusCode)
+	case resp.StatusCode != http.StatusOK:
+		return geo.Location{}, fmt.Errorf("%w: status %d", errInvalid, resp.StatusCode)
 	}
 	var a onlineAnswer
 	if cfg.Format == FormatIPAPI {

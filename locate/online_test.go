@@ -78,7 +78,7 @@ func TestIPAPIAdapter(t *testing.T) {
 			http.Error(w, "no key", http.StatusForbidden)
 			return
 		}
-		if ip == "36.0.6.1" {
+		if ip == "36.0.6.0" { // the /24 of 36.0.6.1: the API is asked about the network
 			json.NewEncoder(w).Encode(map[string]any{"status": "fail", "message": "reserved range", "query": ip})
 			return
 		}
