@@ -1,9 +1,7 @@
 package health
 
 import (
-	"context"
 	"crypto/x509"
-	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -13,7 +11,7 @@ import (
 
 var log = clog.NewWithPlugin("gslb")
 
-// DefaultConcurrency bounds the probes in flight per Checker.
+// DefaultConcurrency bounds the probes in flight per Pool.
 const DefaultConcurrency = 32
 
 // maxFirstDelay bounds the random offset of a target's first probe, so
@@ -26,119 +24,106 @@ type Target struct {
 	Spec Spec
 }
 
-// Options tune a Checker.
+// Options tune a Pool.
 type Options struct {
 	RootCAs     *x509.CertPool   // https roots; nil: the system's
 	Concurrency int              // probes in flight; 0: DefaultConcurrency
 	Now         func() time.Time // clock of the state machine; nil: time.Now
 }
 
-// Checker probes its targets in the background and publishes a Snapshot
-// whenever a node's state or load changes.
+// Checker is one node table's view of its probes: it publishes a Snapshot
+// whenever a node's state or load changes. The probes themselves belong to
+// the Pool, so a Checker that replaces another shares their verdicts.
 type Checker struct {
-	targets  []target
-	nodes    []node
-	ids      []string
-	opts     Options
+	pool     *Pool
+	targets  []Target
 	onChange func(*Snapshot)
 
-	snap    atomic.Pointer[Snapshot]
-	ready   atomic.Bool
-	pending int // targets without a first result; aggregator only
+	snap  atomic.Pointer[Snapshot]
+	ready atomic.Bool
 
-	results chan result
-	sem     chan struct{}
-	ctx     context.Context
-	cancel  context.CancelFunc
-	wg      sync.WaitGroup
-
-	mu      sync.Mutex
+	mu      sync.Mutex // guards probes, started, stopped
+	probes  []*probe
 	started bool
 	stopped bool
+
+	notify sync.Mutex // one onChange at a time, in snapshot order
 }
 
-type target struct {
-	id     string
-	typ    string
-	every  time.Duration
-	prober *prober
-}
-
-type result struct {
-	idx int
-	outcome
-}
-
-// New returns a Checker for targets; it probes nothing until Start. Targets
-// with a duplicate ID are ignored. onChange, if not nil, is called from the
-// Checker's goroutine, one call at a time, with each new Snapshot.
+// New returns a Checker on a pool of its own; it probes nothing until
+// Start. Targets with a duplicate ID are ignored. onChange, if not nil, is
+// called from a probe's goroutine, one call at a time, with each new
+// Snapshot.
 func New(targets []Target, opts Options, onChange func(*Snapshot)) *Checker {
-	if opts.Concurrency <= 0 {
-		opts.Concurrency = DefaultConcurrency
-	}
-	if opts.Now == nil {
-		opts.Now = time.Now
-	}
-	c := &Checker{opts: opts, onChange: onChange}
+	return NewPool(opts).NewChecker(targets, onChange)
+}
+
+// NewChecker returns a Checker for targets on p. Its first Snapshot holds
+// the verdicts p already has for these nodes; it starts nothing.
+func (p *Pool) NewChecker(targets []Target, onChange func(*Snapshot)) *Checker {
+	c := &Checker{pool: p, onChange: onChange}
 	seen := make(map[string]bool, len(targets))
 	for _, t := range targets {
 		if seen[t.ID] {
 			continue
 		}
 		seen[t.ID] = true
-		s := t.Spec.WithDefaults(Spec{})
-		if s.Interval <= 0 || s.Timeout <= 0 { // not validated: keep the loop sane
-			s.Interval, s.Timeout = Duration(DefaultInterval), Duration(DefaultTimeout)
-		}
-		c.ids = append(c.ids, t.ID)
-		c.targets = append(c.targets, target{id: t.ID, typ: s.Type, every: s.Interval.D(), prober: newProber(s, opts.RootCAs)})
-		c.nodes = append(c.nodes, node{rise: s.Rise, fall: s.Fall, holdDown: s.holdDown()})
+		c.targets = append(c.targets, Target{ID: t.ID, Spec: sane(t.Spec)})
 	}
-	now := opts.Now()
-	for i := range c.nodes {
-		c.nodes[i].st.Since = now
+	m := make(map[string]Status, len(c.targets))
+	ready := true
+	for _, t := range c.targets {
+		st, ok := p.peek(t)
+		m[t.ID] = st
+		ready = ready && ok
 	}
-	c.pending = len(c.targets)
-	c.ready.Store(c.pending == 0)
-	c.results = make(chan result, len(c.targets))
-	c.sem = make(chan struct{}, opts.Concurrency)
-	c.ctx, c.cancel = context.WithCancel(context.Background())
-	c.snap.Store(c.build())
+	c.snap.Store(&Snapshot{nodes: m})
+	c.ready.Store(ready)
 	return c
 }
 
-// Start begins probing. It is idempotent and does nothing after Stop.
+// sane merges defaults into a spec and keeps an unvalidated one from
+// spinning the probe loop.
+func sane(s Spec) Spec {
+	s = s.WithDefaults(Spec{})
+	if s.Interval <= 0 || s.Timeout <= 0 {
+		s.Interval, s.Timeout = Duration(DefaultInterval), Duration(DefaultTimeout)
+	}
+	return s
+}
+
+// Start acquires the targets' probes from the pool, starting those that
+// don't run yet. It is idempotent and does nothing after Stop. It does not
+// call onChange: the caller publishes what Snapshot returns.
 func (c *Checker) Start() {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	if c.started || c.stopped {
+		c.mu.Unlock()
 		return
 	}
 	c.started = true
-	acquireNodes(c.ids)
-	for _, id := range c.ids {
-		nodeUp.WithLabelValues(id).Set(1)
+	for _, t := range c.targets {
+		c.probes = append(c.probes, c.pool.acquire(t, c))
 	}
-	c.wg.Add(len(c.targets) + 1)
-	go c.aggregate()
-	for i := range c.targets {
-		go c.run(i)
-	}
+	c.mu.Unlock()
+	c.notify.Lock()
+	c.refresh()
+	c.notify.Unlock()
 }
 
-// Stop ends probing and waits for every goroutine. It is idempotent.
+// Stop releases the probes; the pool stops those no Checker uses and waits
+// for them. It is idempotent.
 func (c *Checker) Stop() {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	if c.stopped {
+		c.mu.Unlock()
 		return
 	}
 	c.stopped = true
-	c.cancel()
-	c.wg.Wait()
-	if c.started {
-		releaseNodes(c.ids)
-	}
+	probes := c.probes
+	c.probes = nil
+	c.mu.Unlock()
+	c.pool.release(probes, c)
 }
 
 // Snapshot returns the latest published Snapshot; never nil.
@@ -147,110 +132,37 @@ func (c *Checker) Snapshot() *Snapshot { return c.snap.Load() }
 // Ready reports whether every target has its first result.
 func (c *Checker) Ready() bool { return c.ready.Load() }
 
-// run probes target i once per interval, ±10%.
-func (c *Checker) run(i int) {
-	defer c.wg.Done()
-	t := &c.targets[i]
-	timer := time.NewTimer(rand.N(min(t.every, maxFirstDelay)) + 1)
-	defer timer.Stop()
-	for {
-		select {
-		case <-c.ctx.Done():
-			return
-		case <-timer.C:
-		}
-		start := time.Now()
-		select {
-		case c.sem <- struct{}{}:
-		case <-c.ctx.Done():
-			return
-		}
-		pstart := time.Now()
-		out := t.prober.probe(c.ctx)
-		took := time.Since(pstart)
-		<-c.sem
-		if c.ctx.Err() != nil {
-			return
-		}
-		probeDuration.WithLabelValues(t.id, t.typ).Observe(took.Seconds())
-		if !out.ok {
-			probeFailures.WithLabelValues(t.id, out.reason).Inc()
-		}
-		select {
-		case c.results <- result{idx: i, outcome: out}:
-		case <-c.ctx.Done():
-			return
-		}
-		timer.Reset(max(jitter(t.every)-time.Since(start), 0))
-	}
-}
-
-func jitter(d time.Duration) time.Duration {
-	return d - d/10 + rand.N(d/5+1)
-}
-
-// aggregate applies results to the state machines, one at a time, and
-// publishes a Snapshot when something changed.
-func (c *Checker) aggregate() {
-	defer c.wg.Done()
-	for {
-		select {
-		case <-c.ctx.Done():
-			return
-		case r := <-c.results:
-			c.apply(r)
-		}
-	}
-}
-
-func (c *Checker) apply(r result) {
-	n := &c.nodes[r.idx]
-	id := c.targets[r.idx].id
-	first := !n.seen
-	prev := n.st.State
-	changed, transition := n.observe(r.ok, r.reason, r.load, r.hasLoad, c.opts.Now())
-	if r.hasLoad {
-		nodeLoad.WithLabelValues(id).Set(r.load)
-	}
-	if transition {
-		to := n.st.State
-		nodeTransitions.WithLabelValues(id, to.String()).Inc()
-		up := 1.0
-		if to == StateDown {
-			up = 0
-		}
-		nodeUp.WithLabelValues(id).Set(up)
-		switch {
-		case to == StateDown:
-			log.Infof("node %s down: %s", id, r.reason)
-		case prev == StateUnknown:
-			log.Debugf("node %s up", id)
-		default:
-			log.Infof("node %s up", id)
-		}
-	} else if !r.ok {
-		log.Debugf("node %s probe failed: %s", id, r.reason)
-	}
-	var s *Snapshot
-	if changed {
-		s = c.build()
-		c.snap.Store(s)
-	}
-	if first {
-		c.pending--
-		if c.pending == 0 {
-			c.ready.Store(true)
-		}
-	}
-	if s != nil && c.onChange != nil {
+// changed is called by a probe whose status changed.
+func (c *Checker) changed() {
+	c.notify.Lock()
+	defer c.notify.Unlock()
+	if s := c.refresh(); s != nil && c.onChange != nil {
 		c.onChange(s)
 	}
 }
 
-func (c *Checker) build() *Snapshot {
-	m := make(map[string]Status, len(c.nodes))
-	for i := range c.nodes {
-		m[c.targets[i].id] = c.nodes[i].st
+// refresh rebuilds the Snapshot from the probes; it returns it when it
+// differs from the published one. Callers hold c.notify.
+func (c *Checker) refresh() *Snapshot {
+	c.mu.Lock()
+	probes := c.probes
+	c.mu.Unlock()
+	if probes == nil {
+		return nil
 	}
-	return &Snapshot{nodes: m}
+	m := make(map[string]Status, len(probes))
+	ready := true
+	for _, p := range probes {
+		st, seen := p.status()
+		m[p.key.id] = st
+		ready = ready && seen
+	}
+	c.ready.Store(ready)
+	old := c.snap.Load()
+	if old.equal(m) {
+		return nil
+	}
+	s := &Snapshot{nodes: m}
+	c.snap.Store(s)
+	return s
 }

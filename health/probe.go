@@ -16,8 +16,12 @@ import (
 	"os"
 )
 
-// maxBody bounds how much of a probe response is read.
-const maxBody = 64 << 10
+// What is read of a probe response: a target that sends endless headers or
+// an endless body must not grow the server's memory.
+const (
+	maxHeader = 16 << 10
+	maxBody   = 64 << 10
+)
 
 // outcome is the result of one probe.
 type outcome struct {
@@ -109,10 +113,15 @@ func (p *prober) probe(parent context.Context) outcome {
 	if err := req.Write(conn); err != nil {
 		return fail(ctx, err, ReasonStatus)
 	}
-	resp, err := http.ReadResponse(bufio.NewReader(conn), req)
+	lr := &io.LimitedReader{R: conn, N: maxHeader}
+	resp, err := http.ReadResponse(bufio.NewReader(lr), req)
 	if err != nil {
+		if lr.N <= 0 {
+			return outcome{reason: ReasonHeader}
+		}
 		return fail(ctx, err, ReasonStatus)
 	}
+	lr.N += maxBody
 	defer resp.Body.Close()
 	if !p.spec.statusOK(resp.StatusCode) {
 		return outcome{reason: ReasonStatus}

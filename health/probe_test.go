@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -150,5 +151,42 @@ func TestProbeCanceled(t *testing.T) {
 	cancel()
 	if got := <-res; got.ok {
 		t.Errorf("Expected a canceled probe to fail, got %+v", got)
+	}
+}
+
+// A target that sends response headers without end fails the probe with
+// reason header once 16 KiB are read, well before the timeout.
+func TestProbeEndlessHeaders(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		c, err := l.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		c.Write([]byte("HTTP/1.1 200 OK\r\n"))
+		line := []byte("X-Filler: " + strings.Repeat("a", 1000) + "\r\n")
+		for range 100000 { // 100 MB at most; the probe stops reading long before
+			if _, err := c.Write(line); err != nil {
+				return
+			}
+		}
+	}()
+	s := Spec{URL: "http://" + l.Addr().String() + "/", Timeout: Duration(5 * time.Second)}.WithDefaults(Spec{})
+	start := time.Now()
+	got := newProber(s, nil).probe(context.Background())
+	if got.ok || got.reason != ReasonHeader {
+		t.Errorf("Expected reason %q, got %+v", ReasonHeader, got)
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Errorf("Probe took %v, want a quick failure", d)
 	}
 }

@@ -28,6 +28,7 @@ const (
 	ReasonTimeout = "timeout"
 	ReasonStatus  = "status"
 	ReasonBody    = "body"
+	ReasonHeader  = "header" // the response headers exceed 16 KiB
 	ReasonTLS     = "tls"
 )
 
@@ -52,6 +53,19 @@ func (s *Snapshot) Status(id string) (Status, bool) {
 	}
 	st, ok := s.nodes[id]
 	return st, ok
+}
+
+// equal reports whether s holds exactly the statuses of m.
+func (s *Snapshot) equal(m map[string]Status) bool {
+	if s == nil || len(s.nodes) != len(m) {
+		return false
+	}
+	for id, st := range m {
+		if o, ok := s.nodes[id]; !ok || o != st {
+			return false
+		}
+	}
+	return true
 }
 
 // Len returns the number of probed nodes.
