@@ -1,6 +1,10 @@
 package geo
 
-import "strings"
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
 
 // Normalized carrier names.
 const (
@@ -125,6 +129,26 @@ func (c *Carriers) Carrier(asn uint32, org string) string {
 		}
 	}
 	return NormalizeCarrier(org)
+}
+
+// signature is the table's content in a canonical form.
+func (c *Carriers) signature() string {
+	if c == nil {
+		return ""
+	}
+	asns := make([]uint32, 0, len(c.asn))
+	for a := range c.asn {
+		asns = append(asns, a)
+	}
+	slices.Sort(asns)
+	var b strings.Builder
+	for _, a := range asns {
+		fmt.Fprintf(&b, "%d=%s;", a, c.asn[a])
+	}
+	for _, n := range c.names {
+		fmt.Fprintf(&b, "%q=%s;", n.sub, n.carrier)
+	}
+	return b.String()
 }
 
 // containsFold reports whether s contains the lower-case pattern sub,

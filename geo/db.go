@@ -2,6 +2,7 @@ package geo
 
 import (
 	"fmt"
+	"hash/maphash"
 	"net/netip"
 	"os"
 	"sync"
@@ -26,7 +27,12 @@ type DB struct {
 	city, asn         *maxminddb.Reader
 	cityMeta, asnMeta Metadata
 	carriers          *Carriers
+	digest            uint64
 }
+
+// digestSeed makes Digest comparable within the process, which is all a
+// process-local cache needs.
+var digestSeed = maphash.MakeSeed()
 
 // Open opens a MaxMind City or Country database (GeoIP2/GeoLite2 or any mmdb
 // with that schema) and an optional ASN (GeoLite2-ASN) or ISP (GeoIP2-ISP)
@@ -34,20 +40,33 @@ type DB struct {
 // organisation name. Errors name the file.
 func Open(cityPath, asnPath string, carriers *Carriers) (*DB, error) {
 	d := &DB{carriers: carriers}
+	var h maphash.Hash
+	h.SetSeed(digestSeed)
 	var err error
-	if d.city, d.cityMeta, err = openReader(cityPath); err != nil {
+	if d.city, d.cityMeta, err = openReader(cityPath, &h); err != nil {
 		return nil, err
 	}
 	if asnPath != "" {
-		if d.asn, d.asnMeta, err = openReader(asnPath); err != nil {
+		if d.asn, d.asnMeta, err = openReader(asnPath, &h); err != nil {
 			d.city.Close()
 			return nil, err
 		}
 	}
+	h.WriteString(carriers.signature())
+	d.digest = h.Sum64()
 	return d, nil
 }
 
-func openReader(path string) (*maxminddb.Reader, Metadata, error) {
+// Digest identifies the databases' content and the carrier table: two DBs
+// with the same digest locate every address alike.
+func (d *DB) Digest() uint64 {
+	if d == nil {
+		return 0
+	}
+	return d.digest
+}
+
+func openReader(path string, h *maphash.Hash) (*maxminddb.Reader, Metadata, error) {
 	if path == "" {
 		return nil, Metadata{}, fmt.Errorf("geo: no database file given")
 	}
@@ -57,6 +76,7 @@ func openReader(path string) (*maxminddb.Reader, Metadata, error) {
 	if err != nil {
 		return nil, Metadata{}, fmt.Errorf("geo: %w", err)
 	}
+	h.Write(b)
 	r, err := maxminddb.OpenBytes(b)
 	if err != nil {
 		return nil, Metadata{}, fmt.Errorf("geo: open %s: %w", path, err)
@@ -64,16 +84,10 @@ func openReader(path string) (*maxminddb.Reader, Metadata, error) {
 	return r, Metadata{Path: path, DatabaseType: r.Metadata.DatabaseType, BuildEpoch: uint64(r.Metadata.BuildEpoch)}, nil
 }
 
-// Close releases the databases.
-func (d *DB) Close() error {
-	err := d.city.Close()
-	if d.asn != nil {
-		if e := d.asn.Close(); err == nil {
-			err = e
-		}
-	}
-	return err
-}
+// Close does nothing: the databases live in memory, and a query that
+// loaded this DB before a reload swapped it may still be reading it. The GC
+// frees it after the last one.
+func (d *DB) Close() error { return nil }
 
 // Info returns the metadata of the City and ASN databases (zero when absent).
 func (d *DB) Info() (city, asn Metadata) { return d.cityMeta, d.asnMeta }

@@ -38,7 +38,9 @@ const clockTick = 100 * time.Millisecond
 // concurrent use.
 type Locator struct {
 	db       atomic.Pointer[geo.DB]
-	cache    *cache
+	tag      atomic.Uint64 // the database's digest: the cache entries this locator may read
+	cache    *cache        // replaced by the process's shared cache at Start
+	size     int
 	ttl      time.Duration
 	shortTTL time.Duration
 	now      func() time.Time
@@ -65,6 +67,7 @@ type Locator struct {
 	mu       sync.Mutex
 	inflight map[key]struct{} // /24s being asked online
 	closed   bool
+	started  bool
 
 	startOnce, closeOnce sync.Once
 }
@@ -87,12 +90,14 @@ func New(cfg Config) (*Locator, error) {
 	}
 	l := &Locator{
 		cache:    newCache(cfg.CacheSize),
+		size:     cfg.CacheSize,
 		ttl:      cfg.CacheTTL,
 		shortTTL: min(NoProvinceTTL, cfg.CacheTTL),
 		now:      time.Now,
 		inflight: make(map[key]struct{}),
 	}
 	l.db.Store(cfg.DB)
+	l.tag.Store(cfg.DB.Digest())
 	l.ctx, l.cancel = context.WithCancel(context.Background())
 	if cfg.Redis != nil {
 		rc := *cfg.Redis
@@ -140,6 +145,8 @@ func (l *Locator) Start() {
 		if l.closed {
 			return
 		}
+		l.cache = acquireCache(l.size, l.cache)
+		l.started = true
 		if l.redisCfg != nil {
 			l.redis.Store(&redisConn{c: newRedisClient(l.redisCfg)})
 		}
@@ -196,15 +203,20 @@ func (l *Locator) Close() error {
 		if rc := l.redis.Swap(nil); rc != nil {
 			err = rc.c.Close()
 		}
-		l.cache.purge()
+		if l.started {
+			releaseCache(l.size, l.cache)
+		} else {
+			l.cache.purge()
+		}
 	})
 	return err
 }
 
-// SetDB swaps the local database (after a reload) and empties the LRU.
+// SetDB swaps the local database (after a reload). Cache entries of the
+// old content are no longer read.
 func (l *Locator) SetDB(db *geo.DB) {
 	l.db.Store(db)
-	l.cache.purge()
+	l.tag.Store(db.Digest())
 }
 
 // Locate returns what is known about addr. It never fails and waits at most
@@ -216,7 +228,7 @@ func (l *Locator) Locate(ctx context.Context, addr netip.Addr) geo.Location {
 	}
 	k := keyOf(addr)
 	now := l.nowNano()
-	if loc, ok := l.cache.get(k, now); ok {
+	if loc, ok := l.cache.get(k, now, l.tag.Load()); ok {
 		lruHit.Inc()
 		// A refinement keeps its origin: the log should say the paid or
 		// shared layer placed this client, not just that it was cached.
@@ -259,7 +271,7 @@ func (l *Locator) store(k key, loc geo.Location, now int64) {
 		ttl = l.shortTTL
 	}
 	intern(&loc)
-	l.cache.add(k, loc, now, now+int64(ttl))
+	l.cache.add(k, loc, now, now+int64(ttl), l.tag.Load())
 }
 
 // intern shares the few distinct names between a million cache entries.

@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"maps"
 	"net/netip"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/gslbdns/gslb/geo"
+	"github.com/gslbdns/gslb/geo/mmdbgen"
 	"github.com/gslbdns/gslb/internal/testredis"
 )
 
@@ -330,8 +332,10 @@ func TestSharingThroughRedis(t *testing.T) {
 	rs := testredis.Start(t)
 	api := newFakeAPI(t)
 	rc := &RedisConfig{Addrs: []string{rs.Addr()}, Timeout: time.Second}
+	// Locators of one cache size share the process's LRU; B stands for
+	// another process, so it gets an LRU of its own.
 	a := newLocator(t, Config{DB: db, Redis: rc, Online: &OnlineConfig{URL: api.url()}})
-	b := newLocator(t, Config{DB: db, Redis: rc})
+	b := newLocator(t, Config{DB: db, Redis: rc, CacheSize: 1000})
 	a.Locate(ctx, netip.MustParseAddr("36.0.44.1"))
 	a.idle(t)
 	la := a.Locate(ctx, netip.MustParseAddr("36.0.44.2"))
@@ -362,4 +366,37 @@ func TestOnlineInflightBound(t *testing.T) {
 	}
 	api.unblock()
 	l.idle(t)
+}
+
+// A locator that replaces another (a Corefile reload) starts with its
+// cache; one with other databases does not read the other's entries.
+func TestCacheSurvivesReplacement(t *testing.T) {
+	db := testDB(t)
+	old := newLocator(t, Config{DB: db, CacheSize: 777})
+	a := netip.MustParseAddr("1.0.1.1")
+	old.Locate(ctx, a)
+	cur := newLocator(t, Config{DB: db, CacheSize: 777})
+	old.Close()
+	if loc := cur.Locate(ctx, a); loc.Source != geo.SourceLRU || loc.Province != "ZJ" {
+		t.Errorf("After the replacement got %+v, want an LRU hit for ZJ", loc)
+	}
+	other := newLocator(t, Config{DB: testDB2(t), CacheSize: 777})
+	if loc := other.Locate(ctx, a); loc.Source == geo.SourceLRU || loc.Province != "HB" {
+		t.Errorf("With other databases got %+v, want HB from the database", loc)
+	}
+}
+
+// testDB2 places 1.0.1.0/24 in Hubei.
+func testDB2(t testing.TB) *geo.DB {
+	t.Helper()
+	city := filepath.Join(t.TempDir(), "city.mmdb")
+	if err := mmdbgen.WriteCity(city, []mmdbgen.City{{Network: "1.0.1.0/24", Country: "CN", Province: "HB", City: "Wuhan", Lat: 30.6, Lon: 114.3}}); err != nil {
+		t.Fatal(err)
+	}
+	db, err := geo.Open(city, "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
 }

@@ -25,7 +25,8 @@ func keyOf(addr netip.Addr) key {
 
 type entry struct {
 	loc geo.Location
-	exp int64 // unix nanoseconds
+	exp int64  // unix nanoseconds
+	tag uint64 // the content (databases, carriers) that produced loc
 }
 
 // shard is one lock's worth of the LRU.
@@ -72,13 +73,13 @@ func (c *cache) shard(k key) *shard {
 	return &c.shards[h>>c.shift]
 }
 
-// get returns the unexpired entry for k.
-func (c *cache) get(k key, now int64) (geo.Location, bool) {
+// get returns the unexpired entry for k that tag's content produced.
+func (c *cache) get(k key, now int64, tag uint64) (geo.Location, bool) {
 	s := c.shard(k)
 	s.mu.Lock()
 	e, ok := s.lru.Get(k)
 	s.mu.Unlock()
-	if !ok || now >= e.exp {
+	if !ok || now >= e.exp || e.tag != tag {
 		return geo.Location{}, false
 	}
 	return e.loc, true
@@ -87,15 +88,15 @@ func (c *cache) get(k key, now int64) (geo.Location, bool) {
 // add stores loc until exp. A province-level entry that is still valid is
 // not replaced by one without a province: a late, coarser writer must not
 // undo a refinement.
-func (c *cache) add(k key, loc geo.Location, now, exp int64) {
+func (c *cache) add(k key, loc geo.Location, now, exp int64, tag uint64) {
 	s := c.shard(k)
 	s.mu.Lock()
 	old, existed := s.lru.Peek(k)
-	if existed && loc.Province == "" && old.loc.Province != "" && now < old.exp {
+	if existed && loc.Province == "" && old.loc.Province != "" && now < old.exp && old.tag == tag {
 		s.mu.Unlock()
 		return
 	}
-	s.lru.Add(k, entry{loc: loc, exp: exp})
+	s.lru.Add(k, entry{loc: loc, exp: exp, tag: tag})
 	s.mu.Unlock()
 	if !existed {
 		CacheEntries.Inc()
@@ -120,4 +121,52 @@ func (c *cache) len() int {
 		s.mu.Unlock()
 	}
 	return n
+}
+
+// caches are the process's location caches by size: a Corefile reload
+// hands the new instance the old one's cache, so it starts warm instead of
+// asking Redis and the online API again. Entries carry the digest of the
+// content that produced them, so instances with other databases or
+// carriers may share a cache without reading each other's answers.
+var caches = struct {
+	sync.Mutex
+	m map[int]*sharedCache
+}{m: map[int]*sharedCache{}}
+
+type sharedCache struct {
+	c    *cache
+	refs int
+}
+
+// acquireCache returns the process's cache of that size, or registers own.
+func acquireCache(size int, own *cache) *cache {
+	caches.Lock()
+	defer caches.Unlock()
+	s := caches.m[size]
+	if s == nil {
+		s = &sharedCache{c: own}
+		caches.m[size] = s
+	}
+	s.refs++
+	return s.c
+}
+
+// releaseCache drops a use of c and empties it when nobody uses it.
+func releaseCache(size int, c *cache) {
+	caches.Lock()
+	s := caches.m[size]
+	if s == nil || s.c != c {
+		caches.Unlock()
+		c.purge()
+		return
+	}
+	s.refs--
+	last := s.refs == 0
+	if last {
+		delete(caches.m, size)
+	}
+	caches.Unlock()
+	if last {
+		c.purge()
+	}
 }

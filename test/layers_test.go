@@ -146,7 +146,9 @@ func TestLocationLayers(t *testing.T) {
 		return err == nil && n > 0, fmt.Sprint(n, err)
 	})
 
-	b := startServer(t, corefile(""))
+	// B stands for another process: in one process, instances with the
+	// same cache_size share the LRU.
+	b := startServer(t, corefile("cache_size 999999"))
 	r, l = queryLabels(t, b, logs, newQuery(t, "www.example.org", dns.TypeA, learned))
 	if got := answerOf(r); got != wuhan {
 		t.Errorf("Instance B answer %q, want %s from Redis", got, wuhan)
