@@ -11,6 +11,7 @@ import (
 
 	"github.com/gslbdns/gslb/geo"
 	"github.com/gslbdns/gslb/health"
+	"github.com/gslbdns/gslb/internal/recovery"
 	"github.com/gslbdns/gslb/locate"
 	"github.com/gslbdns/gslb/scoring"
 )
@@ -63,6 +64,10 @@ type runtime struct {
 	files    map[string]fileStamp // databases' stamps
 	rejected [32]byte             // hash of the last node table rejected
 	lastErr  map[string]string
+	// A changed file is loaded only once it looked the same on two checks
+	// in a row, so that a file read mid-write is never published.
+	pendingTable [32]byte
+	pendingFiles map[string]fileStamp
 
 	startOnce, stopOnce sync.Once
 	stopCh              chan struct{}
@@ -112,8 +117,10 @@ func (g *GSLB) init(o options) (line int, err error) {
 		serial:  uint32(time.Now().Unix()),
 		files:   map[string]fileStamp{},
 		lastErr: map[string]string{},
-		stopCh:  make(chan struct{}),
-		done:    make(chan struct{}),
+
+		pendingFiles: map[string]fileStamp{},
+		stopCh:       make(chan struct{}),
+		done:         make(chan struct{}),
 	}
 	for _, p := range rt.dbFiles() {
 		rt.files[p] = stamp(p)
@@ -133,14 +140,18 @@ func (rt *runtime) dbFiles() []string {
 	return p
 }
 
+// newChecker returns a checker on the process's probe pool, which keeps
+// the verdicts of unchanged probes across node table and Corefile reloads.
 func (rt *runtime) newChecker(t *table) *health.Checker {
 	var c *health.Checker
-	c = health.New(t.probes, health.Options{}, func(*health.Snapshot) {
-		rt.mu.Lock()
-		defer rt.mu.Unlock()
-		if rt.checker == c {
-			rt.publish()
-		}
+	c = health.Shared().NewChecker(t.probes, func(*health.Snapshot) {
+		recovery.Do("publish", func() {
+			rt.mu.Lock()
+			defer rt.mu.Unlock()
+			if rt.checker == c {
+				rt.publish()
+			}
+		})
 	})
 	return c
 }
@@ -194,7 +205,7 @@ func (rt *runtime) watch() {
 		case <-rt.stopCh:
 			return
 		case <-tick.C:
-			rt.reloadChanged()
+			recovery.Do("reload", rt.reloadChanged)
 		}
 	}
 }
@@ -208,7 +219,14 @@ func (rt *runtime) reloadChanged() {
 	}
 	dbChanged := false
 	for _, p := range rt.dbFiles() {
-		if s := stamp(p); s != rt.files[p] {
+		s := stamp(p)
+		switch {
+		case s == rt.files[p]:
+			delete(rt.pendingFiles, p)
+		case s != rt.pendingFiles[p]:
+			rt.pendingFiles[p] = s // settle first
+		default:
+			delete(rt.pendingFiles, p)
 			rt.files[p] = s
 			dbChanged = true
 		}
@@ -228,8 +246,21 @@ func (rt *runtime) reloadChanged() {
 		return
 	}
 
+	old, oldDB := rt.swap(t, db)
+	reloads.WithLabelValues("ok").Inc()
+	if old != nil {
+		old.Stop()
+	}
+	if oldDB != nil {
+		oldDB.Close()
+	}
+}
+
+// swap publishes a new table and database (either may be the current one)
+// and returns what they replace.
+func (rt *runtime) swap(t *table, db *geo.DB) (old *health.Checker, oldDB *geo.DB) {
 	rt.mu.Lock()
-	var old *health.Checker
+	defer rt.mu.Unlock()
 	if t != rt.table {
 		// DeepEqual follows the spec's pointers, which fmt would print as addresses.
 		if !reflect.DeepEqual(t.probes, rt.table.probes) {
@@ -242,22 +273,13 @@ func (rt *runtime) reloadChanged() {
 		rt.serial = max(rt.serial+1, uint32(time.Now().Unix()))
 		log.Infof("Reloaded node table %s: %d nodes, %d records", t.path, len(t.nodes), len(t.records))
 	}
-	var oldDB *geo.DB
 	if db != nil {
 		oldDB, rt.db = rt.db, db
 		rt.locator.SetDB(db)
 		log.Infof("Reloaded geo databases %s %s", rt.opts.geoip, rt.opts.asn)
 	}
 	rt.publish()
-	rt.mu.Unlock()
-	reloads.WithLabelValues("ok").Inc()
-
-	if old != nil {
-		old.Stop()
-	}
-	if oldDB != nil {
-		oldDB.Close()
-	}
+	return old, oldDB
 }
 
 // changedTable returns the node table if its content changed and is valid.
@@ -272,8 +294,14 @@ func (rt *runtime) changedTable() *table {
 	}
 	h := sha256.Sum256(data)
 	if h == rt.table.hash || h == rt.rejected {
+		rt.pendingTable = [32]byte{}
 		return nil
 	}
+	if h != rt.pendingTable {
+		rt.pendingTable = h // settle first
+		return nil
+	}
+	rt.pendingTable = [32]byte{}
 	t, err := tableFrom(path, data, rt.zones, rt.opts.ttl)
 	if !rt.accept(path, err) {
 		rt.rejected = h

@@ -46,7 +46,7 @@ func TestReloadNodeTable(t *testing.T) {
 
 	// A broken table is rejected: the previous one keeps serving.
 	touch(t, nodes, fixtureNodes+"  - name: broken.example.org\n    nodes: [nobody]\n", 1)
-	g.rt.reloadChanged()
+	reloadSettled(g)
 	if got := answerOf(t, g, "sh.example.org", "2.0.0.0/24"); got != "192.0.2.3" {
 		t.Fatalf("Expected the previous table to keep serving, got %s", got)
 	}
@@ -56,7 +56,7 @@ func TestReloadNodeTable(t *testing.T) {
 
 	// A good table is swapped in, and the serial moves on.
 	touch(t, nodes, strings.Replace(fixtureNodes, "192.0.2.3", "192.0.2.33", 1), 2)
-	g.rt.reloadChanged()
+	reloadSettled(g)
 	if got := answerOf(t, g, "sh.example.org", "2.0.0.0/24"); got != "192.0.2.33" {
 		t.Fatalf("Expected the new table's address, got %s", got)
 	}
@@ -75,7 +75,7 @@ func TestReloadGeoDatabase(t *testing.T) {
 
 	// A corrupt database is rejected.
 	touch(t, city, "not a database", 1)
-	g.rt.reloadChanged()
+	reloadSettled(g)
 	if got := answerOf(t, g, "www.example.org", "2.0.0.0/24"); got != "192.0.2.3" {
 		t.Fatalf("Expected the previous database to keep serving, got %s", got)
 	}
@@ -88,7 +88,7 @@ func TestReloadGeoDatabase(t *testing.T) {
 	}
 	mt := time.Now().Add(2 * time.Second)
 	os.Chtimes(city, mt, mt)
-	g.rt.reloadChanged()
+	reloadSettled(g)
 	if got := answerOf(t, g, "www.example.org", "2.0.0.0/24"); got != "192.0.2.4" {
 		t.Fatalf("Expected Beijing's node after the database reload, got %s", got)
 	}
@@ -105,7 +105,7 @@ func TestReloadSameSizeRewrite(t *testing.T) {
 	}
 	touch(t, nodes, strings.Replace(fixtureNodes, "192.0.2.3", "192.0.2.9", 1), 0)
 	os.Chtimes(nodes, fi.ModTime(), fi.ModTime())
-	g.rt.reloadChanged()
+	reloadSettled(g)
 	if got := answerOf(t, g, "sh.example.org", "2.0.0.0/24"); got != "192.0.2.9" {
 		t.Fatalf("Expected the rewritten table, got %s", got)
 	}
@@ -120,7 +120,7 @@ func TestReloadKeepsUnchangedProbes(t *testing.T) {
 	g := newTestGSLB(t, dir, fmt.Sprintf(fixtureBlock, "reload 0\n"))
 	before := g.rt.checker
 	touch(t, filepath.Join(dir, "nodes.yaml"), strings.Replace(probed, "192.0.2.1]", "192.0.2.11]", 1), 1)
-	g.rt.reloadChanged()
+	reloadSettled(g)
 	if got := answerOf(t, g, "sh.example.org", "2.0.0.0/24"); got != "192.0.2.3" {
 		t.Fatalf("Expected sh's node, got %s", got)
 	}
@@ -129,5 +129,35 @@ func TestReloadKeepsUnchangedProbes(t *testing.T) {
 	}
 	if g.rt.checker != before {
 		t.Errorf("Expected the checker to be kept when no probe changed")
+	}
+}
+
+// reloadSettled runs the two file checks a change needs to be loaded.
+func reloadSettled(g *GSLB) {
+	g.rt.reloadChanged()
+	g.rt.reloadChanged()
+}
+
+// A node table is loaded only once it looked the same on two checks in a
+// row: a copy read mid-write that still parses is never published.
+func TestReloadWaitsForSettledFile(t *testing.T) {
+	dir := fixture(t, fixtureNodes)
+	g := newTestGSLB(t, dir, fmt.Sprintf(fixtureBlock, "reload 0\n"))
+	nodes := filepath.Join(dir, "nodes.yaml")
+	// Cut before the last record: valid YAML, one record short.
+	cut := fixtureNodes[:strings.Index(fixtureNodes, "  - name: v6.example.org")]
+	touch(t, nodes, cut, 1)
+	g.rt.reloadChanged()
+	touch(t, nodes, strings.Replace(fixtureNodes, "192.0.2.3", "192.0.2.33", 1), 2)
+	g.rt.reloadChanged()
+	if _, m := serve(t, g, query("v6.example.org", dns.TypeAAAA, subnet("2400::/48"))); m.Rcode != dns.RcodeSuccess || len(m.Answer) != 1 {
+		t.Fatalf("Expected the record that only the cut copy lacks to keep answering, got %v", m)
+	}
+	if got := answerOf(t, g, "sh.example.org", "2.0.0.0/24"); got != "192.0.2.3" {
+		t.Fatalf("Expected no change before the file settled, got %s", got)
+	}
+	g.rt.reloadChanged()
+	if got := answerOf(t, g, "sh.example.org", "2.0.0.0/24"); got != "192.0.2.33" {
+		t.Fatalf("Expected the settled file to be loaded, got %s", got)
 	}
 }

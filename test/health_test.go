@@ -15,6 +15,7 @@ const (
 	targetOK int32 = iota
 	target503
 	targetClose // accept, then close the connection without a response
+	targetHang  // accept, and never answer
 )
 
 // probeTarget is an HTTP health endpoint on 127.0.0.1 whose answer the test switches.
@@ -33,6 +34,8 @@ func newProbeTarget(t *testing.T) *probeTarget {
 			if c, _, err := w.(http.Hijacker).Hijack(); err == nil {
 				c.Close()
 			}
+		case targetHang:
+			<-r.Context().Done()
 		default:
 			fmt.Fprint(w, "ok")
 		}

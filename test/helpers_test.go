@@ -211,6 +211,12 @@ func (b *logBuffer) String() string {
 	return b.buf.String()
 }
 
+func (b *logBuffer) reset() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.buf.Reset()
+}
+
 // captureLog redirects the log output to a buffer until the test ends.
 func captureLog(t *testing.T) *logBuffer {
 	b := &logBuffer{}
