@@ -148,12 +148,19 @@ func (l *Locator) fetch(ctx context.Context, addr netip.Addr, known geo.Location
 	case resp.StatusCode != http.StatusOK:
 		return geo.Location{}, fmt.Errorf("%w: status %d", errInvalid, resp.StatusCode)
 	}
+	return decodeAnswer(cfg.Format, body, addr, known)
+}
+
+// decodeAnswer reads an API answer about addr in format and validates it;
+// every error wraps errInvalid.
+func decodeAnswer(format string, body []byte, addr netip.Addr, known geo.Location) (geo.Location, error) {
 	var a onlineAnswer
-	if cfg.Format == FormatIPAPI {
+	if format == FormatIPAPI {
 		var ia ipAPIAnswer
 		if err := json.Unmarshal(body, &ia); err != nil {
 			return geo.Location{}, fmt.Errorf("%w: %v", errInvalid, err)
 		}
+		var err error
 		if a, err = ia.answer(); err != nil {
 			return geo.Location{}, fmt.Errorf("%w: %v", errInvalid, err)
 		}
