@@ -2,7 +2,7 @@
 # (the tests start their own on a loopback port).
 GO ?= go
 
-.PHONY: test deps vet bench demo build
+.PHONY: test deps vet bench demo build fuzz
 
 test: deps vet
 	$(GO) test -race -count=1 -timeout 10m ./...
@@ -30,3 +30,15 @@ build:
 
 demo:
 	$(GO) run ./cmd/mmdbgen -in demo/demo.csv -city demo/gslb-demo-City.mmdb -asn demo/gslb-demo-ASN.mmdb
+
+# make fuzz: every fuzz target for FUZZTIME each (the seed corpora under
+# testdata/fuzz are replayed by make test).
+FUZZTIME ?= 60s
+FUZZ_TARGETS = .:FuzzParseECS .:FuzzServeDNS .:FuzzNodeTable .:FuzzCorefile \
+	./locate:FuzzOnlineAnswer ./locate:FuzzRedisValue ./geo/ipdb:FuzzFromBytes
+
+fuzz:
+	@set -e; for t in $(FUZZ_TARGETS); do \
+		pkg=$${t%%:*}; fn=$${t##*:}; echo "== $$fn in $$pkg for $(FUZZTIME)"; \
+		$(GO) test -run '^$$' -fuzz "^$$fn\$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 5s $$pkg; \
+	done
