@@ -34,7 +34,7 @@ demo:
 # make fuzz: every fuzz target for FUZZTIME each (the seed corpora under
 # testdata/fuzz are replayed by make test).
 FUZZTIME ?= 60s
-FUZZ_TARGETS = .:FuzzParseECS .:FuzzServeDNS .:FuzzNodeTable .:FuzzCorefile \
+FUZZ_TARGETS = .:FuzzParseECS .:FuzzServeDNS ./table:FuzzNodeTable .:FuzzCorefile \
 	./locate:FuzzOnlineAnswer ./locate:FuzzRedisValue ./geo/ipdb:FuzzFromBytes
 
 fuzz:

@@ -2,7 +2,6 @@ package gslb
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -69,32 +68,6 @@ func FuzzServeDNS(f *testing.F) {
 	})
 }
 
-// FuzzNodeTable: any node table is loaded or rejected with an error.
-func FuzzNodeTable(f *testing.F) {
-	f.Add([]byte(fixtureNodes))
-	example, err := os.ReadFile("nodes.example.yaml")
-	if err != nil {
-		f.Fatal(err)
-	}
-	f.Add(example)
-	f.Fuzz(func(t *testing.T, data []byte) {
-		tb, err := parseTable(data, testZones, 60)
-		if err != nil {
-			return
-		}
-		if len(tb.nodes) == 0 || len(tb.records) == 0 {
-			t.Fatalf("Accepted a table without nodes or records")
-		}
-		for name, r := range tb.records {
-			for _, i := range append(append([]int(nil), r.v4...), r.v6...) {
-				if i < 0 || i >= len(tb.nodes) {
-					t.Fatalf("Record %s refers to node %d of %d", name, i, len(tb.nodes))
-				}
-			}
-		}
-	})
-}
-
 // FuzzCorefile: any gslb block is set up or rejected with an error that
 // names the Corefile.
 func FuzzCorefile(f *testing.F) {
@@ -115,7 +88,7 @@ func FuzzCorefile(f *testing.F) {
 			return
 		}
 		g.stop()
-		if g.rt.view.Load() == nil {
+		if g.ctl.view.Load() == nil {
 			t.Fatalf("Set up without a view")
 		}
 	})

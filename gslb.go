@@ -5,20 +5,20 @@ package gslb
 
 import (
 	"context"
-	"encoding/binary"
 	"net"
 	"net/netip"
 	"time"
 
 	"github.com/coredns/coredns/plugin"
 	"github.com/coredns/coredns/plugin/metrics"
-	"github.com/coredns/coredns/plugin/pkg/dnsutil"
 	"github.com/coredns/coredns/plugin/pkg/fall"
 	clog "github.com/coredns/coredns/plugin/pkg/log"
 	"github.com/coredns/coredns/request"
 
-	"github.com/gslbdns/gslb/geo"
+	"github.com/gslbdns/gslb/locate"
+	"github.com/gslbdns/gslb/policy"
 	"github.com/gslbdns/gslb/scoring"
+	"github.com/gslbdns/gslb/table"
 
 	"github.com/miekg/dns"
 )
@@ -32,24 +32,24 @@ type GSLB struct {
 	Fall  fall.F
 
 	opts options
-	rt   *runtime
+	ctl  *control
 }
 
 // Name implements plugin.Handler.
 func (g *GSLB) Name() string { return pluginName }
 
+func (g *GSLB) start() error { return g.ctl.start() }
+func (g *GSLB) stop() error  { return g.ctl.stop() }
+
 // decision is what one query saw and chose; it feeds the answer, the
 // metrics and, when the metadata plugin is on, the log.
 type decision struct {
-	client     netip.Addr
-	fromECS    bool
-	ecs        *dns.EDNS0_SUBNET
-	loc        geo.Location
-	d          scoring.Decision
-	node       *node
-	nodeState  string
-	scope      uint8
-	familyBits uint8
+	client  netip.Addr
+	fromECS bool
+	ecs     *dns.EDNS0_SUBNET
+	loc     locate.Result
+	d       policy.Decision
+	scope   uint8
 }
 
 // ServeDNS implements plugin.Handler.
@@ -64,8 +64,8 @@ func (g *GSLB) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.Msg) (
 		// NOTIFY, UPDATE and the rest: the answers are computed, not stored.
 		return dns.RcodeNotImplemented, nil
 	}
-	v := g.rt.view.Load()
-	rec := v.t.records[qname]
+	v := g.ctl.view.Load()
+	rec := v.Table.Records[qname]
 	if rec == nil && g.Fall.Through(qname) {
 		return plugin.NextOrFailure(g.Name(), g.Next, ctx, w, r)
 	}
@@ -82,23 +82,17 @@ func (g *GSLB) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.Msg) (
 		return dns.RcodeFormatError, nil
 	}
 
-	m := new(dns.Msg)
-	m.SetReply(r)
-	m.Authoritative = true
-
+	a := answer{g: g, w: w, r: r, v: v, zone: zone, ecs: ecs}
 	apex := qname == zone
 	switch {
 	case apex && qtype == dns.TypeSOA:
-		m.Answer = []dns.RR{g.soa(v, zone)}
-		return g.write(w, m, r, ecs, 0)
-	case apex && qtype == dns.TypeNS && len(v.t.nameservers) > 0:
-		m.Answer = g.ns(v, zone)
-		return g.write(w, m, r, ecs, 0)
-	case rec == nil && !apex && !v.t.ents[qname]:
-		m.Rcode = dns.RcodeNameError
-		return g.negative(w, m, r, v, zone, ecs, 0)
+		return a.write(0, g.soa(v, zone))
+	case apex && qtype == dns.TypeNS && len(v.Table.Nameservers) > 0:
+		return a.write(0, g.ns(v, zone)...)
+	case rec == nil && !apex && !v.Table.ENTs[qname]:
+		return a.negative(dns.RcodeNameError, 0)
 	case rec == nil || qtype != dns.TypeA && qtype != dns.TypeAAAA:
-		return g.negative(w, m, r, v, zone, ecs, 0)
+		return a.negative(dns.RcodeSuccess, 0)
 	}
 
 	start := time.Now()
@@ -107,54 +101,27 @@ func (g *GSLB) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.Msg) (
 	decisionDuration.WithLabelValues(server).Observe(time.Since(start).Seconds())
 	setMetadata(ctx, &dc)
 
-	if dc.node == nil {
+	if dc.d.Winner == nil {
 		// No node of the record has an address of this family.
-		return g.negative(w, m, r, v, zone, ecs, dc.scope)
+		return a.negative(dns.RcodeSuccess, dc.scope)
 	}
 	decisions.WithLabelValues(server, dc.d.Tier.String()).Inc()
 	if dc.d.Tier == scoring.TierFailOpen && g.opts.allDownServfail {
 		return dns.RcodeServerFailure, nil
 	}
-	nodeAnswers.WithLabelValues(server, dc.node.ID).Inc()
+	nodeAnswers.WithLabelValues(server, dc.d.Winner.ID).Inc()
 	if dc.loc.Province != "" {
-		if dc.loc.Province == dc.node.Province && dc.loc.Country == dc.node.Country {
+		if dc.loc.Province == dc.d.Winner.Province && dc.loc.Country == dc.d.Winner.Country {
 			provinceMatch.WithLabelValues(server, "same").Inc()
 		} else {
 			provinceMatch.WithLabelValues(server, "cross").Inc()
 		}
 	}
-
-	hdr := dns.RR_Header{Name: state.QName(), Class: dns.ClassINET, Ttl: rec.ttl}
-	if qtype == dns.TypeA {
-		hdr.Rrtype = dns.TypeA
-		for _, a := range dc.node.v4 {
-			ip := a.As4()
-			m.Answer = append(m.Answer, &dns.A{Hdr: hdr, A: net.IP(ip[:])})
-		}
-	} else {
-		hdr.Rrtype = dns.TypeAAAA
-		for _, a := range dc.node.v6 {
-			ip := a.As16()
-			m.Answer = append(m.Answer, &dns.AAAA{Hdr: hdr, AAAA: net.IP(ip[:])})
-		}
-	}
-	return g.write(w, m, r, ecs, dc.scope)
+	return a.write(dc.scope, addresses(state.QName(), qtype, rec.TTL, dc.d.Winner)...)
 }
 
-// negative answers NXDOMAIN or NODATA (as m.Rcode says) with the zone's SOA.
-func (g *GSLB) negative(w dns.ResponseWriter, m, r *dns.Msg, v *view, zone string, ecs *dns.EDNS0_SUBNET, scope uint8) (int, error) {
-	m.Ns = []dns.RR{g.soa(v, zone)}
-	return g.write(w, m, r, ecs, scope)
-}
-
-func (g *GSLB) write(w dns.ResponseWriter, m, r *dns.Msg, ecs *dns.EDNS0_SUBNET, scope uint8) (int, error) {
-	addECS(m, r, ecs, scope)
-	w.WriteMsg(m)
-	return dns.RcodeSuccess, nil
-}
-
-// decide fills dc: client address, location, ladder decision and ECS scope.
-func (g *GSLB) decide(ctx context.Context, v *view, rec *record, qtype uint16, remote net.Addr, ecs *dns.EDNS0_SUBNET, server string, dc *decision) {
+// decide fills dc: client address, location, decision and ECS scope.
+func (g *GSLB) decide(ctx context.Context, v *policy.View, rec *table.Record, qtype uint16, remote net.Addr, ecs *dns.EDNS0_SUBNET, server string, dc *decision) {
 	dc.ecs = ecs
 	if a, ok := ecsClient(ecs, g.opts.ecsMin4, g.opts.ecsMin6); ok {
 		dc.client, dc.fromECS = a, true
@@ -167,68 +134,27 @@ func (g *GSLB) decide(ctx context.Context, v *view, rec *record, qtype uint16, r
 			ecsTotal.WithLabelValues(server, "absent").Inc()
 		}
 	}
-	dc.familyBits = 24
-	if !dc.client.Unmap().Is4() {
-		dc.familyBits = 48
-	}
-
-	dc.loc = g.rt.locator.Locate(ctx, dc.client)
-	var c scoring.Client
-	if !dc.loc.Special {
-		c = scoring.Client{
-			Country:   dc.loc.Country,
-			Continent: dc.loc.Continent,
-			Province:  dc.loc.Province,
-			ISP:       dc.loc.ISP,
-			HasCoords: dc.loc.HasCoords,
-			Lat:       dc.loc.Lat,
-			Lon:       dc.loc.Lon,
-		}
-	}
-	cand := rec.v4
-	if qtype == dns.TypeAAAA {
-		cand = rec.v6
-	}
-	dc.d = scoring.Choose(&c, v.nodes, cand, v.t.topo, &g.opts.params, tieKey(dc.client.Unmap()))
-	if dc.d.Node >= 0 {
-		dc.node = &v.t.nodes[dc.d.Node]
-		dc.nodeState = v.states[dc.d.Node]
-	}
-
-	// The scope is the shortest prefix over which this answer holds: the
-	// database network, widened to the cache granularity when a finer layer
-	// may refine it or a per-subnet tie picked the node.
+	dc.loc = g.ctl.locator.Locate(ctx, dc.client)
+	c := policy.Client(&dc.loc.Location)
+	dc.d = v.Decide(rec, qtype, &c, uint64(dc.loc.Key))
 	if dc.fromECS {
-		scope := dc.loc.Bits
-		if dc.d.Tied || (!dc.loc.Special && dc.loc.Province == "" && g.rt.refines) {
-			scope = max(scope, dc.familyBits)
-		}
-		if ecs.Family == 2 && dc.client.Unmap().Is4() {
-			// An IPv4-mapped client was located as IPv4; the scope is in
-			// the option's family.
-			scope += 96
-		}
-		dc.scope = min(scope, ecs.SourceNetmask)
+		dc.scope = replyScope(ecs, dc.loc, dc.d.PerSubnet)
 	}
 }
 
-// tieKey identifies the client's /24 (IPv4) or /48 (IPv6).
-func tieKey(a netip.Addr) uint64 {
-	if a.Is4() {
-		b := a.As4()
-		return uint64(binary.BigEndian.Uint32(b[:])&0xffffff00) | 4<<32
+// replyScope is the shortest prefix over which the answer holds: what the
+// location vouches for, widened to the client's /24 (/48) when that picked
+// the node, in the option's family and never beyond its source prefix.
+func replyScope(ecs *dns.EDNS0_SUBNET, loc locate.Result, perSubnet bool) uint8 {
+	scope := loc.Scope
+	if perSubnet {
+		scope = max(scope, loc.Key.Bits())
 	}
-	b := a.As16()
-	return binary.BigEndian.Uint64(b[:8])&^0xffff | 6
-}
-
-// ns lists the node table's name servers for the zone apex.
-func (g *GSLB) ns(v *view, zone string) []dns.RR {
-	rrs := make([]dns.RR, len(v.t.nameservers))
-	for i, n := range v.t.nameservers {
-		rrs[i] = &dns.NS{Hdr: dns.RR_Header{Name: zone, Rrtype: dns.TypeNS, Class: dns.ClassINET, Ttl: g.opts.ttl}, Ns: n}
+	if ecs.Family == 2 && loc.Key.Is4() {
+		// An IPv4-mapped client was located as IPv4.
+		scope += 96
 	}
-	return rrs
+	return min(scope, ecs.SourceNetmask)
 }
 
 func remoteAddr(a net.Addr) netip.Addr {
@@ -246,25 +172,4 @@ func remoteAddr(a net.Addr) netip.Addr {
 	}
 	addr, _ := netip.AddrFromSlice(ip)
 	return addr.Unmap()
-}
-
-func (g *GSLB) mname(v *view, zone string) string {
-	if len(v.t.nameservers) > 0 {
-		return v.t.nameservers[0]
-	}
-	return dnsutil.Join("ns1", "dns", zone)
-}
-
-// soa is synthesized the way k8s_external does; the serial follows the node table.
-func (g *GSLB) soa(v *view, zone string) *dns.SOA {
-	return &dns.SOA{
-		Hdr:     dns.RR_Header{Name: zone, Rrtype: dns.TypeSOA, Class: dns.ClassINET, Ttl: g.opts.ttl},
-		Ns:      g.mname(v, zone),
-		Mbox:    dnsutil.Join("hostmaster", "dns", zone),
-		Serial:  v.serial,
-		Refresh: 7200,
-		Retry:   1800,
-		Expire:  86400,
-		Minttl:  g.opts.ttl,
-	}
 }

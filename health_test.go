@@ -75,9 +75,9 @@ records:
 	a.up.Store(false)
 	c.up.Store(false)
 	deadline := time.Now().Add(5 * time.Second)
-	for v := g.rt.view.Load(); v.states[0] != "down" || v.states[2] != "down"; v = g.rt.view.Load() {
+	for v := g.ctl.view.Load(); v.Status[0].State != "down" || v.Status[2].State != "down"; v = g.ctl.view.Load() {
 		if time.Now().After(deadline) {
-			t.Fatalf("Expected every node down within 5s, got %v", v.states)
+			t.Fatalf("Expected every node down within 5s, got %v", v.Status)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

@@ -80,20 +80,20 @@ var labels = []struct {
 	}},
 	{"candidates", func(d *decision) string { return strconv.Itoa(d.d.Candidates) }},
 	{"node", func(d *decision) string {
-		if d.node == nil {
+		if d.d.Winner == nil {
 			return ""
 		}
-		return d.node.ID
+		return d.d.Winner.ID
 	}},
-	{"node_state", func(d *decision) string { return d.nodeState }},
+	{"node_state", func(d *decision) string { return d.d.State }},
 	{"distance_km", func(d *decision) string {
-		if d.node == nil || d.d.DistanceKm < 0 {
+		if d.d.Winner == nil || d.d.DistanceKm < 0 {
 			return ""
 		}
 		return strconv.FormatFloat(d.d.DistanceKm, 'f', 0, 64)
 	}},
 	{"score", func(d *decision) string {
-		if d.node == nil {
+		if d.d.Winner == nil {
 			return ""
 		}
 		return strconv.FormatFloat(d.d.Score, 'f', 3, 64)

@@ -4,6 +4,7 @@ import (
 	"github.com/coredns/coredns/plugin"
 
 	"github.com/gslbdns/gslb/geo"
+	"github.com/gslbdns/gslb/table"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
@@ -71,12 +72,12 @@ func recordDBInfo(db *geo.DB) {
 }
 
 // forgetNodes drops the series of nodes that a reload removed.
-func forgetNodes(old, cur *table) {
-	keep := make(map[string]bool, len(cur.nodes))
-	for _, n := range cur.nodes {
+func forgetNodes(old, cur *table.Table) {
+	keep := make(map[string]bool, len(cur.Nodes))
+	for _, n := range cur.Nodes {
 		keep[n.ID] = true
 	}
-	for _, n := range old.nodes {
+	for _, n := range old.Nodes {
 		if !keep[n.ID] {
 			nodeAnswers.DeletePartialMatch(prometheus.Labels{"node": n.ID})
 		}

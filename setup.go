@@ -20,14 +20,12 @@ const pluginName = "gslb"
 
 func init() { plugin.Register(pluginName, setup) }
 
-// Defaults of the Corefile options.
+// Defaults of the Corefile options; the location layers' are locate's.
 const (
-	defaultTTL       = 60
-	defaultECSMin4   = 24
-	defaultECSMin6   = 56
-	defaultReload    = 30 * time.Second
-	defaultCacheSize = 1000000
-	defaultCacheTTL  = 12 * time.Hour
+	defaultTTL     = 60
+	defaultECSMin4 = 24
+	defaultECSMin6 = 56
+	defaultReload  = 30 * time.Second
 )
 
 func setup(c *caddy.Controller) error {
@@ -47,8 +45,7 @@ func setup(c *caddy.Controller) error {
 // options is what the Corefile block says, with defaults applied.
 type options struct {
 	geoip, asn, nodes string
-	geoipLine         int // Corefile lines, so that file errors name them
-	nodesLine         int
+	lines             map[string]int // option -> Corefile line, so that errors found later name it
 	ttl               uint32
 	ecsMin4, ecsMin6  uint8
 	params            scoring.Params
@@ -62,13 +59,14 @@ type options struct {
 
 func parse(c *caddy.Controller) (*GSLB, error) {
 	o := options{
+		lines:     map[string]int{},
 		ttl:       defaultTTL,
 		ecsMin4:   defaultECSMin4,
 		ecsMin6:   defaultECSMin6,
 		params:    scoring.DefaultParams,
 		reload:    defaultReload,
-		cacheSize: defaultCacheSize,
-		cacheTTL:  defaultCacheTTL,
+		cacheSize: locate.DefaultCacheSize,
+		cacheTTL:  locate.DefaultCacheTTL,
 	}
 	g := &GSLB{}
 	root := dnsserver.GetConfig(c).Root
@@ -86,12 +84,13 @@ func parse(c *caddy.Controller) (*GSLB, error) {
 		g.Zones = plugin.OriginsFromArgsOrServerBlock(c.RemainingArgs(), c.ServerBlockKeys)
 		for c.NextBlock() {
 			prop := c.Val()
+			o.lines[prop] = c.Line()
 			switch prop {
 			case "geoip":
 				if !c.NextArg() {
 					return nil, c.ArgErr()
 				}
-				o.geoip, o.geoipLine = path(c.Val()), c.Line()
+				o.geoip = path(c.Val())
 			case "asn":
 				if !c.NextArg() {
 					return nil, c.ArgErr()
@@ -101,7 +100,7 @@ func parse(c *caddy.Controller) (*GSLB, error) {
 				if !c.NextArg() {
 					return nil, c.ArgErr()
 				}
-				o.nodes, o.nodesLine = path(c.Val()), c.Line()
+				o.nodes = path(c.Val())
 			case "ttl":
 				n, err := uintArg(c, 1, math.MaxInt32)
 				if err != nil {
@@ -130,7 +129,7 @@ func parse(c *caddy.Controller) (*GSLB, error) {
 				if w[0]+w[1]+w[2] == 0 {
 					return nil, c.Err("weights: at least one weight must be positive")
 				}
-				o.params.Weights = scoring.Weights{Distance: w[0], Load: w[1], Cost: w[2]}
+				o.params.Weights = scoring.Weights{scoring.Distance: w[0], scoring.Load: w[1], scoring.Cost: w[2]}
 			case "max_load":
 				f, err := floatArg(c, 0, 1)
 				if err != nil {
@@ -205,9 +204,11 @@ func parse(c *caddy.Controller) (*GSLB, error) {
 	if o.nodes == "" {
 		return nil, c.Err("nodes FILE is required")
 	}
-	if line, err := g.init(o); err != nil {
-		return nil, fmt.Errorf("%s:%d - Error during setup: %w", c.File(), line, err)
+	ctl, option, err := newControl(o, g.Zones)
+	if err != nil {
+		return nil, fmt.Errorf("%s:%d - Error during setup: %w", c.File(), o.lines[option], err)
 	}
+	g.opts, g.ctl = o, ctl
 	return g, nil
 }
 
@@ -256,10 +257,7 @@ func parseRedis(c *caddy.Controller) (*locate.RedisConfig, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := r.Validate(); err != nil {
-		return nil, c.Errf("redis: %v", err)
-	}
-	return r, nil
+	return r, nil // validated with the rest of the location config
 }
 
 func parseOnline(c *caddy.Controller) (*locate.OnlineConfig, error) {
@@ -313,10 +311,7 @@ func parseOnline(c *caddy.Controller) (*locate.OnlineConfig, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := on.Validate(); err != nil {
-		return nil, c.Errf("online: %v", err)
-	}
-	return on, nil
+	return on, nil // validated with the rest of the location config
 }
 
 // subBlock runs prop for each property of a block that opens with "{" at

@@ -2,6 +2,8 @@ package geo
 
 import (
 	"fmt"
+	"hash/maphash"
+	"maps"
 	"slices"
 	"strings"
 )
@@ -17,8 +19,9 @@ const (
 // Carriers maps ASNs and ISP/organisation names to carriers. Build it before
 // sharing it: Carrier is safe for concurrent use, AddASN and AddName are not.
 type Carriers struct {
-	asn   map[uint32]string
-	names []namePattern // checked last-added first, so extensions win
+	asn    map[uint32]string
+	names  []namePattern // checked last-added first, so extensions win
+	digest uint64
 }
 
 type namePattern struct {
@@ -70,7 +73,7 @@ func DefaultCarriers() *Carriers {
 		}
 	}
 	copy(c.names, defaultNames)
-	return c
+	return c.seal()
 }
 
 // Clone returns an independent copy, for extending a shared table.
@@ -82,7 +85,7 @@ func (c *Carriers) Clone() *Carriers {
 	if c != nil {
 		n.names = append([]namePattern(nil), c.names...)
 	}
-	return n
+	return n.seal()
 }
 
 func (c *Carriers) asnMap() map[uint32]string {
@@ -98,6 +101,7 @@ func (c *Carriers) AddASN(asn uint32, carrier string) {
 		c.asn = make(map[uint32]string)
 	}
 	c.asn[asn] = NormalizeCarrier(carrier)
+	c.seal()
 }
 
 // AddName maps organisation names containing substring (case-insensitive) to
@@ -108,6 +112,7 @@ func (c *Carriers) AddName(substring, carrier string) {
 		return
 	}
 	c.names = append(c.names, namePattern{sub: sub, carrier: NormalizeCarrier(carrier)})
+	c.seal()
 }
 
 // Carrier returns the normalized carrier of an ASN or organisation name: the
@@ -129,6 +134,50 @@ func (c *Carriers) Carrier(asn uint32, org string) string {
 		}
 	}
 	return NormalizeCarrier(org)
+}
+
+// Extend returns a copy of c with the node table's additions: ASNs and
+// organisation-name substrings mapped to carriers. Errors name the entry.
+func (c *Carriers) Extend(asns map[uint32]string, names map[string]string) (*Carriers, error) {
+	n := c.Clone()
+	for _, asn := range slices.Sorted(maps.Keys(asns)) {
+		carrier := NormalizeCarrier(asns[asn])
+		if carrier == "" {
+			return nil, fmt.Errorf("carriers.asn: %d: empty carrier", asn)
+		}
+		n.AddASN(asn, carrier)
+	}
+	for _, sub := range slices.Sorted(maps.Keys(names)) {
+		carrier := NormalizeCarrier(names[sub])
+		if strings.TrimSpace(sub) == "" || carrier == "" {
+			return nil, fmt.Errorf("carriers.names: %q: empty name or carrier", sub)
+		}
+		n.AddName(sub, carrier)
+	}
+	return n, nil
+}
+
+// Apply maps a source's raw ASN and organisation name in loc.ISP to the
+// carrier. Every source's answer goes through it, once, so that one table
+// decides the carrier whichever database or API placed the client.
+func (c *Carriers) Apply(loc *Location) {
+	if loc.ISP != "" || loc.ASN != 0 {
+		loc.ISP = c.Carrier(loc.ASN, loc.ISP)
+	}
+}
+
+// Digest identifies the table's content.
+func (c *Carriers) Digest() uint64 {
+	if c == nil {
+		return 0
+	}
+	return c.digest
+}
+
+// seal computes the digest; the table must not change afterwards.
+func (c *Carriers) seal() *Carriers {
+	c.digest = maphash.String(digestSeed, c.signature())
+	return c
 }
 
 // signature is the table's content in a canonical form.

@@ -6,7 +6,6 @@ import (
 	"net/netip"
 	"os"
 	"sync"
-	"time"
 
 	"github.com/oschwald/maxminddb-golang/v2"
 )
@@ -18,15 +17,11 @@ type Metadata struct {
 	BuildEpoch   uint64 // seconds since the Unix epoch
 }
 
-// BuildTime is BuildEpoch as a time.
-func (m Metadata) BuildTime() time.Time { return time.Unix(int64(m.BuildEpoch), 0) }
-
 // DB locates addresses with a City (or Country) database and an optional
 // ASN/ISP database. It is safe for concurrent use.
 type DB struct {
 	city, asn         *maxminddb.Reader
 	cityMeta, asnMeta Metadata
-	carriers          *Carriers
 	digest            uint64
 }
 
@@ -36,10 +31,9 @@ var digestSeed = maphash.MakeSeed()
 
 // Open opens a MaxMind City or Country database (GeoIP2/GeoLite2 or any mmdb
 // with that schema) and an optional ASN (GeoLite2-ASN) or ISP (GeoIP2-ISP)
-// database (asnPath may be ""). A nil carriers table only lower-cases the
-// organisation name. Errors name the file.
-func Open(cityPath, asnPath string, carriers *Carriers) (*DB, error) {
-	d := &DB{carriers: carriers}
+// database (asnPath may be ""). Errors name the file.
+func Open(cityPath, asnPath string) (*DB, error) {
+	d := &DB{}
 	var h maphash.Hash
 	h.SetSeed(digestSeed)
 	var err error
@@ -52,13 +46,12 @@ func Open(cityPath, asnPath string, carriers *Carriers) (*DB, error) {
 			return nil, err
 		}
 	}
-	h.WriteString(carriers.signature())
 	d.digest = h.Sum64()
 	return d, nil
 }
 
-// Digest identifies the databases' content and the carrier table: two DBs
-// with the same digest locate every address alike.
+// Digest identifies the databases' content: two DBs with the same digest
+// locate every address alike.
 func (d *DB) Digest() uint64 {
 	if d == nil {
 		return 0
@@ -103,6 +96,7 @@ var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
 
 // Lookup locates addr. It never fails: an unknown (or special) address gives a
 // zero Location with Bits set to the length of the network that said so.
+// ISP is the database's raw organisation name: Carriers.Apply maps it.
 func (d *DB) Lookup(addr netip.Addr) Location {
 	addr = addr.Unmap()
 	if bits, ok := Special(addr); ok {
@@ -129,7 +123,7 @@ func (d *DB) Lookup(addr netip.Addr) Location {
 		if res.Found() {
 			s.asn = asnRecord{}
 			if err := res.Decode(&s.asn); err == nil {
-				found = loc.fillASN(&s.asn, d.carriers) || found
+				found = loc.fillASN(&s.asn) || found
 			}
 		}
 	}
@@ -175,7 +169,7 @@ func (l *Location) fillCity(r *cityRecord) bool {
 	return true
 }
 
-func (l *Location) fillASN(r *asnRecord, c *Carriers) bool {
+func (l *Location) fillASN(r *asnRecord) bool {
 	org := r.isp
 	if org == "" {
 		org = r.org
@@ -187,6 +181,6 @@ func (l *Location) fillASN(r *asnRecord, c *Carriers) bool {
 		return false
 	}
 	l.ASN = r.asn
-	l.ISP = c.Carrier(r.asn, org)
+	l.ISP = org
 	return true
 }

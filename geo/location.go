@@ -2,8 +2,6 @@
 // City (or Country) database and an optional ASN/ISP database.
 package geo
 
-import "net/netip"
-
 // Source says which layer produced a Location.
 type Source uint8
 
@@ -41,8 +39,11 @@ type Location struct {
 	HasCoords bool
 	Lat, Lon  float64
 	Radius    uint16 // accuracy radius, km
-	ISP       string // normalized carrier: telecom, unicom, mobile, edu, or the lower-cased ISP/org name
-	ASN       uint32
+	// ISP is the normalized carrier (telecom, unicom, mobile, edu, or the
+	// lower-cased organisation name) once Carriers.Apply ran; a source
+	// reports its raw organisation name here.
+	ISP string
+	ASN uint32
 	// Bits is the prefix length of the most specific database network
 	// (City or ASN) that produced this location; it bounds the ECS scope.
 	Bits   uint8
@@ -51,13 +52,4 @@ type Location struct {
 	// lookup (private, loopback, CGNAT, documentation, ...). Bits is then the
 	// length of that range.
 	Special bool
-}
-
-// Known reports whether the location carries at least a country.
-func (l *Location) Known() bool { return l.Country != "" }
-
-// Prefix is the database network that contains addr, per l.Bits.
-func (l *Location) Prefix(addr netip.Addr) netip.Prefix {
-	p, _ := addr.Prefix(int(l.Bits))
-	return p
 }

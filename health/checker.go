@@ -50,16 +50,22 @@ type Checker struct {
 	notify sync.Mutex // one onChange at a time, in snapshot order
 }
 
-// New returns a Checker on a pool of its own; it probes nothing until
-// Start. Targets with a duplicate ID are ignored. onChange, if not nil, is
-// called from a probe's goroutine, one call at a time, with each new
-// Snapshot.
+// New returns a Checker on a pool of its own, for targets whose specs may
+// still lack their defaults (New merges the built-in ones); it probes
+// nothing until Start. Targets with a duplicate ID are ignored. onChange, if
+// not nil, is called from a probe's goroutine, one call at a time, with
+// each new Snapshot.
 func New(targets []Target, opts Options, onChange func(*Snapshot)) *Checker {
-	return NewPool(opts).NewChecker(targets, onChange)
+	merged := make([]Target, len(targets))
+	for i, t := range targets {
+		merged[i] = Target{ID: t.ID, Spec: t.Spec.WithDefaults(Spec{})}
+	}
+	return NewPool(opts).NewChecker(merged, onChange)
 }
 
-// NewChecker returns a Checker for targets on p. Its first Snapshot holds
-// the verdicts p already has for these nodes; it starts nothing.
+// NewChecker returns a Checker for targets, whose specs are merged and
+// validated, on p. Its first Snapshot holds the verdicts p already has for
+// these nodes; it starts nothing.
 func (p *Pool) NewChecker(targets []Target, onChange func(*Snapshot)) *Checker {
 	c := &Checker{pool: p, onChange: onChange}
 	seen := make(map[string]bool, len(targets))
@@ -82,12 +88,14 @@ func (p *Pool) NewChecker(targets []Target, onChange func(*Snapshot)) *Checker {
 	return c
 }
 
-// sane merges defaults into a spec and keeps an unvalidated one from
-// spinning the probe loop.
+// sane keeps a spec that skipped validation from spinning the probe loop
+// or naming a type without a prober.
 func sane(s Spec) Spec {
-	s = s.WithDefaults(Spec{})
 	if s.Interval <= 0 || s.Timeout <= 0 {
 		s.Interval, s.Timeout = Duration(DefaultInterval), Duration(DefaultTimeout)
+	}
+	if _, ok := kinds[s.Type]; !ok {
+		s.Type = TypeTCP
 	}
 	return s
 }

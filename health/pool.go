@@ -58,7 +58,7 @@ type probe struct {
 	key    probeKey
 	typ    string
 	every  time.Duration
-	prober *prober
+	prober prober
 	refs   int // pool.mu
 	cancel context.CancelFunc
 	done   chan struct{}

@@ -14,7 +14,7 @@ func TestPoolKeepsVerdicts(t *testing.T) {
 	down.status.Store(http.StatusServiceUnavailable)
 	up := newEndpoint(t, "ok")
 	pool := NewPool(Options{})
-	spec := func(url string) Spec { s := fastSpec(url); s.HoldDown = durp(0); return s }
+	spec := func(url string) Spec { s := fastSpec(url); s.HoldDown = durp(0); return s.WithDefaults(Spec{}) }
 
 	old := pool.NewChecker([]Target{{ID: "down", Spec: spec(down.URL)}, {ID: "up", Spec: spec(up.URL)}}, nil)
 	old.Start()
@@ -59,7 +59,7 @@ func TestPoolKeepsVerdicts(t *testing.T) {
 func TestPoolInheritedVerdictNeedsFall(t *testing.T) {
 	e := newEndpoint(t, "ok")
 	pool := NewPool(Options{})
-	s := fastSpec(e.URL)
+	s := fastSpec(e.URL).WithDefaults(Spec{})
 	s.Fall = 3
 	old := pool.NewChecker([]Target{{ID: "a", Spec: s}}, nil)
 	old.Start()

@@ -131,7 +131,7 @@ func TestProbe(t *testing.T) {
 	}
 	for _, tc := range tests {
 		s := tc.spec.WithDefaults(Spec{})
-		if err := s.Validate(""); err != nil {
+		if err := s.Validate(); err != nil {
 			t.Fatalf("Test %q: invalid spec: %v", tc.name, err)
 		}
 		got := newProber(s, tc.roots).probe(context.Background())

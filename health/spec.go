@@ -1,10 +1,7 @@
 package health
 
 import (
-	"errors"
 	"fmt"
-	"net"
-	"net/url"
 	"strings"
 	"time"
 
@@ -66,9 +63,6 @@ func (d *Duration) UnmarshalYAML(value *yaml.Node) error {
 	return nil
 }
 
-// MarshalYAML writes the duration as a string.
-func (d Duration) MarshalYAML() (any, error) { return d.String(), nil }
-
 // String returns the duration in Go notation.
 func (d Duration) String() string { return time.Duration(d).String() }
 
@@ -101,27 +95,8 @@ func (s Spec) WithDefaults(d Spec) Spec {
 	if s.Type == "" {
 		s.Type = TypeTCP
 	}
-	switch s.Type {
-	case TypeTCP:
-		if s.Address == "" {
-			s.Address = d.Address
-		}
-	case TypeHTTP, TypeHTTPS:
-		if s.URL == "" && inferType(Spec{URL: d.URL}) == s.Type {
-			s.URL = d.URL
-		}
-		if s.Host == "" {
-			s.Host = d.Host
-		}
-		if len(s.ExpectStatus) == 0 {
-			s.ExpectStatus = d.ExpectStatus
-		}
-		if s.ExpectBody == "" {
-			s.ExpectBody = d.ExpectBody
-		}
-		if s.LoadField == "" {
-			s.LoadField = d.LoadField
-		}
+	if k, ok := kinds[s.Type]; ok {
+		k.defaults(&s, d)
 	}
 	s.Interval = orDuration(s.Interval, d.Interval, DefaultInterval)
 	s.Timeout = orDuration(s.Timeout, d.Timeout, DefaultTimeout)
@@ -170,53 +145,24 @@ func orInt(v, d, def int) int {
 	return def
 }
 
-// Validate checks a merged spec. nodeAddr is the node's first address ("" if
-// none), the default host of a tcp probe; a port is required. Validate fills
-// Address for tcp probes. Errors name the field, e.g. `probe.url: ...`.
-func (s *Spec) Validate(nodeAddr string) error {
-	switch s.Type {
-	case TypeTCP:
-		if s.URL != "" {
-			return errors.New("probe.url: only for http and https probes")
-		}
-		if s.LoadField != "" {
-			return errors.New("probe.load_field: only for http and https probes")
-		}
-		if s.ExpectBody != "" {
-			return errors.New("probe.expect_body: only for http and https probes")
-		}
-		if s.Address == "" {
-			s.Address = nodeAddr
-		}
-		if s.Address == "" {
-			return errors.New("probe.address: required for a tcp probe of a node without addresses")
-		}
-		host, port, err := net.SplitHostPort(s.Address)
-		if err != nil || port == "" {
-			return fmt.Errorf("probe.address: %q must be host:port (a port is required)", s.Address)
-		}
-		if host == "" {
-			return fmt.Errorf("probe.address: %q has no host", s.Address)
-		}
-	case TypeHTTP, TypeHTTPS:
-		if s.Address != "" {
-			return errors.New("probe.address: only for tcp probes, use probe.url")
-		}
-		if s.URL == "" {
-			return fmt.Errorf("probe.url: required for a %s probe", s.Type)
-		}
-		u, err := url.Parse(s.URL)
-		if err != nil {
-			return fmt.Errorf("probe.url: %w", err)
-		}
-		if u.Scheme != s.Type {
-			return fmt.Errorf("probe.url: scheme %q does not match probe.type %q", u.Scheme, s.Type)
-		}
-		if u.Hostname() == "" {
-			return fmt.Errorf("probe.url: %q has no host", s.URL)
-		}
-	default:
+// ForNode returns s with a tcp probe's address defaulted to addr, the
+// node's first address.
+func (s Spec) ForNode(addr string) Spec {
+	if s.Type == TypeTCP && s.Address == "" {
+		s.Address = addr
+	}
+	return s
+}
+
+// Validate checks a merged spec; it changes nothing. Errors name the field,
+// e.g. `probe.url: ...`.
+func (s Spec) Validate() error {
+	k, ok := kinds[s.Type]
+	if !ok {
 		return fmt.Errorf("probe.type: %q is not one of tcp, http, https", s.Type)
+	}
+	if err := k.validate(s); err != nil {
+		return err
 	}
 	if s.Interval < Duration(MinInterval) {
 		return fmt.Errorf("probe.interval: %s is shorter than %s", s.Interval, MinInterval)
@@ -233,23 +179,5 @@ func (s *Spec) Validate(nodeAddr string) error {
 	if s.HoldDown != nil && *s.HoldDown < 0 {
 		return fmt.Errorf("probe.hold_down: %s must be >= 0", *s.HoldDown)
 	}
-	for _, c := range s.ExpectStatus {
-		if c < 100 || c > 599 {
-			return fmt.Errorf("probe.expect_status: %d is not an HTTP status (100..599)", c)
-		}
-	}
 	return nil
-}
-
-// statusOK reports whether code is acceptable.
-func (s *Spec) statusOK(code int) bool {
-	if len(s.ExpectStatus) == 0 {
-		return code >= 200 && code <= 399
-	}
-	for _, c := range s.ExpectStatus {
-		if c == code {
-			return true
-		}
-	}
-	return false
 }

@@ -68,14 +68,6 @@ func (s *Snapshot) equal(m map[string]Status) bool {
 	return true
 }
 
-// Len returns the number of probed nodes.
-func (s *Snapshot) Len() int {
-	if s == nil {
-		return 0
-	}
-	return len(s.nodes)
-}
-
 // node is the hysteresis state of one target; only the aggregator touches it.
 type node struct {
 	rise, fall int

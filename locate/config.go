@@ -12,7 +12,7 @@ import (
 	"github.com/gslbdns/gslb/geo"
 )
 
-// Defaults of the Corefile options (issue 4).
+// Defaults of the Corefile options.
 const (
 	DefaultCacheSize       = 1000000
 	DefaultCacheTTL        = 12 * time.Hour
@@ -30,6 +30,7 @@ const FormatIPAPI = "ip-api"
 // Config configures a Locator.
 type Config struct {
 	DB        *geo.DB       // may be nil: Redis and the online API only
+	Carriers  *geo.Carriers // nil: geo.DefaultCarriers
 	CacheSize int           // LRU entries; 0 = DefaultCacheSize
 	CacheTTL  time.Duration // 0 = DefaultCacheTTL
 	Redis     *RedisConfig  // nil = no shared cache
@@ -59,8 +60,72 @@ type OnlineConfig struct {
 	Format          string        // "" = our JSON schema, or FormatIPAPI
 }
 
-// Validate checks c and fills zero fields with their defaults.
-func (c *RedisConfig) Validate() error {
+// ConfigError is a bad configuration of one layer; Layer names it
+// ("redis", "online", "cache") for the caller to point at the option.
+type ConfigError struct {
+	Layer string
+	Err   error
+}
+
+func (e *ConfigError) Error() string { return e.Layer + ": " + e.Err.Error() }
+func (e *ConfigError) Unwrap() error { return e.Err }
+
+// WithDefaults returns c with its zero fields, and its layers', defaulted.
+func (c Config) WithDefaults() Config {
+	if c.CacheSize == 0 {
+		c.CacheSize = DefaultCacheSize
+	}
+	if c.CacheTTL == 0 {
+		c.CacheTTL = DefaultCacheTTL
+	}
+	if c.Carriers == nil {
+		c.Carriers = geo.DefaultCarriers()
+	}
+	if c.Redis != nil {
+		r := c.Redis.WithDefaults()
+		c.Redis = &r
+	}
+	if c.Online != nil {
+		o := c.Online.WithDefaults()
+		c.Online = &o
+	}
+	return c
+}
+
+// Validate checks c; an error is a *ConfigError.
+func (c Config) Validate() error {
+	if c.CacheSize < 0 {
+		return &ConfigError{"cache", errors.New("cache_size is negative")}
+	}
+	if c.CacheTTL < 0 {
+		return &ConfigError{"cache", errors.New("cache_ttl is negative")}
+	}
+	if c.Redis != nil {
+		if err := c.Redis.Validate(); err != nil {
+			return &ConfigError{"redis", err}
+		}
+	}
+	if c.Online != nil {
+		if err := c.Online.Validate(); err != nil {
+			return &ConfigError{"online", err}
+		}
+	}
+	return nil
+}
+
+// WithDefaults returns c with its zero fields defaulted.
+func (c RedisConfig) WithDefaults() RedisConfig {
+	if c.Timeout == 0 {
+		c.Timeout = DefaultRedisTimeout
+	}
+	if c.TTL == 0 {
+		c.TTL = DefaultRedisTTL
+	}
+	return c
+}
+
+// Validate checks c; zero fields are valid (they take defaults).
+func (c RedisConfig) Validate() error {
 	if len(c.Addrs) == 0 {
 		return errors.New("no address")
 	}
@@ -81,17 +146,29 @@ func (c *RedisConfig) Validate() error {
 	if c.TTL < 0 || (c.TTL > 0 && c.TTL < time.Second) {
 		return fmt.Errorf("ttl %v is below 1s", c.TTL)
 	}
-	if c.Timeout == 0 {
-		c.Timeout = DefaultRedisTimeout
-	}
-	if c.TTL == 0 {
-		c.TTL = DefaultRedisTTL
-	}
 	return nil
 }
 
-// Validate checks c and fills zero fields with their defaults.
-func (c *OnlineConfig) Validate() error {
+// WithDefaults returns c with its zero fields defaulted.
+func (c OnlineConfig) WithDefaults() OnlineConfig {
+	if c.Timeout == 0 {
+		c.Timeout = DefaultOnlineTimeout
+	}
+	if c.MaxQPS == 0 {
+		c.MaxQPS = DefaultMaxQPS
+	}
+	if c.BreakerFailures == 0 {
+		c.BreakerFailures = DefaultBreakerFailures
+	}
+	if c.BreakerWindow == 0 {
+		c.BreakerWindow = DefaultBreakerWindow
+	}
+	return c
+}
+
+// Validate checks c; zero fields are valid (they take defaults). The URL
+// shows redacted: its query string may hold a key.
+func (c OnlineConfig) Validate() error {
 	if !strings.Contains(c.URL, "{ip}") {
 		return fmt.Errorf("URL %q has no {ip}", redactURL(c.URL))
 	}
@@ -117,18 +194,6 @@ func (c *OnlineConfig) Validate() error {
 	}
 	if c.Format != "" && c.Format != FormatIPAPI {
 		return fmt.Errorf("unknown format %q (want %q)", c.Format, FormatIPAPI)
-	}
-	if c.Timeout == 0 {
-		c.Timeout = DefaultOnlineTimeout
-	}
-	if c.MaxQPS == 0 {
-		c.MaxQPS = DefaultMaxQPS
-	}
-	if c.BreakerFailures == 0 {
-		c.BreakerFailures = DefaultBreakerFailures
-	}
-	if c.BreakerWindow == 0 {
-		c.BreakerWindow = DefaultBreakerWindow
 	}
 	return nil
 }

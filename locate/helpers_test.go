@@ -45,7 +45,7 @@ func testDB(t testing.TB) *geo.DB {
 	if err != nil {
 		t.Fatalf("WriteASN: %v", err)
 	}
-	db, err := geo.Open(city, asn, geo.DefaultCarriers())
+	db, err := geo.Open(city, asn)
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}
@@ -186,9 +186,12 @@ func newLocatorClock(t testing.TB, cfg Config, clk *fakeClock) *Locator {
 func (l *Locator) idle(t testing.TB) {
 	t.Helper()
 	for range 5000 {
-		l.mu.Lock()
-		n := len(l.inflight)
-		l.mu.Unlock()
+		if l.online == nil {
+			return
+		}
+		l.online.mu.Lock()
+		n := len(l.online.inflight)
+		l.online.mu.Unlock()
 		if n == 0 {
 			return
 		}

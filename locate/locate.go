@@ -1,27 +1,21 @@
-// Package locate resolves a client address to a geo.Location through layers
-// (issue 4, seed 000 §2.3, §4.4, §4.5): an in-process LRU per /24 (/48), the
-// local MaxMind database, a Redis cache shared by instances, and an online
-// API that is asked asynchronously, behind a rate limit and a circuit breaker.
+// Package locate turns a client address into a geo.Location through a chain
+// of sources: an in-process LRU per /24 (/48), the local databases, a Redis
+// cache shared by every instance, and an online API that is asked
+// asynchronously, behind a rate limit and a circuit breaker. A source is a
+// Source; the chain asks them in order and lets the earlier ones learn what
+// a later one found.
 package locate
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"net/http"
 	"net/netip"
 	"sync"
 	"sync/atomic"
 	"time"
-	"unique"
 
 	clog "github.com/coredns/coredns/plugin/pkg/log"
 
 	"github.com/gslbdns/gslb/geo"
-	"github.com/gslbdns/gslb/internal/recovery"
-
-	"github.com/redis/go-redis/v9"
-	"golang.org/x/time/rate"
 )
 
 var log = clog.NewWithPlugin("gslb")
@@ -34,12 +28,20 @@ const NoProvinceTTL = time.Minute
 // clockTick is the precision of LRU expiry.
 const clockTick = 100 * time.Millisecond
 
-// Locator is the layered address -> location lookup. It is safe for
-// concurrent use.
+// Locator is the chain of sources. It is safe for concurrent use.
 type Locator struct {
-	db       atomic.Pointer[geo.DB]
-	tag      atomic.Uint64 // the database's digest: the cache entries this locator may read
-	cache    *cache        // replaced by the process's shared cache at Start
+	sources []Source
+	cache   *cache // the LRU's entries; the process's shared cache once started
+	dbs     *databases
+	redis   *redisSource  // nil without Redis
+	online  *onlineSource // nil without the online API
+	refines bool          // a source after the databases may place a client per /24
+
+	carriers atomic.Pointer[geo.Carriers]
+	// tag identifies the content (databases, carrier table) behind the
+	// LRU entries this locator may read.
+	tag atomic.Uint64
+
 	size     int
 	ttl      time.Duration
 	shortTTL time.Duration
@@ -49,95 +51,59 @@ type Locator struct {
 	clock       atomic.Int64
 	manualClock bool // tests drive now themselves
 	stopClock   chan struct{}
+	wg          sync.WaitGroup
 
-	redisCfg     *RedisConfig
-	redis        atomic.Pointer[redisConn]
-	redisBreaker breaker
-
-	onlineCfg     *OnlineConfig
-	http          *http.Client
-	limiter       *rate.Limiter
-	onlineBreaker breaker
-	maxInflight   int
-
-	ctx    context.Context // cancelled by Close: aborts online calls
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
-
-	mu       sync.Mutex
-	inflight map[key]struct{} // /24s being asked online
-	closed   bool
-	started  bool
-
-	startOnce, closeOnce sync.Once
+	mu        sync.Mutex
+	started   bool
+	closed    bool
+	startOnce sync.Once
+	closeOnce sync.Once
 }
 
-type redisConn struct{ c redis.UniversalClient }
+// Result is what the chain knows about an address.
+type Result struct {
+	geo.Location
+	Key Key
+	// Scope is the prefix length the answer holds for: the network of the
+	// data that placed the client, or the key's /24 (/48) when a later
+	// source may still place it per /24.
+	Scope uint8
+}
 
-// New builds a Locator. It starts nothing and dials nothing; Start does.
+// New builds a Locator from cfg, whose defaults it fills. It starts nothing
+// and dials nothing; Start does.
 func New(cfg Config) (*Locator, error) {
-	if cfg.CacheSize < 0 {
-		return nil, errors.New("cache_size is negative")
-	}
-	if cfg.CacheTTL < 0 {
-		return nil, errors.New("cache_ttl is negative")
-	}
-	if cfg.CacheSize == 0 {
-		cfg.CacheSize = DefaultCacheSize
-	}
-	if cfg.CacheTTL == 0 {
-		cfg.CacheTTL = DefaultCacheTTL
+	cfg = cfg.WithDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
 	}
 	l := &Locator{
 		cache:    newCache(cfg.CacheSize),
+		dbs:      &databases{},
 		size:     cfg.CacheSize,
 		ttl:      cfg.CacheTTL,
 		shortTTL: min(NoProvinceTTL, cfg.CacheTTL),
 		now:      time.Now,
-		inflight: make(map[key]struct{}),
 	}
-	l.db.Store(cfg.DB)
-	l.tag.Store(cfg.DB.Digest())
-	l.ctx, l.cancel = context.WithCancel(context.Background())
+	l.dbs.db.Store(cfg.DB)
+	l.carriers.Store(cfg.Carriers)
+	l.retag()
+	l.sources = []Source{&lruSource{l}, l.dbs}
 	if cfg.Redis != nil {
-		rc := *cfg.Redis
-		if err := rc.Validate(); err != nil {
-			return nil, fmt.Errorf("redis: %w", err)
-		}
-		l.redisCfg = &rc
-		l.redisBreaker = breaker{threshold: redisBreakerFailures, window: redisBreakerWindow}
+		l.redis = newRedisSource(l, *cfg.Redis)
+		l.sources = append(l.sources, l.redis)
 	}
 	if cfg.Online != nil {
-		oc := *cfg.Online
-		if err := oc.Validate(); err != nil {
-			return nil, fmt.Errorf("online: %w", err)
-		}
-		oc.Headers = oc.Headers.Clone()
-		l.onlineCfg = &oc
-		l.maxInflight = int(2*oc.MaxQPS) + 1
-		l.limiter = rate.NewLimiter(rate.Limit(oc.MaxQPS), max(1, int(oc.MaxQPS)))
-		l.onlineBreaker = breaker{
-			threshold: oc.BreakerFailures,
-			window:    oc.BreakerWindow,
-			onChange: func(open bool) {
-				if open {
-					OnlineBreakerOpen.Set(1)
-					log.Warningf("Online geo API breaker open for %v after %d failures", oc.BreakerWindow, oc.BreakerFailures)
-				} else {
-					OnlineBreakerOpen.Set(0)
-					log.Infof("Online geo API breaker closed")
-				}
-			},
-		}
-		tr := http.DefaultTransport.(*http.Transport).Clone()
-		tr.MaxIdleConnsPerHost = l.maxInflight
-		l.http = &http.Client{Transport: tr, Timeout: oc.Timeout, CheckRedirect: sameOrigin}
+		l.online = newOnlineSource(l, *cfg.Online, len(l.sources))
+		l.sources = append(l.sources, l.online)
 	}
+	l.refines = l.redis != nil || l.online != nil
 	return l, nil
 }
 
-// Start starts the cache clock and the Redis client (go-redis dials on first
-// use). Call it from OnStartup.
+// Start takes the process's shared LRU, starts the cache clock and the
+// Redis client (go-redis dials on first use). Call it from OnStartup,
+// before queries.
 func (l *Locator) Start() {
 	l.startOnce.Do(func() {
 		l.mu.Lock()
@@ -147,8 +113,8 @@ func (l *Locator) Start() {
 		}
 		l.cache = acquireCache(l.size, l.cache)
 		l.started = true
-		if l.redisCfg != nil {
-			l.redis.Store(&redisConn{c: newRedisClient(l.redisCfg)})
+		if l.redis != nil {
+			l.redis.start()
 		}
 		if !l.manualClock {
 			l.clock.Store(time.Now().UnixNano())
@@ -181,8 +147,8 @@ func (l *Locator) nowNano() int64 {
 	return l.now().UnixNano()
 }
 
-// Close cancels in-flight online calls, waits for them and closes Redis.
-// Call it from OnShutdown.
+// Close cancels in-flight online calls, waits for them, closes Redis and
+// lets go of the LRU. Call it from OnShutdown.
 func (l *Locator) Close() error {
 	var err error
 	l.closeOnce.Do(func() {
@@ -191,19 +157,16 @@ func (l *Locator) Close() error {
 		if l.stopClock != nil {
 			close(l.stopClock)
 		}
+		started := l.started
 		l.mu.Unlock()
-		l.cancel()
+		if l.online != nil {
+			l.online.close()
+		}
 		l.wg.Wait()
-		if l.http != nil {
-			l.http.CloseIdleConnections()
+		if l.redis != nil {
+			err = l.redis.close()
 		}
-		if l.onlineBreaker.isOpen() {
-			OnlineBreakerOpen.Set(0)
-		}
-		if rc := l.redis.Swap(nil); rc != nil {
-			err = rc.c.Close()
-		}
-		if l.started {
+		if started {
 			releaseCache(l.size, l.cache)
 		} else {
 			l.cache.purge()
@@ -212,142 +175,69 @@ func (l *Locator) Close() error {
 	return err
 }
 
-// SetDB swaps the local database (after a reload). Cache entries of the
-// old content are no longer read.
+// SetDB swaps the local databases (after a reload).
 func (l *Locator) SetDB(db *geo.DB) {
-	l.db.Store(db)
-	l.tag.Store(db.Digest())
+	l.dbs.db.Store(db)
+	l.retag()
 }
+
+// SetCarriers swaps the carrier table (after a node table reload).
+func (l *Locator) SetCarriers(c *geo.Carriers) {
+	l.carriers.Store(c)
+	l.retag()
+}
+
+// retag follows a content change: LRU entries of the old content are no
+// longer read.
+func (l *Locator) retag() {
+	t := l.dbs.db.Load().Digest()
+	t ^= l.carriers.Load().Digest() * 0x9E3779B97F4A7C15
+	l.tag.Store(t)
+}
+
+var queryPool = sync.Pool{New: func() any { return new(Query) }}
 
 // Locate returns what is known about addr. It never fails and waits at most
-// the Redis timeout; an online lookup it triggers serves later queries.
-func (l *Locator) Locate(ctx context.Context, addr netip.Addr) geo.Location {
+// the Redis timeout; an online lookup it sets off serves later queries.
+func (l *Locator) Locate(ctx context.Context, addr netip.Addr) Result {
 	addr = addr.Unmap()
+	k := KeyOf(addr)
 	if bits, ok := geo.Special(addr); ok {
-		return geo.Location{Special: true, Bits: uint8(bits)}
+		return Result{Location: geo.Location{Special: true, Bits: uint8(bits)}, Key: k, Scope: uint8(bits)}
 	}
-	k := keyOf(addr)
-	now := l.nowNano()
-	if loc, ok := l.cache.get(k, now, l.tag.Load()); ok {
-		lruHit.Inc()
-		// A refinement keeps its origin: the log should say the paid or
-		// shared layer placed this client, not just that it was cached.
-		if loc.Source != geo.SourceRedis && loc.Source != geo.SourceOnline {
-			loc.Source = geo.SourceLRU
-		}
-		return loc
-	}
-	lruMiss.Inc()
-
-	var loc geo.Location
-	if db := l.db.Load(); db != nil {
-		loc = db.Lookup(addr)
-	}
-	if loc.Province != "" {
-		dbHit.Inc()
-		l.store(k, loc, now)
-		return loc
-	}
-	dbMiss.Inc()
-
-	if rc := l.redis.Load(); rc != nil {
-		if rloc, ok := l.redisGet(ctx, rc.c, addr); ok {
-			l.store(k, rloc, now)
-			return rloc
+	// Pooled: a Query passed to the sources' interface methods would
+	// escape, and an LRU hit must not allocate. No source keeps q.
+	q := queryPool.Get().(*Query)
+	*q = Query{Addr: addr, Key: k}
+	answered := len(l.sources)
+	for i, s := range l.sources {
+		if s.Locate(ctx, q) {
+			answered = i
+			break
 		}
 	}
-	// Cache the coarse answer first: a fast online result must overwrite it.
-	l.store(k, loc, now)
-	if l.onlineCfg != nil {
-		l.refine(addr, k, loc)
+	l.learn(ctx, q, answered)
+	r := Result{Location: q.Loc, Key: k, Scope: q.Loc.Bits}
+	*q = Query{}
+	queryPool.Put(q)
+	if r.Province == "" && l.refines {
+		r.Scope = max(r.Scope, k.Bits())
 	}
-	return loc
+	return r
 }
 
-// store puts loc into the LRU with the TTL its precision deserves.
-func (l *Locator) store(k key, loc geo.Location, now int64) {
-	ttl := l.ttl
-	if loc.Province == "" {
-		ttl = l.shortTTL
+// learn maps q's carrier through the carrier table, once, and lets the
+// learners before the source that answered (answered, or len(sources) when
+// none was sure) keep it.
+func (l *Locator) learn(ctx context.Context, q *Query, answered int) {
+	if !q.normalized {
+		l.carriers.Load().Apply(&q.Loc)
+		q.normalized = true
 	}
-	intern(&loc)
-	l.cache.add(k, loc, now, now+int64(ttl), l.tag.Load())
-}
-
-// intern shares the few distinct names between a million cache entries.
-func intern(loc *geo.Location) {
-	for _, s := range [...]*string{&loc.Country, &loc.Continent, &loc.Province, &loc.City, &loc.ISP} {
-		if *s != "" {
-			*s = unique.Make(*s).Value()
+	final := answered < len(l.sources)
+	for _, s := range l.sources[:answered] {
+		if lr, ok := s.(Learner); ok {
+			lr.Learn(ctx, q, final)
 		}
 	}
-}
-
-// refine asks the online API about addr's /24 in the background, at most
-// once at a time per /24, within max_qps and while the breaker allows it.
-func (l *Locator) refine(addr netip.Addr, k key, known geo.Location) {
-	l.mu.Lock()
-	if l.closed {
-		l.mu.Unlock()
-		return
-	}
-	if _, busy := l.inflight[k]; busy {
-		l.mu.Unlock()
-		return
-	}
-	now := l.now()
-	if len(l.inflight) >= l.maxInflight || !l.limiter.AllowN(now, 1) || !l.onlineBreaker.allow(now) {
-		l.mu.Unlock()
-		onlineRefused.Inc()
-		return
-	}
-	l.inflight[k] = struct{}{}
-	l.wg.Add(1)
-	l.mu.Unlock()
-
-	go func() {
-		defer l.wg.Done()
-		defer l.release(k)
-		defer recovery.Guard("online")
-		loc, err := l.fetch(l.ctx, netOf(addr), known)
-		if l.ctx.Err() != nil { // closing: the answer no longer matters
-			return
-		}
-		// Only an unreachable or failing API trips the breaker: an answer
-		// that can't be used says nothing about the API's health, and
-		// counting it would let any client switch the layer off.
-		l.onlineBreaker.done(l.now(), err == nil || errors.Is(err, errInvalid))
-		switch {
-		case err == nil:
-			onlineOK.Inc()
-			onlineHit.Inc()
-			l.store(k, loc, l.nowNano())
-			if rc := l.redis.Load(); rc != nil {
-				l.redisSet(l.ctx, rc.c, addr, &loc)
-			}
-		case errors.Is(err, errInvalid):
-			onlineInvalid.Inc()
-			onlineMiss.Inc()
-			log.Debugf("Online geo API answer for %s rejected: %v", addr, err)
-		case errors.Is(err, context.DeadlineExceeded) || isTimeout(err):
-			onlineTimeout.Inc()
-			onlineError.Inc()
-			log.Debugf("Online geo API timeout for %s: %v", addr, err)
-		default:
-			onlineErr.Inc()
-			onlineError.Inc()
-			log.Debugf("Online geo API error for %s: %v", addr, err)
-		}
-	}()
-}
-
-func (l *Locator) release(k key) {
-	l.mu.Lock()
-	delete(l.inflight, k)
-	l.mu.Unlock()
-}
-
-func isTimeout(err error) bool {
-	var t interface{ Timeout() bool }
-	return errors.As(err, &t) && t.Timeout()
 }

@@ -90,7 +90,7 @@ func TestLRUTTL(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.addr, func(t *testing.T) {
-			l.SetDB(l.db.Load())
+			l.cache.purge()
 			start := clk.now()
 			a := netip.MustParseAddr(tc.addr)
 			if loc := l.Locate(ctx, a); loc.Source == geo.SourceLRU {
@@ -151,7 +151,7 @@ func TestSetDBPurges(t *testing.T) {
 	a := netip.MustParseAddr("1.0.1.1")
 	l.Locate(ctx, a)
 	l.SetDB(nil)
-	if loc := l.Locate(ctx, a); loc.Source != geo.SourceNone || loc.Known() {
+	if loc := l.Locate(ctx, a); loc.Source != geo.SourceNone || loc.Country != "" {
 		t.Errorf("After SetDB(nil) got %+v, want nothing known", loc)
 	}
 }
@@ -350,14 +350,14 @@ func TestOnlineInflightBound(t *testing.T) {
 	api := newFakeAPI(t)
 	api.mode.Store(apiSlow)
 	l := newLocator(t, Config{DB: testDB(t), Online: &OnlineConfig{URL: api.url(), MaxQPS: 1000, Timeout: 5 * time.Second}})
-	l.maxInflight = 3
+	l.online.maxInflight = 3
 	before := snapshot()
 	for i := range 10 {
 		l.Locate(ctx, netip.MustParseAddr(fmt.Sprintf("36.0.%d.1", 50+i)))
 	}
-	l.mu.Lock()
-	n := len(l.inflight)
-	l.mu.Unlock()
+	l.online.mu.Lock()
+	n := len(l.online.inflight)
+	l.online.mu.Unlock()
 	if n != 3 {
 		t.Errorf("Got %d calls in flight, want the bound of 3", n)
 	}
@@ -393,7 +393,7 @@ func testDB2(t testing.TB) *geo.DB {
 	if err := mmdbgen.WriteCity(city, []mmdbgen.City{{Network: "1.0.1.0/24", Country: "CN", Province: "HB", City: "Wuhan", Lat: 30.6, Lon: 114.3}}); err != nil {
 		t.Fatal(err)
 	}
-	db, err := geo.Open(city, "", nil)
+	db, err := geo.Open(city, "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,8 +11,12 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/gslbdns/gslb/geo"
+	"github.com/gslbdns/gslb/internal/recovery"
+
+	"golang.org/x/time/rate"
 )
 
 // maxBody bounds what is read from the online API.
@@ -81,17 +85,6 @@ func sameOrigin(req *http.Request, via []*http.Request) error {
 	return nil
 }
 
-// netOf is the network address of addr's cache key: the API is asked about
-// the /24 (/48) the answer will be cached for, not the client's own address.
-func netOf(addr netip.Addr) netip.Addr {
-	bits := 48
-	if addr.Is4() {
-		bits = 24
-	}
-	p, _ := addr.Prefix(bits)
-	return p.Addr()
-}
-
 // redactURL drops the query and user information of a URL, where API keys
 // live, so that no log line shows them.
 func redactURL(raw string) string {
@@ -121,8 +114,8 @@ func redactErr(err error) error {
 
 // fetch asks the online API about addr. An error wraps errInvalid when the
 // answer was unusable, context.DeadlineExceeded on a timeout.
-func (l *Locator) fetch(ctx context.Context, addr netip.Addr, known geo.Location) (geo.Location, error) {
-	cfg := l.onlineCfg
+func (o *onlineSource) fetch(ctx context.Context, addr netip.Addr, known geo.Location) (geo.Location, error) {
+	cfg := &o.cfg
 	ctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.ReplaceAll(cfg.URL, "{ip}", addr.String()), nil)
@@ -133,7 +126,7 @@ func (l *Locator) fetch(ctx context.Context, addr netip.Addr, known geo.Location
 		req.Header[k] = v
 	}
 	req.Header.Set("Accept", "application/json")
-	resp, err := l.http.Do(req)
+	resp, err := o.http.Do(req)
 	if err != nil {
 		return geo.Location{}, redactErr(err)
 	}
@@ -174,11 +167,13 @@ func decodeAnswer(format string, body []byte, addr netip.Addr, known geo.Locatio
 	return loc, nil
 }
 
-// validate turns an answer into a Location, or rejects it (seed 000 §3.3):
-// the answer must be about addr, carry a country and a known province, have
-// possible coordinates, and agree with the local database's country.
+// validate turns an answer into a Location, or rejects it: a paid API is
+// still wrong at times, and one bad answer would reach every instance
+// through Redis. The answer must be about addr, carry a country and a known
+// province, have possible coordinates, and agree with the local database's
+// country.
 func validate(addr netip.Addr, a *onlineAnswer, known geo.Location) (geo.Location, error) {
-	bits := minBits(addr)
+	bits := KeyOf(addr).Bits()
 	if a.IP == "" && a.Network == "" {
 		return geo.Location{}, errors.New("neither ip nor network")
 	}
@@ -212,7 +207,7 @@ func validate(addr netip.Addr, a *onlineAnswer, known geo.Location) (geo.Locatio
 		Continent: geo.ContinentOf(country),
 		Province:  prov,
 		City:      strings.TrimSpace(a.City),
-		ISP:       geo.NormalizeCarrier(a.ISP),
+		ISP:       strings.TrimSpace(a.ISP), // the carrier table maps it
 		ASN:       a.ASN,
 		Bits:      bits,
 		Source:    geo.SourceOnline,
@@ -233,4 +228,138 @@ func validate(addr netip.Addr, a *onlineAnswer, known geo.Location) (geo.Locatio
 		loc.Continent = known.Continent
 	}
 	return loc, nil
+}
+
+// onlineSource is the online API's link. It never answers a query: it asks
+// the API about the /24 (/48) in the background, at most once at a time per
+// /24, within max_qps and while the breaker allows, and lets the earlier
+// links learn the answer for the next queries.
+type onlineSource struct {
+	l           *Locator
+	index       int // the link's place in the chain: the ones before it learn
+	cfg         OnlineConfig
+	http        *http.Client
+	limiter     *rate.Limiter
+	breaker     breaker
+	maxInflight int
+
+	ctx    context.Context // cancelled by close: aborts online calls
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu       sync.Mutex
+	inflight map[Key]struct{} // /24s being asked
+	closed   bool
+}
+
+func newOnlineSource(l *Locator, cfg OnlineConfig, index int) *onlineSource {
+	cfg.Headers = cfg.Headers.Clone()
+	o := &onlineSource{l: l, index: index, cfg: cfg, inflight: make(map[Key]struct{})}
+	o.maxInflight = int(2*cfg.MaxQPS) + 1
+	o.limiter = rate.NewLimiter(rate.Limit(cfg.MaxQPS), max(1, int(cfg.MaxQPS)))
+	o.breaker = breaker{
+		threshold: cfg.BreakerFailures,
+		window:    cfg.BreakerWindow,
+		onChange: func(open bool) {
+			if open {
+				OnlineBreakerOpen.Set(1)
+				log.Warningf("Online geo API breaker open for %v after %d failures", cfg.BreakerWindow, cfg.BreakerFailures)
+			} else {
+				OnlineBreakerOpen.Set(0)
+				log.Infof("Online geo API breaker closed")
+			}
+		},
+	}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConnsPerHost = o.maxInflight
+	o.http = &http.Client{Transport: tr, Timeout: cfg.Timeout, CheckRedirect: sameOrigin}
+	o.ctx, o.cancel = context.WithCancel(context.Background())
+	return o
+}
+
+func (o *onlineSource) Name() string { return "online" }
+
+// Locate sets off a lookup of q's /24 and is never final: the query is
+// answered at once with what is known.
+func (o *onlineSource) Locate(_ context.Context, q *Query) bool {
+	o.mu.Lock()
+	if o.closed {
+		o.mu.Unlock()
+		return false
+	}
+	if _, busy := o.inflight[q.Key]; busy {
+		o.mu.Unlock()
+		return false
+	}
+	now := o.l.now()
+	if len(o.inflight) >= o.maxInflight || !o.limiter.AllowN(now, 1) || !o.breaker.allow(now) {
+		o.mu.Unlock()
+		onlineRefused.Inc()
+		return false
+	}
+	o.inflight[q.Key] = struct{}{}
+	o.wg.Add(1)
+	o.mu.Unlock()
+
+	job := Query{Addr: q.Addr, Key: q.Key}
+	known := q.Loc
+	go o.ask(&job, known)
+	return false
+}
+
+func (o *onlineSource) ask(q *Query, known geo.Location) {
+	defer o.wg.Done()
+	defer o.release(q.Key)
+	defer recovery.Guard("online")
+	loc, err := o.fetch(o.ctx, q.Key.Prefix().Addr(), known)
+	if o.ctx.Err() != nil { // closing: the answer no longer matters
+		return
+	}
+	// Only an unreachable or failing API trips the breaker: an answer
+	// that can't be used says nothing about the API's health, and
+	// counting it would let any client switch the layer off.
+	o.breaker.done(o.l.now(), err == nil || errors.Is(err, errInvalid))
+	switch {
+	case err == nil:
+		onlineOK.Inc()
+		onlineHit.Inc()
+		q.Loc = loc
+		o.l.learn(o.ctx, q, o.index)
+	case errors.Is(err, errInvalid):
+		onlineInvalid.Inc()
+		onlineMiss.Inc()
+		log.Debugf("Online geo API answer for %s rejected: %v", q.Key.Prefix(), err)
+	case errors.Is(err, context.DeadlineExceeded) || isTimeout(err):
+		onlineTimeout.Inc()
+		onlineLookupError.Inc()
+		log.Debugf("Online geo API timeout for %s: %v", q.Key.Prefix(), err)
+	default:
+		onlineRequestError.Inc()
+		onlineLookupError.Inc()
+		log.Debugf("Online geo API error for %s: %v", q.Key.Prefix(), err)
+	}
+}
+
+func (o *onlineSource) release(k Key) {
+	o.mu.Lock()
+	delete(o.inflight, k)
+	o.mu.Unlock()
+}
+
+// close cancels the calls in flight and waits for them.
+func (o *onlineSource) close() {
+	o.mu.Lock()
+	o.closed = true
+	o.mu.Unlock()
+	o.cancel()
+	o.wg.Wait()
+	o.http.CloseIdleConnections()
+	if o.breaker.isOpen() {
+		OnlineBreakerOpen.Set(0)
+	}
+}
+
+func isTimeout(err error) bool {
+	var t interface{ Timeout() bool }
+	return errors.As(err, &t) && t.Timeout()
 }

@@ -57,6 +57,7 @@ func TestValidate(t *testing.T) {
 			a := good
 			tc.edit(&a)
 			loc, err := validate(tc.addr, &a, tc.known)
+			geo.DefaultCarriers().Apply(&loc) // as the chain does
 			if (err != nil) != tc.hasErr {
 				t.Fatalf("Got error %v, want error %v", err, tc.hasErr)
 			}
@@ -124,13 +125,14 @@ func TestOnlineConfigValidate(t *testing.T) {
 		{"unknown format", OnlineConfig{URL: "http://a/{ip}", Format: "xml"}, true},
 	}
 	for _, tc := range tests {
-		err := tc.cfg.Validate()
+		cfg := tc.cfg.WithDefaults()
+		err := cfg.Validate()
 		if (err != nil) != tc.hasErr {
 			t.Errorf("%s: got error %v, want error %v", tc.name, err, tc.hasErr)
 		}
-		if err == nil && (tc.cfg.Timeout != DefaultOnlineTimeout || tc.cfg.MaxQPS != DefaultMaxQPS ||
-			tc.cfg.BreakerFailures != DefaultBreakerFailures || tc.cfg.BreakerWindow != DefaultBreakerWindow) {
-			t.Errorf("%s: defaults not filled: %+v", tc.name, tc.cfg)
+		if err == nil && (cfg.Timeout != DefaultOnlineTimeout || cfg.MaxQPS != DefaultMaxQPS ||
+			cfg.BreakerFailures != DefaultBreakerFailures || cfg.BreakerWindow != DefaultBreakerWindow) {
+			t.Errorf("%s: defaults not filled: %+v", tc.name, cfg)
 		}
 	}
 }

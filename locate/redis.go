@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gslbdns/gslb/geo"
@@ -42,21 +43,24 @@ const (
 )
 
 // redisKey returns the hash key and field of addr's /24 (/48).
-func redisKey(addr netip.Addr) (k, field string) {
+func redisKey(addr netip.Addr) (k, field string) { return keyField(KeyOf(addr)) }
+
+func keyField(key Key) (k, field string) {
+	a := key.Prefix().Addr()
 	b := make([]byte, 0, 40)
 	b = append(b, redisKeyPrefix...)
-	if addr.Is4() {
-		a := addr.As4()
+	if a.Is4() {
+		a := a.As4()
 		b = strconv.AppendUint(b, uint64(a[0]), 10)
 		b = append(b, '.')
 		b = strconv.AppendUint(b, uint64(a[1]), 10)
 		return string(b), strconv.Itoa(int(a[2]))
 	}
-	a := addr.As16()
-	b = strconv.AppendUint(b, uint64(a[0])<<8|uint64(a[1]), 16)
+	a16 := a.As16()
+	b = strconv.AppendUint(b, uint64(a16[0])<<8|uint64(a16[1]), 16)
 	b = append(b, ':')
-	b = strconv.AppendUint(b, uint64(a[2])<<8|uint64(a[3]), 16)
-	return string(b), strconv.FormatUint(uint64(a[4])<<8|uint64(a[5]), 16)
+	b = strconv.AppendUint(b, uint64(a16[2])<<8|uint64(a16[3]), 16)
+	return string(b), strconv.FormatUint(uint64(a16[4])<<8|uint64(a16[5]), 16)
 }
 
 func encode(l *geo.Location) string {
@@ -139,57 +143,87 @@ func newRedisClient(c *RedisConfig) redis.UniversalClient {
 	return redis.NewUniversalClient(o)
 }
 
-// redisGet reads addr's /24 from Redis. It returns ok=false on a miss, an
-// error or while the Redis breaker is open.
-func (l *Locator) redisGet(ctx context.Context, rc redis.UniversalClient, addr netip.Addr) (geo.Location, bool) {
-	if !l.redisBreaker.allow(l.now()) {
-		return geo.Location{}, false
+// redisSource is the shared cache's link. It is asked only when the
+// databases gave no province, and learns what the online API finds.
+type redisSource struct {
+	l       *Locator
+	cfg     RedisConfig
+	client  atomic.Pointer[redisConn]
+	breaker breaker
+}
+
+type redisConn struct{ c redis.UniversalClient }
+
+func newRedisSource(l *Locator, cfg RedisConfig) *redisSource {
+	return &redisSource{l: l, cfg: cfg, breaker: breaker{threshold: redisBreakerFailures, window: redisBreakerWindow}}
+}
+
+func (r *redisSource) Name() string { return "redis" }
+
+func (r *redisSource) start() { r.client.Store(&redisConn{c: newRedisClient(&r.cfg)}) }
+
+func (r *redisSource) close() error {
+	if rc := r.client.Swap(nil); rc != nil {
+		return rc.c.Close()
 	}
-	k, field := redisKey(addr)
-	ctx, cancel := context.WithTimeout(ctx, l.redisCfg.Timeout)
-	v, err := rc.HGet(ctx, k, field).Result()
+	return nil
+}
+
+// Locate reads q's /24 from Redis. A miss, an error or an open breaker is
+// not final.
+func (r *redisSource) Locate(ctx context.Context, q *Query) bool {
+	rc := r.client.Load()
+	if rc == nil || !r.breaker.allow(r.l.now()) {
+		return false
+	}
+	k, field := keyField(q.Key)
+	ctx, cancel := context.WithTimeout(ctx, r.cfg.Timeout)
+	v, err := rc.c.HGet(ctx, k, field).Result()
 	cancel()
 	if errors.Is(err, context.Canceled) { // the query went away: not Redis's fault
-		l.redisBreaker.abort()
-		return geo.Location{}, false
+		r.breaker.abort()
+		return false
 	}
 	if err != nil && !errors.Is(err, redis.Nil) {
-		l.redisBreaker.done(l.now(), false)
+		r.breaker.done(r.l.now(), false)
 		RedisErrors.Inc()
 		redisError.Inc()
 		log.Debugf("Redis HGET %s %s: %v", k, field, err)
-		return geo.Location{}, false
+		return false
 	}
-	l.redisBreaker.done(l.now(), true)
+	r.breaker.done(r.l.now(), true)
 	if err != nil {
 		redisMiss.Inc()
-		return geo.Location{}, false
+		return false
 	}
 	loc, err := decode(v)
 	if err != nil {
 		redisMiss.Inc()
-		return geo.Location{}, false
+		return false
 	}
 	redisHit.Inc()
-	loc.Bits = max(loc.Bits, minBits(addr))
+	loc.Bits = max(loc.Bits, q.Key.Bits())
 	loc.Source = geo.SourceRedis
-	return loc, true
+	q.Loc = loc
+	return true
 }
 
-// redisSet stores loc for addr's /24 and refreshes the key's TTL.
-func (l *Locator) redisSet(ctx context.Context, rc redis.UniversalClient, addr netip.Addr, loc *geo.Location) {
-	if !l.redisBreaker.allow(l.now()) {
+// Learn stores a final location for q's /24 and refreshes the key's TTL.
+// It runs off the query path, in the online lookup's goroutine.
+func (r *redisSource) Learn(ctx context.Context, q *Query, final bool) {
+	rc := r.client.Load()
+	if !final || rc == nil || !r.breaker.allow(r.l.now()) {
 		return
 	}
-	k, field := redisKey(addr)
-	ctx, cancel := context.WithTimeout(ctx, max(l.redisCfg.Timeout, redisWriteTimeout))
+	k, field := keyField(q.Key)
+	ctx, cancel := context.WithTimeout(ctx, max(r.cfg.Timeout, redisWriteTimeout))
 	defer cancel()
-	_, err := rc.Pipelined(ctx, func(p redis.Pipeliner) error {
-		p.HSet(ctx, k, field, encode(loc))
-		p.Expire(ctx, k, l.redisCfg.TTL)
+	_, err := rc.c.Pipelined(ctx, func(p redis.Pipeliner) error {
+		p.HSet(ctx, k, field, encode(&q.Loc))
+		p.Expire(ctx, k, r.cfg.TTL)
 		return nil
 	})
-	l.redisBreaker.done(l.now(), err == nil)
+	r.breaker.done(r.l.now(), err == nil)
 	if err != nil {
 		RedisErrors.Inc()
 		log.Debugf("Redis HSET %s %s: %v", k, field, err)
@@ -198,14 +232,6 @@ func (l *Locator) redisSet(ctx context.Context, rc redis.UniversalClient, addr n
 
 // redisWriteTimeout: writes happen off the query path and may wait longer.
 const redisWriteTimeout = 200 * time.Millisecond
-
-// minBits is the cache granularity: /24 for IPv4, /48 for IPv6.
-func minBits(addr netip.Addr) uint8 {
-	if addr.Is4() {
-		return 24
-	}
-	return 48
-}
 
 // redisLogger sends go-redis's own messages (dial failures while Redis is
 // down) to the CoreDNS log, at most one every redisLogEvery.

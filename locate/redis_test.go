@@ -57,7 +57,7 @@ func TestRedisDeadThenRestarted(t *testing.T) {
 	n := 0
 	locate := func() geo.Location {
 		n++
-		return l.Locate(ctx, netip.MustParseAddr(fmt.Sprintf("36.0.%d.1", n)))
+		return l.Locate(ctx, netip.MustParseAddr(fmt.Sprintf("36.0.%d.1", n))).Location
 	}
 	if loc := locate(); loc.Country != "CN" {
 		t.Fatalf("Got %+v with Redis up, want the country", loc)
@@ -86,7 +86,7 @@ func TestRedisDeadThenRestarted(t *testing.T) {
 	var loc geo.Location
 	for i := 0; i < 20 && loc.Source != geo.SourceRedis; i++ {
 		l.cache.purge()
-		loc = l.Locate(ctx, a)
+		loc = l.Locate(ctx, a).Location
 		clk.add(redisBreakerWindow + time.Second)
 	}
 	if loc.Source != geo.SourceRedis || loc.Province != "HB" {
@@ -133,12 +133,13 @@ func TestRedisConfigValidate(t *testing.T) {
 		{"tiny ttl", RedisConfig{Addrs: []string{"a:1"}, TTL: time.Millisecond}, true},
 	}
 	for _, tc := range tests {
-		err := tc.cfg.Validate()
+		cfg := tc.cfg.WithDefaults()
+		err := cfg.Validate()
 		if (err != nil) != tc.hasErr {
 			t.Errorf("%s: got error %v, want error %v", tc.name, err, tc.hasErr)
 		}
-		if err == nil && (tc.cfg.Timeout != DefaultRedisTimeout || tc.cfg.TTL != DefaultRedisTTL) {
-			t.Errorf("%s: defaults not filled: %+v", tc.name, tc.cfg)
+		if err == nil && (cfg.Timeout != DefaultRedisTimeout || cfg.TTL != DefaultRedisTTL) {
+			t.Errorf("%s: defaults not filled: %+v", tc.name, cfg)
 		}
 	}
 }
@@ -155,7 +156,7 @@ func TestRedisCancelledQuery(t *testing.T) {
 			t.Fatalf("Got %+v, want the database's answer", loc)
 		}
 	}
-	if d := before.delta(); d["redis_errors"] != 0 || l.redisBreaker.isOpen() {
-		t.Errorf("Got deltas %v, breaker open %v; want no Redis errors", d, l.redisBreaker.isOpen())
+	if d := before.delta(); d["redis_errors"] != 0 || l.redis.breaker.isOpen() {
+		t.Errorf("Got deltas %v, breaker open %v; want no Redis errors", d, l.redis.breaker.isOpen())
 	}
 }

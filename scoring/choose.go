@@ -1,7 +1,5 @@
 package scoring
 
-import "math"
-
 // tieEpsilon is how close to the best score a node must be to tie with it.
 const tieEpsilon = 1e-9
 
@@ -17,15 +15,7 @@ func Choose(c *Client, nodes []Node, cand []int, topo *Topology, p *Params, tieK
 	if p == nil {
 		p = &DefaultParams
 	}
-	var lc ladderClient
-	if c != nil && c.Country != "" {
-		lc = ladderClient{c: c}
-		if c.Province != "" {
-			lc.neighbors = topo.neighborsOf(c.Country, c.Province)
-			lc.region = topo.Region(c.Country, c.Province)
-		}
-	}
-
+	lc := newLadderClient(c, topo)
 	// Pass 1: the best tier holding a usable node, and its highest cost.
 	tier, count, maxCost := TierFailOpen, 0, 0.0
 	for _, i := range cand {
@@ -33,100 +23,38 @@ func Choose(c *Client, nodes []Node, cand []int, topo *Topology, p *Params, tieK
 		if !usable(n, p) {
 			continue
 		}
-		switch t := lc.tierOf(n, topo, tier); {
+		switch t := lc.tierOf(n, tier); {
 		case t < tier:
 			tier, count, maxCost = t, 1, n.Cost
 		case t == tier:
 			count++
-			maxCost = math.Max(maxCost, n.Cost)
+			maxCost = max(maxCost, n.Cost)
 		}
 	}
 	if count == 0 {
 		return failOpen(nodes, cand, tieKey)
 	}
-
 	// Pass 2: score that tier's usable nodes.
-	withDist := lc.c != nil && c.HasCoords
-	w := p.Weights
-	d := Decision{Node: -1, Tier: tier, Candidates: count, DistanceKm: -1}
-	var winHash uint64
-	hashed, tied := false, 0
+	s := scorer{c: lc.c, w: &p.Weights, withDist: lc.c != nil && c.HasCoords, maxCost: maxCost}
+	d := Decision{Tier: tier, Candidates: count}
+	pk := picker{key: tieKey}
+	var v [NumTerms]float64
 	for _, i := range cand {
 		n := &nodes[i]
-		if !usable(n, p) || lc.tierOf(n, topo, tier) != tier {
+		if !usable(n, p) || lc.tierOf(n, tier) != tier {
 			continue
 		}
-		km := -1.0
-		s := w.Load * (1 - n.Load)
-		if maxCost > 0 {
-			s += w.Cost * (1 - n.Cost/maxCost)
-		} else {
-			s += w.Cost
-		}
-		if withDist {
-			km = Haversine(c.Lat, c.Lon, n.Lat, n.Lon)
-			s += w.Distance / (1 + km/100)
-		}
-		switch {
-		case d.Node < 0 || s > d.Score+tieEpsilon:
-			d.Node, d.Score, d.DistanceKm = i, s, km
-			hashed, tied = false, 1
-		case s >= d.Score-tieEpsilon:
-			tied++
-			if !hashed {
-				winHash, hashed = tieHash(tieKey, nodes[d.Node].ID), true
-			}
-			if h := tieHash(tieKey, n.ID); h > winHash {
-				d.Node, d.Score, d.DistanceKm, winHash = i, s, km, h
-			}
+		km := s.values(n, &v)
+		score := s.w.dot(&v)
+		if !pk.seen || score > pk.best+tieEpsilon {
+			pk.win(i, score)
+			d.Score, d.DistanceKm = score, km
+		} else if score >= pk.best-tieEpsilon && pk.tie(nodes, i, score) {
+			d.Score, d.DistanceKm = score, km
 		}
 	}
-	d.Tied = tied > 1
+	d.Node, d.Tied = pk.node, pk.tied > 1
 	return d
-}
-
-// ladderClient caches what the ladder needs of the client, looked up once
-// per decision.
-type ladderClient struct {
-	c         *Client // nil when the client has no location
-	neighbors []string
-	region    string
-}
-
-// tierOf returns the best ladder tier node n belongs to for this client, or
-// some tier worse than bound once it knows the node can't reach bound: the
-// neighbour scan and the region map lookup are skipped when they can't matter.
-func (lc *ladderClient) tierOf(n *Node, topo *Topology, bound Tier) Tier {
-	c := lc.c
-	if c == nil {
-		return TierAll
-	}
-	if n.Country != c.Country {
-		if c.Continent != "" && n.Continent == c.Continent {
-			return TierContinent
-		}
-		return TierAll
-	}
-	isp := c.ISP != "" && n.ISP == c.ISP
-	if c.Province != "" && n.Province == c.Province {
-		if isp {
-			return TierProvinceISP
-		}
-		return TierProvince
-	}
-	if bound < TierNeighborISP {
-		return TierCountry
-	}
-	if contains(lc.neighbors, n.Province) {
-		if isp {
-			return TierNeighborISP
-		}
-		return TierNeighbor
-	}
-	if bound >= TierRegion && lc.region != "" && topo.Region(n.Country, n.Province) == lc.region {
-		return TierRegion
-	}
-	return TierCountry
 }
 
 func usable(n *Node, p *Params) bool { return !n.Down && n.Load < p.MaxLoad }
@@ -134,28 +62,54 @@ func usable(n *Node, p *Params) bool { return !n.Down && n.Load < p.MaxLoad }
 // failOpen answers with the least-loaded node when no node is usable, Down
 // ones included: an answer that may work beats none.
 func failOpen(nodes []Node, cand []int, tieKey uint64) Decision {
-	d := Decision{Node: -1, Tier: TierFailOpen, DistanceKm: -1}
-	load := 0.0
-	var winHash uint64
-	hashed, tied := false, 0
+	pk := picker{key: tieKey}
 	for _, i := range cand {
-		n := &nodes[i]
-		switch {
-		case d.Node < 0 || n.Load < load-tieEpsilon:
-			d.Node, load = i, n.Load
-			hashed, tied = false, 1
-		case n.Load <= load+tieEpsilon:
-			tied++
-			if !hashed {
-				winHash, hashed = tieHash(tieKey, nodes[d.Node].ID), true
-			}
-			if h := tieHash(tieKey, n.ID); h > winHash {
-				d.Node, load, winHash = i, n.Load, h
-			}
-		}
+		pk.offer(nodes, i, -nodes[i].Load)
 	}
-	d.Tied = tied > 1
-	return d
+	return Decision{Node: pk.node, Tier: TierFailOpen, DistanceKm: -1, Tied: pk.tied > 1}
+}
+
+// picker keeps the node with the highest value; nodes within tieEpsilon of
+// it are broken by their rendezvous hash for the key.
+type picker struct {
+	key    uint64
+	node   int
+	best   float64
+	hash   uint64 // the winner's hash, once a tie needed it
+	hashed bool
+	tied   int // nodes at the best value
+	seen   bool
+}
+
+// offer considers node i with value v and reports whether it is now the
+// winner.
+func (p *picker) offer(nodes []Node, i int, v float64) bool {
+	if !p.seen || v > p.best+tieEpsilon {
+		p.win(i, v)
+		return true
+	}
+	if v < p.best-tieEpsilon {
+		return false
+	}
+	return p.tie(nodes, i, v)
+}
+
+// win makes node i the sole winner at value v.
+func (p *picker) win(i int, v float64) {
+	p.node, p.best, p.seen, p.hashed, p.tied = i, v, true, false, 1
+}
+
+// tie breaks a tie between the winner and node i by their hashes.
+func (p *picker) tie(nodes []Node, i int, v float64) bool {
+	p.tied++
+	if !p.hashed {
+		p.hash, p.hashed = tieHash(p.key, nodes[p.node].ID), true
+	}
+	if h := tieHash(p.key, nodes[i].ID); h > p.hash {
+		p.node, p.best, p.hash = i, v, h
+		return true
+	}
+	return false
 }
 
 // tieHash is the rendezvous weight of a node for a client subnet.
@@ -178,15 +132,4 @@ func mix64(x uint64) uint64 {
 	x *= 0x94d049bb133111eb
 	x ^= x >> 31
 	return x
-}
-
-// Haversine returns the great-circle distance in km between two points
-// given in degrees (R = 6371 km).
-func Haversine(lat1, lon1, lat2, lon2 float64) float64 {
-	const r, rad = 6371.0, math.Pi / 180
-	dphi := (lat2 - lat1) * rad
-	dlmb := (lon2 - lon1) * rad
-	a := math.Sin(dphi/2)*math.Sin(dphi/2) +
-		math.Cos(lat1*rad)*math.Cos(lat2*rad)*math.Sin(dlmb/2)*math.Sin(dlmb/2)
-	return 2 * r * math.Atan2(math.Sqrt(a), math.Sqrt(1-a))
 }

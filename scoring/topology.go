@@ -1,6 +1,14 @@
 package scoring
 
-import "sort"
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/gslbdns/gslb/geo"
+)
 
 // ProvinceKey names a province of a country.
 type ProvinceKey struct{ Country, Province string }
@@ -115,12 +123,11 @@ func (t *Topology) Override(neighbors map[ProvinceKey][]string, regions map[stri
 
 	// Sorted order keeps the result deterministic when a province is listed
 	// in two regions: the last one in sort order wins.
-	countries := sortedKeys(regions)
-	for _, c := range countries {
+	for _, c := range slices.Sorted(maps.Keys(regions)) {
 		if n.members[c] == nil {
 			n.members[c] = make(map[string][]string)
 		}
-		for _, r := range sortedKeys(regions[c]) {
+		for _, r := range slices.Sorted(maps.Keys(regions[c])) {
 			for _, p := range n.members[c][r] {
 				delete(n.region, ProvinceKey{c, p})
 			}
@@ -128,7 +135,8 @@ func (t *Topology) Override(neighbors map[ProvinceKey][]string, regions map[stri
 			for _, p := range ps {
 				k := ProvinceKey{c, p}
 				if old, ok := n.region[k]; ok && old != r {
-					n.members[c][old] = without(n.members[c][old], p)
+					// A copy: the old list may be shared with t.
+					n.members[c][old] = slices.DeleteFunc(slices.Clone(n.members[c][old]), func(x string) bool { return x == p })
 				}
 				n.region[k] = r
 			}
@@ -140,7 +148,7 @@ func (t *Topology) Override(neighbors map[ProvinceKey][]string, regions map[stri
 
 // Neighbors reports whether b is listed as a neighbour of province a.
 func (t *Topology) Neighbors(country, a, b string) bool {
-	return contains(t.neighborsOf(country, a), b)
+	return slices.Contains(t.neighborsOf(country, a), b)
 }
 
 // Region returns the region of a province, "" when it has none.
@@ -158,31 +166,76 @@ func (t *Topology) neighborsOf(country, province string) []string {
 	return t.neighbors[ProvinceKey{country, province}]
 }
 
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
+// ParseTopology returns the default topology with the node table's
+// neighbors and regions applied. Keys and members are provinces in any
+// spelling geo.NormalizeProvince accepts: COUNTRY-CODE (US-CA) anywhere, a
+// bare code of the key's country in a neighbour list, or any spelling of a
+// Chinese province.
+func ParseTopology(neighbors, regions map[string][]string) (*Topology, error) {
+	topo := DefaultTopology()
+	if len(neighbors) == 0 && len(regions) == 0 {
+		return topo, nil
+	}
+	nb := make(map[ProvinceKey][]string, len(neighbors))
+	for _, k := range slices.Sorted(maps.Keys(neighbors)) {
+		key, err := ParseProvinceKey(k)
+		if err != nil {
+			return nil, fmt.Errorf("neighbors: key %w", err)
+		}
+		for _, v := range neighbors[k] {
+			p, err := ParseProvinceKey(v)
+			if err != nil {
+				// A bare code of the key's own country, e.g. "NV" under "US-CA".
+				code, ok := geo.NormalizeProvince(key.Country, v)
+				if !ok {
+					return nil, fmt.Errorf("neighbors: %s: %w", k, err)
+				}
+				p = ProvinceKey{Country: key.Country, Province: code}
+			}
+			if p.Country != key.Country {
+				return nil, fmt.Errorf("neighbors: %s: %q is in another country", k, v)
+			}
+			nb[key] = append(nb[key], p.Province)
 		}
 	}
-	return false
-}
-
-// without returns a copy of list without s; the original may be shared.
-func without(list []string, s string) []string {
-	out := make([]string, 0, len(list))
-	for _, x := range list {
-		if x != s {
-			out = append(out, x)
+	rg := make(map[string]map[string][]string)
+	for _, name := range slices.Sorted(maps.Keys(regions)) {
+		if strings.TrimSpace(name) == "" {
+			return nil, errors.New("regions: empty region name")
+		}
+		country := ""
+		for _, v := range regions[name] {
+			p, err := ParseProvinceKey(v)
+			if err != nil {
+				return nil, fmt.Errorf("regions: %s: %w", name, err)
+			}
+			if country != "" && p.Country != country {
+				return nil, fmt.Errorf("regions: %s: %q is in another country than %s", name, v, country)
+			}
+			country = p.Country
+			if rg[country] == nil {
+				rg[country] = make(map[string][]string)
+			}
+			rg[country][name] = append(rg[country][name], p.Province)
 		}
 	}
-	return out
+	return topo.Override(nb, rg), nil
 }
 
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
+// ParseProvinceKey reads "CC-SUB" for any country, or a Chinese province in
+// any spelling geo.NormalizeProvince accepts.
+func ParseProvinceKey(s string) (ProvinceKey, error) {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, '-'); i == 2 {
+		cc := strings.ToUpper(s[:2])
+		if geo.ContinentOf(cc) != "" {
+			if p, ok := geo.NormalizeProvince(cc, s[3:]); ok {
+				return ProvinceKey{Country: cc, Province: p}, nil
+			}
+		}
 	}
-	sort.Strings(keys)
-	return keys
+	if p, ok := geo.NormalizeProvince("CN", s); ok && geo.ProvinceName("CN", p) != "" {
+		return ProvinceKey{Country: "CN", Province: p}, nil
+	}
+	return ProvinceKey{}, fmt.Errorf("%q is not a province: use COUNTRY-CODE such as CN-ZJ or US-CA", s)
 }

@@ -1,32 +1,8 @@
 // Package scoring narrows a record's nodes along the candidate ladder and
 // scores the survivors. It is pure code: no I/O, no clocks, no globals that
-// change after init.
+// change after init. The ladder is a table of rungs (ladder.go) and the
+// score a list of weighted terms (score.go).
 package scoring
-
-// Tier is the ladder rung that produced the candidates.
-type Tier uint8
-
-const (
-	TierNone        Tier = iota // no node at all
-	TierProvinceISP             // same province and carrier
-	TierProvince                // same province
-	TierNeighborISP             // neighbouring province and same carrier
-	TierNeighbor                // neighbouring province
-	TierRegion                  // same region (华北, 华东, ...)
-	TierCountry                 // same country
-	TierContinent               // same continent
-	TierAll                     // every node of the record
-	TierFailOpen                // no usable node: least-loaded node
-)
-
-var tierNames = [...]string{"none", "province_isp", "province", "neighbor_isp", "neighbor", "region", "country", "continent", "all", "fail_open"}
-
-func (t Tier) String() string {
-	if int(t) < len(tierNames) {
-		return tierNames[t]
-	}
-	return "unknown"
-}
 
 // Client is the located client. All strings are normalized by the caller:
 // Country and Continent upper case, Province an ISO 3166-2 subdivision code
@@ -47,16 +23,13 @@ type Node struct {
 	Down                              bool    // health probes removed it
 }
 
-// Weights of the three score terms.
-type Weights struct{ Distance, Load, Cost float64 }
-
 // Params are the tunables of a decision.
 type Params struct {
 	Weights Weights
 	MaxLoad float64 // nodes with Load >= MaxLoad are not usable
 }
 
-// DefaultParams are the defaults of seed 000 §4.3.
+// DefaultParams weigh nearness most, then spare capacity, then cost.
 var DefaultParams = Params{Weights: Weights{0.5, 0.3, 0.2}, MaxLoad: 0.8}
 
 // Decision is the outcome of Choose.

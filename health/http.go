@@ -8,12 +8,13 @@ import (
 	"crypto/x509"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"math"
 	"net"
 	"net/http"
 	"net/url"
-	"os"
+	"slices"
 )
 
 // What is read of a probe response: a target that sends endless headers or
@@ -23,17 +24,54 @@ const (
 	maxBody   = 64 << 10
 )
 
-// outcome is the result of one probe.
-type outcome struct {
-	ok      bool
-	reason  string
-	load    float64
-	hasLoad bool
+// httpKind checks three layers: the connection opens, the status is
+// acceptable, and the body holds expect_body (and load_field).
+var httpKind = kind{
+	defaults: func(s *Spec, d Spec) {
+		if s.URL == "" && inferType(Spec{URL: d.URL}) == s.Type {
+			s.URL = d.URL
+		}
+		if s.Host == "" {
+			s.Host = d.Host
+		}
+		if len(s.ExpectStatus) == 0 {
+			s.ExpectStatus = d.ExpectStatus
+		}
+		if s.ExpectBody == "" {
+			s.ExpectBody = d.ExpectBody
+		}
+		if s.LoadField == "" {
+			s.LoadField = d.LoadField
+		}
+	},
+	validate: func(s Spec) error {
+		if s.Address != "" {
+			return errors.New("probe.address: only for tcp probes, use probe.url")
+		}
+		if s.URL == "" {
+			return fmt.Errorf("probe.url: required for a %s probe", s.Type)
+		}
+		u, err := url.Parse(s.URL)
+		if err != nil {
+			return fmt.Errorf("probe.url: %w", err)
+		}
+		if u.Scheme != s.Type {
+			return fmt.Errorf("probe.url: scheme %q does not match probe.type %q", u.Scheme, s.Type)
+		}
+		if u.Hostname() == "" {
+			return fmt.Errorf("probe.url: %q has no host", s.URL)
+		}
+		for _, c := range s.ExpectStatus {
+			if c < 100 || c > 599 {
+				return fmt.Errorf("probe.expect_status: %d is not an HTTP status (100..599)", c)
+			}
+		}
+		return nil
+	},
+	new: newHTTPProber,
 }
 
-// prober runs the layers of one target's probe. Each probe uses a fresh
-// connection so the TCP layer is really tested.
-type prober struct {
+type httpProber struct {
 	spec   Spec
 	addr   string // host:port to dial
 	url    *url.URL
@@ -41,16 +79,12 @@ type prober struct {
 	dialer net.Dialer
 }
 
-func newProber(s Spec, roots *x509.CertPool) *prober {
-	p := &prober{spec: s, addr: s.Address}
-	if s.Type == TypeTCP {
-		return p
-	}
+func newHTTPProber(s Spec, roots *x509.CertPool) prober {
 	u, err := url.Parse(s.URL)
 	if err != nil {
 		u = &url.URL{Scheme: s.Type}
 	}
-	p.url = u
+	p := &httpProber{spec: s, url: u}
 	port := u.Port()
 	if port == "" {
 		port = "80"
@@ -72,9 +106,7 @@ func newProber(s Spec, roots *x509.CertPool) *prober {
 	return p
 }
 
-// probe runs every configured layer within the spec's timeout. parent's
-// cancellation aborts the probe; the caller drops that result.
-func (p *prober) probe(parent context.Context) outcome {
+func (p *httpProber) probe(parent context.Context) outcome {
 	ctx, cancel := context.WithTimeout(parent, p.spec.Timeout.D())
 	defer cancel()
 
@@ -83,9 +115,6 @@ func (p *prober) probe(parent context.Context) outcome {
 		return fail(ctx, err, ReasonConnect)
 	}
 	defer conn.Close()
-	if p.spec.Type == TypeTCP {
-		return outcome{ok: true}
-	}
 	// Unblock reads and writes when the probe times out or the checker stops.
 	stop := context.AfterFunc(ctx, func() { conn.Close() })
 	defer stop()
@@ -147,14 +176,12 @@ func (p *prober) probe(parent context.Context) outcome {
 	return outcome{ok: true, load: load, hasLoad: true}
 }
 
-// fail classifies an I/O error: an error at or after the deadline is a
-// timeout (the conn deadline may fire just before the context's).
-func fail(ctx context.Context, err error, reason string) outcome {
-	var ne net.Error
-	if ctx.Err() != nil || errors.Is(err, os.ErrDeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()) {
-		return outcome{reason: ReasonTimeout}
+// statusOK reports whether code is acceptable: expect_status, or 200-399.
+func (s *Spec) statusOK(code int) bool {
+	if len(s.ExpectStatus) == 0 {
+		return code >= 200 && code <= 399
 	}
-	return outcome{reason: reason}
+	return slices.Contains(s.ExpectStatus, code)
 }
 
 // parseLoad reads the top-level numeric field from a JSON object. A missing,

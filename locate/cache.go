@@ -1,27 +1,14 @@
 package locate
 
 import (
-	"net/netip"
+	"context"
 	"sync"
+	"unique"
 
 	"github.com/gslbdns/gslb/geo"
 
 	"github.com/hashicorp/golang-lru/v2/simplelru"
 )
-
-// key is a client's /24 (IPv4, as IPv4-mapped) or /48 (IPv6), comparable and
-// hashable without allocation.
-type key struct{ hi, lo uint64 }
-
-func keyOf(addr netip.Addr) key {
-	if addr.Is4() {
-		a := addr.As4()
-		return key{lo: 0xffff<<32 | uint64(a[0])<<24 | uint64(a[1])<<16 | uint64(a[2])<<8}
-	}
-	a := addr.As16()
-	return key{hi: uint64(a[0])<<56 | uint64(a[1])<<48 | uint64(a[2])<<40 | uint64(a[3])<<32 |
-		uint64(a[4])<<24 | uint64(a[5])<<16}
-}
 
 type entry struct {
 	loc geo.Location
@@ -32,7 +19,51 @@ type entry struct {
 // shard is one lock's worth of the LRU.
 type shard struct {
 	mu  sync.Mutex
-	lru *simplelru.LRU[key, entry]
+	lru *simplelru.LRU[Key, entry]
+}
+
+// lruSource is the chain's first link: the process LRU of what the chain
+// found before.
+type lruSource struct{ l *Locator }
+
+func (s *lruSource) Name() string { return "lru" }
+
+func (s *lruSource) Locate(_ context.Context, q *Query) bool {
+	loc, ok := s.l.cache.get(q.Key, s.l.nowNano(), s.l.tag.Load())
+	if !ok {
+		lruMiss.Inc()
+		return false
+	}
+	lruHit.Inc()
+	// A refinement keeps its origin: the log should say the paid or
+	// shared layer placed this client, not just that it was cached.
+	if loc.Source != geo.SourceRedis && loc.Source != geo.SourceOnline {
+		loc.Source = geo.SourceLRU
+	}
+	q.Loc, q.normalized = loc, true
+	return true
+}
+
+// Learn stores q.Loc with the TTL its precision deserves.
+func (s *lruSource) Learn(_ context.Context, q *Query, _ bool) {
+	l := s.l
+	ttl := l.ttl
+	if q.Loc.Province == "" {
+		ttl = l.shortTTL
+	}
+	loc := q.Loc
+	intern(&loc)
+	now := l.nowNano()
+	l.cache.add(q.Key, loc, now, now+int64(ttl), l.tag.Load())
+}
+
+// intern shares the few distinct names between a million cache entries.
+func intern(loc *geo.Location) {
+	for _, s := range [...]*string{&loc.Country, &loc.Continent, &loc.Province, &loc.City, &loc.ISP} {
+		if *s != "" {
+			*s = unique.Make(*s).Value()
+		}
+	}
 }
 
 // cache is an LRU of final locations, sharded by key hash so that parallel
@@ -54,27 +85,27 @@ func newCache(size int) *cache {
 	for m := n; m > 1; m >>= 1 {
 		c.shift--
 	}
-	onEvict := func(key, entry) { CacheEntries.Dec() }
+	onEvict := func(Key, entry) { CacheEntries.Dec() }
 	for i := range c.shards {
 		sz := size / n
 		if i < size%n {
 			sz++
 		}
-		c.shards[i].lru, _ = simplelru.NewLRU[key, entry](sz, onEvict)
+		c.shards[i].lru, _ = simplelru.NewLRU[Key, entry](sz, onEvict)
 	}
 	return c
 }
 
-func (c *cache) shard(k key) *shard {
+func (c *cache) shard(k Key) *shard {
 	if c.shift == 64 {
 		return &c.shards[0]
 	}
-	h := (k.hi ^ k.lo*0x9E3779B97F4A7C15) * 0xBF58476D1CE4E5B9
+	h := uint64(k) * 0xBF58476D1CE4E5B9
 	return &c.shards[h>>c.shift]
 }
 
 // get returns the unexpired entry for k that tag's content produced.
-func (c *cache) get(k key, now int64, tag uint64) (geo.Location, bool) {
+func (c *cache) get(k Key, now int64, tag uint64) (geo.Location, bool) {
 	s := c.shard(k)
 	s.mu.Lock()
 	e, ok := s.lru.Get(k)
@@ -88,7 +119,7 @@ func (c *cache) get(k key, now int64, tag uint64) (geo.Location, bool) {
 // add stores loc until exp. A province-level entry that is still valid is
 // not replaced by one without a province: a late, coarser writer must not
 // undo a refinement.
-func (c *cache) add(k key, loc geo.Location, now, exp int64, tag uint64) {
+func (c *cache) add(k Key, loc geo.Location, now, exp int64, tag uint64) {
 	s := c.shard(k)
 	s.mu.Lock()
 	old, existed := s.lru.Peek(k)

@@ -1,4 +1,4 @@
-package gslb
+package table
 
 import (
 	"strings"
@@ -45,7 +45,7 @@ func TestParseTableErrors(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := parseTable([]byte(tc.yaml), testZones, 60)
+			_, err := parse([]byte(tc.yaml), testZones, 60)
 			if err == nil {
 				t.Fatalf("Expected an error containing %q, got none", tc.want)
 			}
@@ -77,35 +77,35 @@ carriers:
 probe_defaults:
   interval: 10s
 `
-	tb, err := parseTable([]byte(y), testZones, 60)
+	tb, err := parse([]byte(y), testZones, 60)
 	if err != nil {
 		t.Fatal(err)
 	}
-	hz := tb.nodes[0]
+	hz := tb.Nodes[0]
 	if hz.Country != "CN" || hz.Province != "ZJ" || hz.ISP != "telecom" || hz.Continent != "AS" || hz.Cost != 0.5 || hz.Load != 0.25 {
 		t.Errorf("Unexpected normalized node: %+v", hz.Node)
 	}
-	if tb.nodes[1].Province != "BJ" || tb.nodes[1].ISP != "unicom" || tb.nodes[2].Province != "CA" || tb.nodes[2].Continent != "NA" {
-		t.Errorf("Unexpected nodes: %+v %+v", tb.nodes[1].Node, tb.nodes[2].Node)
+	if tb.Nodes[1].Province != "BJ" || tb.Nodes[1].ISP != "unicom" || tb.Nodes[2].Province != "CA" || tb.Nodes[2].Continent != "NA" {
+		t.Errorf("Unexpected nodes: %+v %+v", tb.Nodes[1].Node, tb.Nodes[2].Node)
 	}
-	www := tb.records["www.example.org."]
-	if www == nil || www.ttl != 60 || len(www.v4) != 2 || len(www.v6) != 2 {
+	www := tb.Records["www.example.org."]
+	if www == nil || www.TTL != 60 || len(www.V4) != 2 || len(www.V6) != 2 {
 		t.Fatalf("Unexpected www record: %+v", www)
 	}
-	api := tb.records["api.example.org."]
-	if api == nil || api.ttl != 30 || len(api.v4) != 1 || api.v4[0] != 1 || len(api.v6) != 1 || api.v6[0] != 2 {
+	api := tb.Records["api.example.org."]
+	if api == nil || api.TTL != 30 || len(api.V4) != 1 || api.V4[0] != 1 || len(api.V6) != 1 || api.V6[0] != 2 {
 		t.Fatalf("Unexpected api record: %+v", api)
 	}
-	if !tb.topo.Neighbors("US", "CA", "NV") || tb.topo.Region("US", "NV") != "West" {
+	if !tb.Topology.Neighbors("US", "CA", "NV") || tb.Topology.Region("US", "NV") != "West" {
 		t.Errorf("Expected the file's neighbours and regions for US")
 	}
-	if !tb.topo.Neighbors("CN", "ZJ", "SH") || tb.topo.Region("CN", "ZJ") != "华东" {
+	if !tb.Topology.Neighbors("CN", "ZJ", "SH") || tb.Topology.Region("CN", "ZJ") != "华东" {
 		t.Errorf("Expected the built-in topology for CN to remain")
 	}
-	if got := tb.carriers.Carrier(64500, ""); got != "telecom" {
+	if got := tb.Carriers.Carrier(64500, ""); got != "telecom" {
 		t.Errorf("Expected the file's ASN carrier, got %q", got)
 	}
-	if got := tb.carriers.Carrier(64501, "Example Net Ltd"); got != "unicom" {
+	if got := tb.Carriers.Carrier(64501, "Example Net Ltd"); got != "unicom" {
 		t.Errorf("Expected the file's name carrier, got %q", got)
 	}
 }
@@ -137,7 +137,7 @@ func TestParseTableHostile(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := parseTable([]byte(tc.yaml), testZones, 60)
+			_, err := parse([]byte(tc.yaml), testZones, 60)
 			switch {
 			case tc.want == "" && err != nil:
 				t.Fatalf("Expected no error, got %v", err)

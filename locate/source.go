@@ -1,0 +1,39 @@
+package locate
+
+import (
+	"context"
+	"net/netip"
+
+	"github.com/gslbdns/gslb/geo"
+)
+
+// Source is one kind of location data and one link of the Locator's chain:
+// the LRU, the local databases, Redis and the online API today. The chain
+// asks each source in order until one is sure.
+type Source interface {
+	// Name is the source's layer in coredns_gslb_geo_lookups_total.
+	Name() string
+	// Locate improves q.Loc from what the source knows about q.Addr, and
+	// reports whether q.Loc is final: later sources are not asked. q.Loc.Bits
+	// is the prefix the answer holds for.
+	Locate(ctx context.Context, q *Query) (final bool)
+}
+
+// Learner is a Source that keeps what a later source found, for the next
+// queries: the LRU, and Redis for every instance.
+type Learner interface {
+	// Learn keeps q.Loc, found by a source after this one. final is false
+	// when no source was sure and q.Loc is the best the chain had.
+	Learn(ctx context.Context, q *Query, final bool)
+}
+
+// Query is one address on its way down the chain.
+type Query struct {
+	Addr netip.Addr // unmapped, and never special
+	Key  Key
+	Loc  geo.Location
+
+	// normalized is set by a source whose answer went through the carrier
+	// table already (a cache of the chain's own answers).
+	normalized bool
+}

@@ -1,0 +1,301 @@
+// Package table reads and validates the node table: the nodes, the records
+// they answer, the topology and carrier additions, and the probes. A Table
+// is immutable once built, and Diff says what a reload changed.
+package table
+
+import (
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"net/netip"
+	"os"
+	"strings"
+
+	"github.com/coredns/coredns/plugin"
+
+	"github.com/gslbdns/gslb/geo"
+	"github.com/gslbdns/gslb/health"
+	"github.com/gslbdns/gslb/scoring"
+
+	"github.com/miekg/dns"
+)
+
+// Node is one loaded node: what scoring sees plus what the answer needs.
+type Node struct {
+	scoring.Node
+	City   string
+	V4, V6 []netip.Addr
+}
+
+// Record is one name the plugin answers, with its candidates per family:
+// indices of the record's nodes that have an address of that family.
+type Record struct {
+	Name   string
+	TTL    uint32
+	V4, V6 []int
+}
+
+// Table is an immutable, validated node table.
+type Table struct {
+	Path    string
+	Nodes   []Node
+	Records map[string]*Record
+	// ENTs are the empty non-terminals: names above a record, inside the
+	// zone, that are not records themselves. They exist (NODATA, not
+	// NXDOMAIN).
+	ENTs        map[string]bool
+	Nameservers []string // the apex NS, and the SOA's MNAME when set
+	Topology    *scoring.Topology
+	Carriers    *geo.Carriers
+	Probes      []health.Target // merged and validated
+
+	Hash [32]byte // the file's content
+	sums sums     // each part's fingerprint, for Diff
+}
+
+// Load reads and validates a node table. Every error names the file, and
+// the line, entry and field where it can.
+func Load(path string, zones []string, defaultTTL uint32) (*Table, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("node table: %w", err)
+	}
+	return Parse(path, data, zones, defaultTTL)
+}
+
+// Parse validates a node table read from path.
+func Parse(path string, data []byte, zones []string, defaultTTL uint32) (*Table, error) {
+	t, err := parse(data, zones, defaultTTL)
+	if err != nil {
+		return nil, fmt.Errorf("node table %s: %w", path, err)
+	}
+	t.Path = path
+	return t, nil
+}
+
+func parse(data []byte, zones []string, defaultTTL uint32) (*Table, error) {
+	var f file
+	doc, err := decode(data, &f)
+	if err != nil {
+		return nil, err
+	}
+	t := &Table{Records: make(map[string]*Record), Hash: sha256.Sum256(data)}
+	index, err := t.addNodes(&f, entryLines(doc, "nodes"))
+	if err != nil {
+		return nil, err
+	}
+	if err := t.addRecords(&f, index, entryLines(doc, "records"), zones, defaultTTL); err != nil {
+		return nil, err
+	}
+	if t.Topology, err = scoring.ParseTopology(f.Neighbors, f.Regions); err != nil {
+		return nil, err
+	}
+	if t.Carriers, err = geo.DefaultCarriers().Extend(f.Carriers.ASN, f.Carriers.Names); err != nil {
+		return nil, err
+	}
+	for i, ns := range f.Nameservers {
+		if _, ok := dns.IsDomainName(ns); !ok || ns == "" {
+			return nil, fmt.Errorf("nameservers[%d]: %q is not a domain name", i, ns)
+		}
+		t.Nameservers = append(t.Nameservers, strings.ToLower(dns.Fqdn(ns)))
+	}
+	t.sums = fingerprint(t, &f)
+	return t, nil
+}
+
+// addNodes builds the nodes and their probes; it returns each id's index.
+func (t *Table) addNodes(f *file, lines []int) (map[string]int, error) {
+	if len(f.Nodes) == 0 {
+		return nil, errors.New("nodes: at least one node is required")
+	}
+	index := make(map[string]int, len(f.Nodes))
+	for i := range f.Nodes {
+		e := &f.Nodes[i]
+		at := where("nodes", lines, i)
+		if e.ID != "" {
+			at += " (id " + e.ID + ")"
+		}
+		n, err := buildNode(e)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", at, err)
+		}
+		if j, dup := index[n.ID]; dup {
+			return nil, fmt.Errorf("%s: field id: duplicate id %q, first at line %d", at, n.ID, lineAt(lines, j))
+		}
+		index[n.ID] = i
+		if e.Probe != nil {
+			first := ""
+			if len(n.V4) > 0 {
+				first = n.V4[0].String()
+			} else if len(n.V6) > 0 {
+				first = n.V6[0].String()
+			}
+			s := e.Probe.WithDefaults(f.ProbeDefaults).ForNode(first)
+			if err := s.Validate(); err != nil {
+				return nil, fmt.Errorf("%s: %w", at, err)
+			}
+			t.Probes = append(t.Probes, health.Target{ID: n.ID, Spec: s})
+		}
+		t.Nodes = append(t.Nodes, n)
+	}
+	return index, nil
+}
+
+// addRecords builds the records and the empty non-terminals above them.
+func (t *Table) addRecords(f *file, index map[string]int, lines []int, zones []string, defaultTTL uint32) error {
+	if len(f.Records) == 0 {
+		return errors.New("records: at least one record is required")
+	}
+	for i := range f.Records {
+		e := &f.Records[i]
+		at := where("records", lines, i)
+		if e.Name == "" {
+			return fmt.Errorf("%s: field name: missing", at)
+		}
+		if _, ok := dns.IsDomainName(e.Name); !ok {
+			return fmt.Errorf("%s: field name: %q is not a domain name", at, e.Name)
+		}
+		name := strings.ToLower(dns.Fqdn(e.Name))
+		at += " (name " + name + ")"
+		if plugin.Zones(zones).Matches(name) == "" {
+			return fmt.Errorf("%s: field name: outside the zones %s", at, strings.Join(zones, " "))
+		}
+		if _, dup := t.Records[name]; dup {
+			return fmt.Errorf("%s: field name: duplicate record", at)
+		}
+		r := &Record{Name: name, TTL: defaultTTL}
+		if e.TTL != nil {
+			if *e.TTL == 0 || *e.TTL > math.MaxInt32 {
+				return fmt.Errorf("%s: field ttl: %d is not in 1..%d", at, *e.TTL, math.MaxInt32)
+			}
+			r.TTL = *e.TTL
+		}
+		if e.Nodes != nil && len(e.Nodes) == 0 {
+			return fmt.Errorf("%s: field nodes: an empty list; leave the field out to use every node", at)
+		}
+		members := make([]int, 0, len(t.Nodes))
+		if len(e.Nodes) == 0 {
+			for j := range t.Nodes {
+				members = append(members, j)
+			}
+		}
+		seen := map[int]bool{}
+		for _, id := range e.Nodes {
+			j, ok := index[id]
+			if !ok {
+				return fmt.Errorf("%s: field nodes: unknown node %q", at, id)
+			}
+			if seen[j] {
+				return fmt.Errorf("%s: field nodes: node %q listed twice", at, id)
+			}
+			seen[j] = true
+			members = append(members, j)
+		}
+		for _, j := range members {
+			if len(t.Nodes[j].V4) > 0 {
+				r.V4 = append(r.V4, j)
+			}
+			if len(t.Nodes[j].V6) > 0 {
+				r.V6 = append(r.V6, j)
+			}
+		}
+		t.Records[name] = r
+	}
+	t.ENTs = make(map[string]bool)
+	for name := range t.Records {
+		zone := plugin.Zones(zones).Matches(name)
+		for n := name; n != zone; {
+			off, end := dns.NextLabel(n, 0)
+			if end {
+				break
+			}
+			n = n[off:]
+			if n != zone && t.Records[n] == nil {
+				t.ENTs[n] = true
+			}
+		}
+	}
+	return nil
+}
+
+func buildNode(e *nodeEntry) (Node, error) {
+	var n Node
+	if e.ID == "" {
+		return n, errors.New("field id: missing")
+	}
+	n.ID = e.ID
+	for k, s := range e.IPv4 {
+		a, err := netip.ParseAddr(s)
+		if err != nil || !a.Is4() {
+			return n, fmt.Errorf("field ipv4[%d]: %q is not an IPv4 address", k, s)
+		}
+		n.V4 = append(n.V4, a)
+	}
+	for k, s := range e.IPv6 {
+		a, err := netip.ParseAddr(s)
+		if err != nil || !a.Is6() || a.Is4In6() || a.Zone() != "" {
+			return n, fmt.Errorf("field ipv6[%d]: %q is not an IPv6 address", k, s)
+		}
+		n.V6 = append(n.V6, a)
+	}
+	if len(n.V4)+len(n.V6) == 0 {
+		return n, errors.New("field ipv4/ipv6: the node has no address")
+	}
+	n.Country = strings.ToUpper(strings.TrimSpace(e.Country))
+	if n.Country == "" {
+		return n, errors.New("field country: missing")
+	}
+	if n.Continent = geo.ContinentOf(n.Country); n.Continent == "" {
+		return n, fmt.Errorf("field country: %q is not an ISO 3166-1 alpha-2 code", e.Country)
+	}
+	if e.Province != "" {
+		p, ok := geo.NormalizeProvince(n.Country, e.Province)
+		if !ok {
+			return n, fmt.Errorf("field province: unknown province %q for country %s", e.Province, n.Country)
+		}
+		n.Province = p
+	}
+	n.City = e.City
+	n.ISP = geo.NormalizeCarrier(e.ISP)
+	if e.Lat == nil || e.Lon == nil {
+		return n, errors.New("field lat/lon: coordinates are required")
+	}
+	if lat := *e.Lat; math.IsNaN(lat) || lat < -90 || lat > 90 {
+		return n, fmt.Errorf("field lat: %v is outside -90..90", lat)
+	}
+	if lon := *e.Lon; math.IsNaN(lon) || lon < -180 || lon > 180 {
+		return n, fmt.Errorf("field lon: %v is outside -180..180", lon)
+	}
+	n.Lat, n.Lon = *e.Lat, *e.Lon
+	if e.Cost != nil {
+		if c := *e.Cost; math.IsNaN(c) || math.IsInf(c, 0) || c < 0 {
+			return n, fmt.Errorf("field cost: %v must be >= 0", c)
+		}
+		n.Cost = *e.Cost
+	}
+	if e.Load != nil {
+		if l := *e.Load; math.IsNaN(l) || l < 0 || l > 1 {
+			return n, fmt.Errorf("field load: %v is outside 0..1", l)
+		}
+		n.Load = *e.Load
+	}
+	return n, nil
+}
+
+// Index returns the index of the node with that id.
+func (t *Table) Index(id string) (int, bool) {
+	for i := range t.Nodes {
+		if t.Nodes[i].ID == id {
+			return i, true
+		}
+	}
+	return 0, false
+}
+
+// sum fingerprints a part of the table by its canonical JSON.
+func sum(v any) [32]byte {
+	b, _ := json.Marshal(v) // maps are sorted, pointers followed
+	return sha256.Sum256(b)
+}
