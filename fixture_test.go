@@ -9,6 +9,7 @@ import (
 	"github.com/coredns/coredns/core/dnsserver"
 
 	"github.com/gslbdns/gslb/geo/mmdbgen"
+	"github.com/gslbdns/gslb/internal/testsupport"
 )
 
 // fixtureNodes is a node table for the handler tests: two equal nodes in
@@ -44,12 +45,7 @@ func fixture(t testing.TB, nodes string) (dir string) {
 		{Network: "1.0.1.0/24", ASN: 4134, Org: "Chinanet"},
 		{Network: "2.0.0.0/24", ASN: 4812, Org: "China Telecom Group"},
 	}
-	if err := mmdbgen.WriteCity(filepath.Join(dir, "city.mmdb"), cities); err != nil {
-		t.Fatal(err)
-	}
-	if err := mmdbgen.WriteASN(filepath.Join(dir, "asn.mmdb"), asns); err != nil {
-		t.Fatal(err)
-	}
+	testsupport.WriteDBs(t, dir, cities, asns)
 	if err := os.WriteFile(filepath.Join(dir, "nodes.yaml"), []byte(nodes), 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -118,18 +118,11 @@ func parse(c *caddy.Controller) (*GSLB, error) {
 				}
 				o.ecsMin4, o.ecsMin6 = uint8(v4), uint8(v6)
 			case "weights":
-				var w [3]float64
-				for i := range w {
-					f, err := floatArg(c, 0, 1e6)
-					if err != nil {
-						return nil, err
-					}
-					w[i] = f
+				w, err := weightsArg(c)
+				if err != nil {
+					return nil, err
 				}
-				if w[0]+w[1]+w[2] == 0 {
-					return nil, c.Err("weights: at least one weight must be positive")
-				}
-				o.params.Weights = scoring.Weights{scoring.Distance: w[0], scoring.Load: w[1], scoring.Cost: w[2]}
+				o.params.Weights = w
 			case "max_load":
 				f, err := floatArg(c, 0, 1)
 				if err != nil {
@@ -348,6 +341,30 @@ func noArgs(c *caddy.Controller) error {
 	}
 	return nil
 }
+
+// weightsArg reads the score's weights in scoring's term order: the first
+// three are required, a term left out weighs 0.
+func weightsArg(c *caddy.Controller) (scoring.Weights, error) {
+	var w scoring.Weights
+	n, sum := 0, 0.0
+	for ; n < len(w) && c.NextArg(); n++ {
+		f, err := strconv.ParseFloat(c.Val(), 64)
+		if err != nil || math.IsNaN(f) || f < 0 || f > 1e6 {
+			return w, c.Errf("weights: %q is not a number in 0..1e6", c.Val())
+		}
+		w[n], sum = f, sum+f
+	}
+	if n < minWeights {
+		return w, c.ArgErr()
+	}
+	if sum == 0 {
+		return w, c.Err("weights: at least one weight must be positive")
+	}
+	return w, nil
+}
+
+// minWeights: distance, load and cost are always given.
+const minWeights = 3
 
 func uintArg(c *caddy.Controller, lo, hi uint64) (uint64, error) {
 	name := c.Val()

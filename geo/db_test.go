@@ -10,6 +10,7 @@ import (
 
 	"github.com/gslbdns/gslb/geo"
 	"github.com/gslbdns/gslb/geo/mmdbgen"
+	"github.com/gslbdns/gslb/internal/testsupport"
 
 	"github.com/maxmind/mmdbwriter"
 	"github.com/maxmind/mmdbwriter/mmdbtype"
@@ -39,14 +40,7 @@ var testASNs = []mmdbgen.ASN{
 
 func openTestDB(t testing.TB) *geo.DB {
 	t.Helper()
-	dir := t.TempDir()
-	city, asn := filepath.Join(dir, "City.mmdb"), filepath.Join(dir, "ASN.mmdb")
-	if err := mmdbgen.WriteCity(city, testCities); err != nil {
-		t.Fatalf("WriteCity: %v", err)
-	}
-	if err := mmdbgen.WriteASN(asn, testASNs); err != nil {
-		t.Fatalf("WriteASN: %v", err)
-	}
+	city, asn := testsupport.WriteDBs(t, t.TempDir(), testCities, testASNs)
 	db, err := geo.Open(city, asn)
 	if err != nil {
 		t.Fatalf("Open: %v", err)

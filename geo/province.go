@@ -139,10 +139,7 @@ func NormalizeProvince(country, s string) (code string, ok bool) {
 // ProvinceName returns the English name of a subdivision code, e.g.
 // "Zhejiang" for CN/ZJ, or "" when unknown.
 func ProvinceName(country, code string) string {
-	if !strings.EqualFold(country, "CN") {
-		return ""
-	}
-	if p, ok := cnByCode[strings.ToUpper(code)]; ok {
+	if p := cnProvinceOf(country, code); p != nil {
 		return p.en
 	}
 	return ""
@@ -150,11 +147,15 @@ func ProvinceName(country, code string) string {
 
 // ProvinceNameZH returns the Chinese name of a CN subdivision code, or "".
 func ProvinceNameZH(country, code string) string {
-	if !strings.EqualFold(country, "CN") {
-		return ""
-	}
-	if p, ok := cnByCode[strings.ToUpper(code)]; ok {
+	if p := cnProvinceOf(country, code); p != nil {
 		return p.zh
 	}
 	return ""
+}
+
+func cnProvinceOf(country, code string) *cnProvince {
+	if !strings.EqualFold(country, "CN") {
+		return nil
+	}
+	return cnByCode[strings.ToUpper(code)]
 }

@@ -12,6 +12,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/gslbdns/gslb/internal/testsupport"
 )
 
 // endpoint is a controllable probe endpoint that counts its hits.
@@ -39,13 +41,7 @@ func newEndpoint(t *testing.T, body string) *endpoint {
 // waitFor polls cond, failing the test after a bound.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	for range 1000 {
-		if cond() {
-			return
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	t.Fatalf("Timed out waiting for %s", what)
+	testsupport.WaitFor(t, what, func() (bool, string) { return cond(), "" })
 }
 
 func fastSpec(url string) Spec {
@@ -57,16 +53,9 @@ func stateIs(c *Checker, id string, want State) func() bool {
 	return func() bool { st, _ := c.Snapshot().Status(id); return st.State == want }
 }
 
-// fakeClock is the state machine's clock; probes still run in real time.
-type fakeClock struct{ ns atomic.Int64 }
-
-func (f *fakeClock) Now() time.Time          { return time.Unix(0, f.ns.Load()) }
-func (f *fakeClock) Advance(d time.Duration) { f.ns.Add(int64(d)) }
-func newFakeClock() *fakeClock               { f := &fakeClock{}; f.ns.Store(time.Unix(1e6, 0).UnixNano()); return f }
-
 func TestCheckerHoldDown(t *testing.T) {
 	e := newEndpoint(t, "ok")
-	clock := newFakeClock()
+	clock := testsupport.NewClock()
 	c := New([]Target{{ID: "a", Spec: fastSpec(e.URL)}}, Options{Now: clock.Now}, nil)
 	c.Start()
 	defer c.Stop()
@@ -87,7 +76,7 @@ func TestCheckerHoldDown(t *testing.T) {
 		t.Fatalf("Expected a to stay down during hold_down, got %s", st.State)
 	}
 
-	clock.Advance(time.Minute)
+	clock.Add(time.Minute)
 	waitFor(t, "a up after hold_down", stateIs(c, "a", StateUp))
 	if st, _ := c.Snapshot().Status("a"); st.Reason != "" || !st.Since.Equal(clock.Now()) {
 		t.Errorf("Expected a clean up status since %v, got %+v", clock.Now(), st)

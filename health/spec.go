@@ -2,6 +2,8 @@ package health
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -159,7 +161,7 @@ func (s Spec) ForNode(addr string) Spec {
 func (s Spec) Validate() error {
 	k, ok := kinds[s.Type]
 	if !ok {
-		return fmt.Errorf("probe.type: %q is not one of tcp, http, https", s.Type)
+		return fmt.Errorf("probe.type: %q is not one of %s", s.Type, strings.Join(slices.Sorted(maps.Keys(kinds)), ", "))
 	}
 	if err := k.validate(s); err != nil {
 		return err

@@ -1,7 +1,6 @@
 package locate
 
 import (
-	"bytes"
 	"fmt"
 	golog "log"
 	"net/http"
@@ -13,18 +12,20 @@ import (
 	"testing"
 
 	clog "github.com/coredns/coredns/plugin/pkg/log"
+
+	"github.com/gslbdns/gslb/internal/testsupport"
 )
 
 // A redirect to another host is not followed: the API key stays home and
 // the other host's answer is not used.
 func TestOnlineRedirectToAnotherHost(t *testing.T) {
 	var leaked atomic.Int32
-	other := newFakeAPI(t)
+	other := testsupport.NewGeoAPI(t, testsupport.Hangzhou)
 	evil := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("X-Api-Key") != "" {
 			leaked.Add(1)
 		}
-		other.serve(w, r)
+		other.ServeHTTP(w, r)
 	}))
 	defer evil.Close()
 	var sameHost atomic.Int32
@@ -35,7 +36,7 @@ func TestOnlineRedirectToAnotherHost(t *testing.T) {
 			http.Redirect(w, r, "/v2/"+strings.TrimPrefix(r.URL.Path, "/v1/"), http.StatusFound)
 		case strings.HasPrefix(r.URL.Path, "/v2/"):
 			r.URL.Path = "/v1/" + strings.TrimPrefix(r.URL.Path, "/v2/")
-			other.serve(w, r)
+			other.ServeHTTP(w, r)
 		default:
 			http.Redirect(w, r, evil.URL+r.URL.Path, http.StatusFound)
 		}
@@ -66,20 +67,20 @@ func TestOnlineRedirectToAnotherHost(t *testing.T) {
 // are counted as invalid and never open the breaker, so that clients whose
 // subnets the API can't place cannot switch the layer off for everyone.
 func TestOnlineInvalidDoesNotTripBreaker(t *testing.T) {
-	clk := newFakeClock()
-	api := newFakeAPI(t)
+	clk := testsupport.NewClock()
+	api := testsupport.NewGeoAPI(t, testsupport.Hangzhou)
 	l := newLocatorClock(t, Config{DB: testDB(t),
-		Online: &OnlineConfig{URL: api.url(), BreakerFailures: 3, MaxQPS: 1000}}, clk)
+		Online: &OnlineConfig{URL: api.URL(), BreakerFailures: 3, MaxQPS: 1000}}, clk)
 	before := snapshot()
-	for i, mode := range []int32{apiBadProvince, apiWrongCountry, apiGarbage, apiNoCountry, apiBadProvince, apiWrongCountry} {
-		api.mode.Store(mode)
+	for i, mode := range []int32{testsupport.APIBadProvince, testsupport.APIWrongCountry, testsupport.APIGarbage, testsupport.APINoCountry, testsupport.APIBadProvince, testsupport.APIWrongCountry} {
+		api.Mode.Store(mode)
 		l.Locate(ctx, netip.MustParseAddr(fmt.Sprintf("36.0.%d.1", 10+i)))
 		l.idle(t)
 	}
 	if gauge(OnlineBreakerOpen) != 0 {
 		t.Fatalf("Breaker opened on invalid answers")
 	}
-	api.mode.Store(apiGood)
+	api.Mode.Store(testsupport.APIGood)
 	a := netip.MustParseAddr("36.0.20.1")
 	l.Locate(ctx, a)
 	l.idle(t)
@@ -96,12 +97,12 @@ func TestOnlineInvalidDoesNotTripBreaker(t *testing.T) {
 func TestOnlineAsksForTheNetwork(t *testing.T) {
 	var mu sync.Mutex
 	var paths []string
-	api := newFakeAPI(t)
+	api := testsupport.NewGeoAPI(t, testsupport.Hangzhou)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		mu.Lock()
 		paths = append(paths, r.URL.Path)
 		mu.Unlock()
-		api.serve(w, r)
+		api.ServeHTTP(w, r)
 	}))
 	defer srv.Close()
 	l := newLocator(t, Config{DB: testDB(t), Online: &OnlineConfig{URL: srv.URL + "/v1/{ip}"}})
@@ -118,17 +119,17 @@ func TestOnlineAsksForTheNetwork(t *testing.T) {
 
 // No log line shows the URL's query string, where API keys live.
 func TestOnlineLogsRedactKeys(t *testing.T) {
-	var buf syncBuffer
+	var buf testsupport.LogBuffer
 	golog.SetOutput(&buf)
 	clog.D.Set()
 	defer func() { clog.D.Clear(); clog.Discard() }()
 
-	api := newFakeAPI(t)
-	api.mode.Store(apiFail)
+	api := testsupport.NewGeoAPI(t, testsupport.Hangzhou)
+	api.Mode.Store(testsupport.APIFail)
 	closed := httptest.NewServer(http.NotFoundHandler())
 	closedURL := closed.URL
 	closed.Close()
-	for _, u := range []string{api.srv.URL + "/v1/{ip}?key=TOPSECRET", closedURL + "/{ip}?key=TOPSECRET"} {
+	for _, u := range []string{api.Server.URL + "/v1/{ip}?key=TOPSECRET", closedURL + "/{ip}?key=TOPSECRET"} {
 		l := newLocator(t, Config{DB: testDB(t), Online: &OnlineConfig{URL: u}})
 		l.Locate(ctx, netip.MustParseAddr("36.0.30.1"))
 		l.idle(t)
@@ -140,21 +141,4 @@ func TestOnlineLogsRedactKeys(t *testing.T) {
 	if strings.Contains(out, "TOPSECRET") {
 		t.Errorf("A log line shows the API key: %q", out)
 	}
-}
-
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/gslbdns/gslb/geo"
 	"github.com/gslbdns/gslb/geo/mmdbgen"
 	"github.com/gslbdns/gslb/internal/testredis"
+	"github.com/gslbdns/gslb/internal/testsupport"
 )
 
 var ctx = context.Background()
@@ -20,7 +21,7 @@ var ctx = context.Background()
 func TestLayerOrder(t *testing.T) {
 	db := testDB(t)
 	rs := testredis.Start(t)
-	api := newFakeAPI(t)
+	api := testsupport.NewGeoAPI(t, testsupport.Hangzhou)
 	rcli := redisClient(t, rs.Addr())
 	// 36.0.7.0/24 is already known to the shared cache.
 	seeded := geo.Location{Country: "CN", Continent: "AS", Province: "GD", City: "Guangzhou", ISP: "telecom", Bits: 24}
@@ -29,7 +30,7 @@ func TestLayerOrder(t *testing.T) {
 		t.Fatalf("HSET: %v", err)
 	}
 	l := newLocator(t, Config{DB: db, Redis: &RedisConfig{Addrs: []string{rs.Addr()}, Timeout: time.Second},
-		Online: &OnlineConfig{URL: api.url()}})
+		Online: &OnlineConfig{URL: api.URL()}})
 
 	tests := []struct {
 		addr     string
@@ -78,7 +79,7 @@ func TestLayerOrder(t *testing.T) {
 }
 
 func TestLRUTTL(t *testing.T) {
-	clk := newFakeClock()
+	clk := testsupport.NewClock()
 	l := newLocatorClock(t, Config{DB: testDB(t), CacheTTL: time.Hour}, clk)
 	tests := []struct {
 		addr string
@@ -91,20 +92,20 @@ func TestLRUTTL(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.addr, func(t *testing.T) {
 			l.cache.purge()
-			start := clk.now()
+			start := clk.Now()
 			a := netip.MustParseAddr(tc.addr)
 			if loc := l.Locate(ctx, a); loc.Source == geo.SourceLRU {
 				t.Fatalf("First lookup came from the LRU")
 			}
-			clk.add(tc.ttl - time.Second)
+			clk.Add(tc.ttl - time.Second)
 			if loc := l.Locate(ctx, a); loc.Source != geo.SourceLRU {
 				t.Errorf("Got source %v before the TTL, want lru", loc.Source)
 			}
-			clk.add(2 * time.Second)
+			clk.Add(2 * time.Second)
 			if loc := l.Locate(ctx, a); loc.Source == geo.SourceLRU {
 				t.Errorf("Got an LRU hit after the TTL")
 			}
-			clk.add(-clk.now().Sub(start))
+			clk.Add(-clk.Now().Sub(start))
 		})
 	}
 }
@@ -162,22 +163,22 @@ func TestOnlineValidation(t *testing.T) {
 		name string
 		mode int32
 	}{
-		{"wrong range", apiWrongRange},
-		{"default province for everything", apiDefault},
-		{"bad coordinates", apiBadCoords},
-		{"zero coordinates", apiZeroCoords},
-		{"missing country", apiNoCountry},
-		{"country disagrees with database", apiWrongCountry},
-		{"unknown province", apiBadProvince},
-		{"garbage", apiGarbage},
+		{"wrong range", testsupport.APIWrongRange},
+		{"default province for everything", testsupport.APIDefault},
+		{"bad coordinates", testsupport.APIBadCoords},
+		{"zero coordinates", testsupport.APIZeroCoords},
+		{"missing country", testsupport.APINoCountry},
+		{"country disagrees with database", testsupport.APIWrongCountry},
+		{"unknown province", testsupport.APIBadProvince},
+		{"garbage", testsupport.APIGarbage},
 	}
 	for i, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			rs := testredis.Start(t)
-			api := newFakeAPI(t)
-			api.mode.Store(tc.mode)
+			api := testsupport.NewGeoAPI(t, testsupport.Hangzhou)
+			api.Mode.Store(tc.mode)
 			l := newLocator(t, Config{DB: db, Redis: &RedisConfig{Addrs: []string{rs.Addr()}, Timeout: time.Second},
-				Online: &OnlineConfig{URL: api.url()}})
+				Online: &OnlineConfig{URL: api.URL()}})
 			a := netip.MustParseAddr(fmt.Sprintf("36.0.%d.1", 100+i))
 			before := snapshot()
 			l.Locate(ctx, a)
@@ -196,11 +197,11 @@ func TestOnlineValidation(t *testing.T) {
 }
 
 func TestOnlineBreaker(t *testing.T) {
-	clk := newFakeClock()
-	api := newFakeAPI(t)
-	api.mode.Store(apiFail)
+	clk := testsupport.NewClock()
+	api := testsupport.NewGeoAPI(t, testsupport.Hangzhou)
+	api.Mode.Store(testsupport.APIFail)
 	l := newLocatorClock(t, Config{DB: testDB(t),
-		Online: &OnlineConfig{URL: api.url(), BreakerFailures: 3, BreakerWindow: 50 * time.Millisecond}}, clk)
+		Online: &OnlineConfig{URL: api.URL(), BreakerFailures: 3, BreakerWindow: 50 * time.Millisecond}}, clk)
 	n := 0
 	locate := func() {
 		n++
@@ -215,7 +216,7 @@ func TestOnlineBreaker(t *testing.T) {
 		t.Fatalf("Breaker is not open after 3 failures")
 	}
 	locate()
-	if c := api.calls.Load(); c != 3 {
+	if c := api.Calls.Load(); c != 3 {
 		t.Errorf("API called %d times, want 3 (open breaker must not call)", c)
 	}
 	if d := before.delta(); d["online:error"] != 3 || d["online:refused"] != 1 {
@@ -223,33 +224,33 @@ func TestOnlineBreaker(t *testing.T) {
 	}
 
 	// Window over, trial fails: open again.
-	clk.add(60 * time.Millisecond)
+	clk.Add(60 * time.Millisecond)
 	locate()
-	if c := api.calls.Load(); c != 4 || gauge(OnlineBreakerOpen) != 1 {
+	if c := api.Calls.Load(); c != 4 || gauge(OnlineBreakerOpen) != 1 {
 		t.Errorf("After a failed trial: %d calls, open=%v; want 4 calls, open", c, gauge(OnlineBreakerOpen))
 	}
 	locate()
-	if c := api.calls.Load(); c != 4 {
+	if c := api.Calls.Load(); c != 4 {
 		t.Errorf("API called %d times while re-opened, want 4", c)
 	}
 
 	// Window over, trial succeeds: closed.
-	api.mode.Store(apiGood)
-	clk.add(60 * time.Millisecond)
+	api.Mode.Store(testsupport.APIGood)
+	clk.Add(60 * time.Millisecond)
 	locate()
 	if gauge(OnlineBreakerOpen) != 0 {
 		t.Errorf("Breaker still open after a good trial call")
 	}
 	locate()
-	if c := api.calls.Load(); c != 6 {
+	if c := api.Calls.Load(); c != 6 {
 		t.Errorf("API called %d times after closing, want 6", c)
 	}
 }
 
 func TestOnlineTimeout(t *testing.T) {
-	api := newFakeAPI(t)
-	api.mode.Store(apiSlow)
-	l := newLocator(t, Config{DB: testDB(t), Online: &OnlineConfig{URL: api.url(), Timeout: 30 * time.Millisecond}})
+	api := testsupport.NewGeoAPI(t, testsupport.Hangzhou)
+	api.Mode.Store(testsupport.APISlow)
+	l := newLocator(t, Config{DB: testDB(t), Online: &OnlineConfig{URL: api.URL(), Timeout: 30 * time.Millisecond}})
 	before := snapshot()
 	if loc := l.Locate(ctx, netip.MustParseAddr("36.0.1.1")); loc.Country != "CN" || loc.Province != "" {
 		t.Errorf("Got %+v, want the country-level answer at once", loc)
@@ -261,9 +262,9 @@ func TestOnlineTimeout(t *testing.T) {
 }
 
 func TestOnlineSingleflight(t *testing.T) {
-	api := newFakeAPI(t)
-	api.mode.Store(apiSlow)
-	l := newLocator(t, Config{DB: testDB(t), Online: &OnlineConfig{URL: api.url(), Timeout: 5 * time.Second}})
+	api := testsupport.NewGeoAPI(t, testsupport.Hangzhou)
+	api.Mode.Store(testsupport.APISlow)
+	l := newLocator(t, Config{DB: testDB(t), Online: &OnlineConfig{URL: api.URL(), Timeout: 5 * time.Second}})
 	var wg sync.WaitGroup
 	for i := range 20 {
 		wg.Go(func() {
@@ -273,9 +274,9 @@ func TestOnlineSingleflight(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	api.unblock()
+	api.Unblock()
 	l.idle(t)
-	if c := api.calls.Load(); c != 1 {
+	if c := api.Calls.Load(); c != 1 {
 		t.Errorf("API called %d times for one /24, want 1", c)
 	}
 	if loc := l.Locate(ctx, netip.MustParseAddr("36.0.9.99")); loc.Province != "ZJ" {
@@ -284,9 +285,9 @@ func TestOnlineSingleflight(t *testing.T) {
 }
 
 func TestOnlineMaxQPS(t *testing.T) {
-	clk := newFakeClock()
-	api := newFakeAPI(t)
-	l := newLocatorClock(t, Config{DB: testDB(t), Online: &OnlineConfig{URL: api.url(), MaxQPS: 1}}, clk)
+	clk := testsupport.NewClock()
+	api := testsupport.NewGeoAPI(t, testsupport.Hangzhou)
+	l := newLocatorClock(t, Config{DB: testDB(t), Online: &OnlineConfig{URL: api.URL(), MaxQPS: 1}}, clk)
 	before := snapshot()
 	for i := range 3 {
 		l.Locate(ctx, netip.MustParseAddr(fmt.Sprintf("36.0.%d.1", 20+i)))
@@ -295,18 +296,18 @@ func TestOnlineMaxQPS(t *testing.T) {
 	if d := before.delta(); d["online:ok"] != 1 || d["online:refused"] != 2 {
 		t.Errorf("Got deltas %v, want 1 ok and 2 refused", d)
 	}
-	clk.add(time.Second)
+	clk.Add(time.Second)
 	l.Locate(ctx, netip.MustParseAddr("36.0.30.1"))
 	l.idle(t)
-	if c := api.calls.Load(); c != 2 {
+	if c := api.Calls.Load(); c != 2 {
 		t.Errorf("API called %d times, want 2 after a second", c)
 	}
 }
 
 func TestCloseCancelsOnline(t *testing.T) {
-	api := newFakeAPI(t)
-	api.mode.Store(apiSlow)
-	l, err := New(Config{DB: testDB(t), Online: &OnlineConfig{URL: api.url(), Timeout: time.Minute}})
+	api := testsupport.NewGeoAPI(t, testsupport.Hangzhou)
+	api.Mode.Store(testsupport.APISlow)
+	l, err := New(Config{DB: testDB(t), Online: &OnlineConfig{URL: api.URL(), Timeout: time.Minute}})
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
@@ -319,10 +320,10 @@ func TestCloseCancelsOnline(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatalf("Close did not cancel the in-flight online call")
 	}
-	before := api.calls.Load()
+	before := api.Calls.Load()
 	l.cache.purge()
 	l.Locate(ctx, netip.MustParseAddr("36.0.2.1"))
-	if api.calls.Load() != before {
+	if api.Calls.Load() != before {
 		t.Errorf("Online call started after Close")
 	}
 }
@@ -330,11 +331,11 @@ func TestCloseCancelsOnline(t *testing.T) {
 func TestSharingThroughRedis(t *testing.T) {
 	db := testDB(t)
 	rs := testredis.Start(t)
-	api := newFakeAPI(t)
+	api := testsupport.NewGeoAPI(t, testsupport.Hangzhou)
 	rc := &RedisConfig{Addrs: []string{rs.Addr()}, Timeout: time.Second}
 	// Locators of one cache size share the process's LRU; B stands for
 	// another process, so it gets an LRU of its own.
-	a := newLocator(t, Config{DB: db, Redis: rc, Online: &OnlineConfig{URL: api.url()}})
+	a := newLocator(t, Config{DB: db, Redis: rc, Online: &OnlineConfig{URL: api.URL()}})
 	b := newLocator(t, Config{DB: db, Redis: rc, CacheSize: 1000})
 	a.Locate(ctx, netip.MustParseAddr("36.0.44.1"))
 	a.idle(t)
@@ -347,9 +348,9 @@ func TestSharingThroughRedis(t *testing.T) {
 }
 
 func TestOnlineInflightBound(t *testing.T) {
-	api := newFakeAPI(t)
-	api.mode.Store(apiSlow)
-	l := newLocator(t, Config{DB: testDB(t), Online: &OnlineConfig{URL: api.url(), MaxQPS: 1000, Timeout: 5 * time.Second}})
+	api := testsupport.NewGeoAPI(t, testsupport.Hangzhou)
+	api.Mode.Store(testsupport.APISlow)
+	l := newLocator(t, Config{DB: testDB(t), Online: &OnlineConfig{URL: api.URL(), MaxQPS: 1000, Timeout: 5 * time.Second}})
 	l.online.maxInflight = 3
 	before := snapshot()
 	for i := range 10 {
@@ -364,7 +365,7 @@ func TestOnlineInflightBound(t *testing.T) {
 	if d := before.delta(); d["online:refused"] != 7 {
 		t.Errorf("Got deltas %v, want 7 refusals", d)
 	}
-	api.unblock()
+	api.Unblock()
 	l.idle(t)
 }
 

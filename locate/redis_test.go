@@ -9,6 +9,7 @@ import (
 
 	"github.com/gslbdns/gslb/geo"
 	"github.com/gslbdns/gslb/internal/testredis"
+	"github.com/gslbdns/gslb/internal/testsupport"
 )
 
 func TestRedisKey(t *testing.T) {
@@ -52,7 +53,7 @@ func TestEncoding(t *testing.T) {
 // Redis is used again without help.
 func TestRedisDeadThenRestarted(t *testing.T) {
 	rs := testredis.Start(t)
-	clk := newFakeClock()
+	clk := testsupport.NewClock()
 	l := newLocatorClock(t, Config{DB: testDB(t), Redis: &RedisConfig{Addrs: []string{rs.Addr()}, Timeout: 50 * time.Millisecond}}, clk)
 	n := 0
 	locate := func() geo.Location {
@@ -80,14 +81,14 @@ func TestRedisDeadThenRestarted(t *testing.T) {
 	if err := redisClient(t, rs.Addr()).HSet(ctx, k, f, encode(&seeded)).Err(); err != nil {
 		t.Fatalf("HSET: %v", err)
 	}
-	clk.add(redisBreakerWindow + time.Second)
+	clk.Add(redisBreakerWindow + time.Second)
 	// Pooled connections died with the old server: go-redis drops them and
 	// redials. Bounded: a handful of attempts, each behind the breaker.
 	var loc geo.Location
 	for i := 0; i < 20 && loc.Source != geo.SourceRedis; i++ {
 		l.cache.purge()
 		loc = l.Locate(ctx, a).Location
-		clk.add(redisBreakerWindow + time.Second)
+		clk.Add(redisBreakerWindow + time.Second)
 	}
 	if loc.Source != geo.SourceRedis || loc.Province != "HB" {
 		t.Errorf("Got %+v after the restart, want province HB from Redis", loc)

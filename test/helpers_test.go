@@ -3,7 +3,6 @@
 package test
 
 import (
-	"bytes"
 	"fmt"
 	golog "log"
 	"net"
@@ -21,6 +20,8 @@ import (
 	clog "github.com/coredns/coredns/plugin/pkg/log"
 
 	_ "github.com/gslbdns/gslb/cmd/coredns/plugins" // our plugin set, gslb before cache
+	"github.com/gslbdns/gslb/internal/atomicfile"
+	"github.com/gslbdns/gslb/internal/testsupport"
 
 	"github.com/miekg/dns"
 )
@@ -30,8 +31,8 @@ var mu sync.Mutex
 
 // Polling bounds for background effects (probes, file reload, online API).
 const (
-	pollEvery   = 20 * time.Millisecond
-	waitTimeout = 5 * time.Second
+	pollEvery   = testsupport.PollEvery
+	waitTimeout = testsupport.WaitTimeout
 )
 
 // input is a Corefile string as caddy input.
@@ -177,45 +178,11 @@ func replyECS(r *dns.Msg) *dns.EDNS0_SUBNET {
 
 // waitFor polls cond until it returns true or waitTimeout passes; last
 // describes the final state for the failure message.
-func waitFor(t *testing.T, what string, cond func() (ok bool, last string)) {
-	t.Helper()
-	deadline := time.Now().Add(waitTimeout)
-	for {
-		ok, last := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("Timed out after %v waiting for %s; last: %s", waitTimeout, what, last)
-		}
-		time.Sleep(pollEvery)
-	}
-}
+var waitFor = testsupport.WaitFor
 
 // logBuffer collects what the standard logger (and so clog and the log
 // plugin) prints.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *logBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
-func (b *logBuffer) reset() {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.buf.Reset()
-}
+type logBuffer struct{ testsupport.LogBuffer }
 
 // captureLog redirects the log output to a buffer until the test ends.
 func captureLog(t *testing.T) *logBuffer {
@@ -282,17 +249,7 @@ func repoFile(t *testing.T, name string) string {
 func writeFile(t *testing.T, dir, name, data string) string {
 	t.Helper()
 	p := filepath.Join(dir, name)
-	tmp, err := os.CreateTemp(dir, ".tmp-*")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := tmp.WriteString(data); err != nil {
-		t.Fatal(err)
-	}
-	if err := tmp.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Rename(tmp.Name(), p); err != nil {
+	if err := atomicfile.WriteBytes(p, []byte(data)); err != nil {
 		t.Fatal(err)
 	}
 	return p
@@ -306,15 +263,25 @@ func demoCorefile(t *testing.T, extra string) string {
 // gslbCorefile serves example.org with the demo databases, the node table
 // nodes, the extra gslb lines and every gslb label in the log.
 func gslbCorefile(t *testing.T, nodes, extra string) string {
+	return corefile(repoFile(t, "demo/gslb-demo-City.mmdb"), repoFile(t, "demo/gslb-demo-ASN.mmdb"), nodes, extra)
+}
+
+// corefile serves example.org with gslb over the databases city and asn
+// ("" for none), the node table nodes and the extra gslb lines, with every
+// gslb label in the log.
+func corefile(city, asn, nodes, extra string) string {
+	if asn != "" {
+		asn = "asn " + asn
+	}
 	return fmt.Sprintf(`example.org:0 {
     bind 127.0.0.1
     metadata
     log . %s
     gslb {
         geoip %s
-        asn %s
+        %s
         nodes %s
         %s
     }
-}`, logFormat, repoFile(t, "demo/gslb-demo-City.mmdb"), repoFile(t, "demo/gslb-demo-ASN.mmdb"), nodes, extra)
+}`, logFormat, city, asn, nodes, extra)
 }

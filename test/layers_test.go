@@ -2,49 +2,20 @@ package test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"net/http"
-	"net/http/httptest"
-	"net/netip"
 	"path/filepath"
-	"strings"
-	"sync/atomic"
 	"testing"
 
 	"github.com/gslbdns/gslb/geo/mmdbgen"
 	"github.com/gslbdns/gslb/internal/testredis"
+	"github.com/gslbdns/gslb/internal/testsupport"
 
 	"github.com/miekg/dns"
 	"github.com/redis/go-redis/v9"
 )
 
-// geoAPI is an online geo API on 127.0.0.1 that places every address in
-// Hubei (Wuhan, telecom), within the address's /24.
-type geoAPI struct {
-	srv  *httptest.Server
-	hits atomic.Int64
-}
-
-func newGeoAPI(t *testing.T) *geoAPI {
-	a := &geoAPI{}
-	a.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		a.hits.Add(1)
-		ip, err := netip.ParseAddr(strings.TrimPrefix(r.URL.Path, "/v1/"))
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
-		}
-		p, _ := ip.Prefix(24)
-		w.Header().Set("Content-Type", "application/json")
-		json.NewEncoder(w).Encode(map[string]any{
-			"ip": ip.String(), "network": p.String(), "country": "CN", "province": "HB",
-			"city": "Wuhan", "isp": "telecom", "lat": 30.59, "lon": 114.30,
-		})
-	}))
-	t.Cleanup(a.srv.Close)
-	return a
-}
+// hubei is where the online API of these tests places every address.
+var hubei = testsupport.Place{Province: "HB", City: "Wuhan", ISP: "telecom", Lat: 30.59, Lon: 114.30}
 
 // layersNodes: wh-telecom serves Hubei; bj-unicom is cheaper and less
 // loaded, so it wins for a client known only as "CN".
@@ -81,33 +52,21 @@ func TestLocationLayers(t *testing.T) {
 	)
 	logs := captureLog(t)
 	rs := testredis.Start(t)
-	api := newGeoAPI(t)
+	api := testsupport.NewGeoAPI(t, hubei)
 	dir := t.TempDir()
 	city := filepath.Join(dir, "City.mmdb")
 	if err := mmdbgen.WriteCity(city, []mmdbgen.City{{Network: "1.80.0.0/16", Country: "CN"}}); err != nil {
 		t.Fatal(err)
 	}
 	nodes := writeFile(t, dir, "nodes.yaml", layersNodes)
-	corefile := func(online string) string {
-		return fmt.Sprintf(`example.org:0 {
-    bind 127.0.0.1
-    metadata
-    log . %s
-    gslb {
-        geoip %s
-        nodes %s
-        redis %s {
-            timeout 250ms
-        }
-        %s
-    }
-}`, logFormat, city, nodes, rs.Addr(), online)
+	withRedis := func(online string) string {
+		return corefile(city, "", nodes, fmt.Sprintf("redis %s {\n timeout 250ms\n}\n%s", rs.Addr(), online))
 	}
-	a := startServer(t, corefile(fmt.Sprintf(`online %s/v1/{ip} {
+	a := startServer(t, withRedis(fmt.Sprintf(`online %s/v1/{ip} {
             timeout 1s
             max_qps 100
             breaker 3 1s
-        }`, api.srv.URL)))
+        }`, api.Server.URL)))
 
 	// The first query is answered at once at country level.
 	q := newQuery(t, "www.example.org", dns.TypeA, learned)
@@ -133,7 +92,7 @@ func TestLocationLayers(t *testing.T) {
 			t.Errorf("Label gslb/geo_source = %q, want lru or online", s)
 		}
 	}
-	if n := api.hits.Load(); n != 1 {
+	if n := api.Calls.Load(); n != 1 {
 		t.Errorf("Online API called %d times for one /24, want 1", n)
 	}
 
@@ -148,13 +107,13 @@ func TestLocationLayers(t *testing.T) {
 
 	// B stands for another process: in one process, instances with the
 	// same cache_size share the LRU.
-	b := startServer(t, corefile("cache_size 999999"))
+	b := startServer(t, withRedis("cache_size 999999"))
 	r, l = queryLabels(t, b, logs, newQuery(t, "www.example.org", dns.TypeA, learned))
 	if got := answerOf(r); got != wuhan {
 		t.Errorf("Instance B answer %q, want %s from Redis", got, wuhan)
 	}
 	checkLabels(t, l, map[string]string{"province": "HB", "geo_source": "redis", "tier": "province_isp"})
-	if n := api.hits.Load(); n != 1 {
+	if n := api.Calls.Load(); n != 1 {
 		t.Errorf("Online API called %d times, want 1: B has no online API", n)
 	}
 

@@ -1,7 +1,6 @@
 package test
 
 import (
-	"encoding/binary"
 	"fmt"
 	"net"
 	"testing"
@@ -129,30 +128,7 @@ func TestMalformedECS(t *testing.T) {
 // rawECSQuery builds an A query with one OPT RR holding one ECS option,
 // byte by byte, so that it can be malformed.
 func rawECSQuery(id uint16, qname string, family uint16, source uint8, addr []byte) []byte {
-	b := binary.BigEndian.AppendUint16(nil, id)
-	b = append(b, 0x01, 0x00)       // RD
-	b = append(b, 0, 1, 0, 0, 0, 0) // QD=1 AN=0 NS=0
-	b = append(b, 0, 1)             // AR=1
-	for _, l := range dns.SplitDomainName(qname) {
-		b = append(b, byte(len(l)))
-		b = append(b, l...)
-	}
-	b = append(b, 0)
-	b = binary.BigEndian.AppendUint16(b, dns.TypeA)
-	b = binary.BigEndian.AppendUint16(b, dns.ClassINET)
-
-	opt := binary.BigEndian.AppendUint16(nil, dns.EDNS0SUBNET)
-	opt = binary.BigEndian.AppendUint16(opt, uint16(4+len(addr)))
-	opt = binary.BigEndian.AppendUint16(opt, family)
-	opt = append(opt, source, 0)
-	opt = append(opt, addr...)
-
-	b = append(b, 0) // root owner
-	b = binary.BigEndian.AppendUint16(b, dns.TypeOPT)
-	b = binary.BigEndian.AppendUint16(b, 1232) // UDP size
-	b = append(b, 0, 0, 0, 0)                  // ext rcode, version, flags
-	b = binary.BigEndian.AppendUint16(b, uint16(len(opt)))
-	return append(b, opt...)
+	return rawQuery(id, qname, ecsOption(family, source, addr...))
 }
 
 func rawExchange(t *testing.T, addr string, pkt []byte) *dns.Msg {

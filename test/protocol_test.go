@@ -83,13 +83,7 @@ func TestProtocol(t *testing.T) {
 	})
 
 	t.Run("malformed EDNS", func(t *testing.T) {
-		ecs := func(family uint16, source uint8, addr ...byte) []byte {
-			o := binary.BigEndian.AppendUint16(nil, dns.EDNS0SUBNET)
-			o = binary.BigEndian.AppendUint16(o, uint16(4+len(addr)))
-			o = binary.BigEndian.AppendUint16(o, family)
-			o = append(o, source, 0)
-			return append(o, addr...)
-		}
+		ecs := ecsOption
 		cookie := []byte{0, 10, 0, 8, 1, 2, 3, 4, 5, 6, 7, 8}
 		tests := []struct {
 			name  string
@@ -131,6 +125,15 @@ func TestProtocol(t *testing.T) {
 			t.Errorf("Answer %s, want the Zhejiang node 192.0.2.10", got)
 		}
 	})
+}
+
+// ecsOption is an ECS option on the wire, with exactly the address bytes given.
+func ecsOption(family uint16, source uint8, addr ...byte) []byte {
+	o := binary.BigEndian.AppendUint16(nil, dns.EDNS0SUBNET)
+	o = binary.BigEndian.AppendUint16(o, uint16(4+len(addr)))
+	o = binary.BigEndian.AppendUint16(o, family)
+	o = append(o, source, 0)
+	return append(o, addr...)
 }
 
 // rawQuery builds an A query with one OPT record per element of opts, each

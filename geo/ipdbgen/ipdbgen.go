@@ -9,10 +9,10 @@ import (
 	"fmt"
 	"math"
 	"net/netip"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/gslbdns/gslb/internal/atomicfile"
 )
 
 // Meta describes the database to build.
@@ -35,22 +35,7 @@ func Write(path string, m Meta, recs []Rec) error {
 	if err != nil {
 		return err
 	}
-	f, err := os.CreateTemp(filepath.Dir(path), ".ipdbgen-*")
-	if err != nil {
-		return fmt.Errorf("ipdbgen: %w", err)
-	}
-	defer os.Remove(f.Name())
-	if _, err := f.Write(b); err != nil {
-		f.Close()
-		return fmt.Errorf("ipdbgen: write %s: %w", path, err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("ipdbgen: write %s: %w", path, err)
-	}
-	if err := os.Chmod(f.Name(), 0o644); err != nil {
-		return fmt.Errorf("ipdbgen: %w", err)
-	}
-	if err := os.Rename(f.Name(), path); err != nil {
+	if err := atomicfile.WriteBytes(path, b); err != nil {
 		return fmt.Errorf("ipdbgen: %w", err)
 	}
 	return nil

@@ -6,13 +6,13 @@ package mmdbgen
 import (
 	"cmp"
 	"fmt"
+	"io"
 	"net"
 	"net/netip"
-	"os"
-	"path/filepath"
 	"slices"
 
 	"github.com/gslbdns/gslb/geo"
+	"github.com/gslbdns/gslb/internal/atomicfile"
 
 	"github.com/maxmind/mmdbwriter"
 	"github.com/maxmind/mmdbwriter/mmdbtype"
@@ -44,47 +44,45 @@ type ASN struct {
 
 // WriteCity writes a "GeoLite2-City" database (IPv6 tree with IPv4 aliased).
 func WriteCity(path string, recs []City) error {
-	t, err := newTree("GeoLite2-City", "gslb demo City database (DEMO DATA, not for production)")
-	if err != nil {
-		return err
-	}
-	nets, err := sortedNetworks(len(recs), func(i int) string { return recs[i].Network })
-	if err != nil {
-		return err
-	}
-	for _, n := range nets {
-		rec, err := cityData(recs[n.idx])
-		if err != nil {
-			return fmt.Errorf("mmdbgen: %s: %w", recs[n.idx].Network, err)
-		}
-		if err := t.Insert(n.ipnet(), rec); err != nil {
-			return fmt.Errorf("mmdbgen: insert %s: %w", recs[n.idx].Network, err)
-		}
-	}
-	return write(t, path)
+	return writeDB(path, "GeoLite2-City", "gslb demo City database (DEMO DATA, not for production)", len(recs),
+		func(i int) string { return recs[i].Network },
+		func(i int) (mmdbtype.Map, error) { return cityData(recs[i]) })
 }
 
 // WriteASN writes a "GeoLite2-ASN" database.
 func WriteASN(path string, recs []ASN) error {
-	t, err := newTree("GeoLite2-ASN", "gslb demo ASN database (DEMO DATA, not for production)")
+	return writeDB(path, "GeoLite2-ASN", "gslb demo ASN database (DEMO DATA, not for production)", len(recs),
+		func(i int) string { return recs[i].Network },
+		func(i int) (mmdbtype.Map, error) {
+			m := mmdbtype.Map{}
+			if recs[i].ASN != 0 {
+				m["autonomous_system_number"] = mmdbtype.Uint32(recs[i].ASN)
+			}
+			if recs[i].Org != "" {
+				m["autonomous_system_organization"] = mmdbtype.String(recs[i].Org)
+			}
+			return m, nil
+		})
+}
+
+// writeDB inserts n records, shortest network first so that a longer one
+// inside it wins, and writes the database to path.
+func writeDB(path, dbType, desc string, n int, network func(int) string, data func(int) (mmdbtype.Map, error)) error {
+	t, err := newTree(dbType, desc)
 	if err != nil {
 		return err
 	}
-	nets, err := sortedNetworks(len(recs), func(i int) string { return recs[i].Network })
+	nets, err := sortedNetworks(n, network)
 	if err != nil {
 		return err
 	}
-	for _, n := range nets {
-		r := recs[n.idx]
-		m := mmdbtype.Map{}
-		if r.ASN != 0 {
-			m["autonomous_system_number"] = mmdbtype.Uint32(r.ASN)
+	for _, nw := range nets {
+		rec, err := data(nw.idx)
+		if err != nil {
+			return fmt.Errorf("mmdbgen: %s: %w", network(nw.idx), err)
 		}
-		if r.Org != "" {
-			m["autonomous_system_organization"] = mmdbtype.String(r.Org)
-		}
-		if err := t.Insert(n.ipnet(), m); err != nil {
-			return fmt.Errorf("mmdbgen: insert %s: %w", r.Network, err)
+		if err := t.Insert(nw.ipnet(), rec); err != nil {
+			return fmt.Errorf("mmdbgen: insert %s: %w", network(nw.idx), err)
 		}
 	}
 	return write(t, path)
@@ -184,25 +182,14 @@ func cityData(r City) (mmdbtype.Map, error) {
 	return m, nil
 }
 
-// write writes to a temporary file next to path and renames it into place,
-// so that a reader never sees half a database.
+// write replaces path atomically, so that a reader never sees half a
+// database.
 func write(t *mmdbwriter.Tree, path string) error {
-	f, err := os.CreateTemp(filepath.Dir(path), ".mmdbgen-*")
+	err := atomicfile.Write(path, func(w io.Writer) error {
+		_, err := t.WriteTo(w)
+		return err
+	})
 	if err != nil {
-		return fmt.Errorf("mmdbgen: %w", err)
-	}
-	defer os.Remove(f.Name())
-	if _, err := t.WriteTo(f); err != nil {
-		f.Close()
-		return fmt.Errorf("mmdbgen: write %s: %w", path, err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("mmdbgen: write %s: %w", path, err)
-	}
-	if err := os.Chmod(f.Name(), 0o644); err != nil {
-		return fmt.Errorf("mmdbgen: %w", err)
-	}
-	if err := os.Rename(f.Name(), path); err != nil {
 		return fmt.Errorf("mmdbgen: %w", err)
 	}
 	return nil

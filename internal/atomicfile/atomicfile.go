@@ -1,0 +1,39 @@
+// Package atomicfile writes a file so that a reader sees the old content or
+// the new, never half of it: into a temporary file beside it, renamed into
+// place. Every file the plugin watches should be written this way.
+package atomicfile
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+)
+
+// Write creates path with what write puts into it, mode 0644.
+func Write(path string, write func(io.Writer) error) error {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(f.Name())
+	if err := write(f); err != nil {
+		f.Close()
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := os.Chmod(f.Name(), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(f.Name(), path)
+}
+
+// WriteBytes creates path holding b.
+func WriteBytes(path string, b []byte) error {
+	return Write(path, func(w io.Writer) error {
+		_, err := w.Write(b)
+		return err
+	})
+}

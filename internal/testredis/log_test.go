@@ -1,5 +1,0 @@
-package testredis
-
-import clog "github.com/coredns/coredns/plugin/pkg/log"
-
-func init() { clog.Discard() }

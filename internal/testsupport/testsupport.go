@@ -1,0 +1,97 @@
+// Package testsupport holds what the tests of several packages share: a
+// bounded poll, a manual clock, a log buffer, database fixtures, and an
+// online geo API on loopback.
+package testsupport
+
+import (
+	"bytes"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/gslbdns/gslb/geo/mmdbgen"
+)
+
+// Bounds of WaitFor.
+const (
+	PollEvery   = 20 * time.Millisecond
+	WaitTimeout = 5 * time.Second
+)
+
+// WaitFor polls cond until it holds, and fails t after WaitTimeout with
+// what cond said last.
+func WaitFor(t testing.TB, what string, cond func() (ok bool, last string)) {
+	t.Helper()
+	deadline := time.Now().Add(WaitTimeout)
+	for {
+		ok, last := cond()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("Timed out after %v waiting for %s; last: %s", WaitTimeout, what, last)
+		}
+		time.Sleep(PollEvery)
+	}
+}
+
+// Clock is a manual clock for TTLs, breakers, rate limits and hold-downs.
+type Clock struct{ ns atomic.Int64 }
+
+// NewClock returns a clock at a fixed instant.
+func NewClock() *Clock {
+	c := &Clock{}
+	c.ns.Store(time.Unix(1700000000, 0).UnixNano())
+	return c
+}
+
+// Now is the clock's time.
+func (c *Clock) Now() time.Time { return time.Unix(0, c.ns.Load()) }
+
+// Add moves the clock by d.
+func (c *Clock) Add(d time.Duration) { c.ns.Add(int64(d)) }
+
+// LogBuffer collects what loggers write, from any goroutine.
+type LogBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *LogBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *LogBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// Reset empties the buffer.
+func (b *LogBuffer) Reset() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.buf.Reset()
+}
+
+// WriteDBs writes a City and, when asns is not nil, an ASN database into dir
+// with the project's generator, and returns their paths ("" for no ASN).
+func WriteDBs(t testing.TB, dir string, cities []mmdbgen.City, asns []mmdbgen.ASN) (city, asn string) {
+	t.Helper()
+	city = filepath.Join(dir, "city.mmdb")
+	if err := mmdbgen.WriteCity(city, cities); err != nil {
+		t.Fatalf("WriteCity: %v", err)
+	}
+	if asns == nil {
+		return city, ""
+	}
+	asn = filepath.Join(dir, "asn.mmdb")
+	if err := mmdbgen.WriteASN(asn, asns); err != nil {
+		t.Fatalf("WriteASN: %v", err)
+	}
+	return city, asn
+}
