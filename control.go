@@ -1,6 +1,7 @@
 package gslb
 
 import (
+	"crypto/sha256"
 	"errors"
 	"sync"
 	"sync/atomic"
@@ -10,6 +11,7 @@ import (
 	"github.com/gslbdns/gslb/health"
 	"github.com/gslbdns/gslb/internal/recovery"
 	"github.com/gslbdns/gslb/locate"
+	"github.com/gslbdns/gslb/overrides"
 	"github.com/gslbdns/gslb/policy"
 	"github.com/gslbdns/gslb/table"
 )
@@ -22,14 +24,16 @@ type control struct {
 	view    atomic.Pointer[policy.View]
 	locator *locate.Locator
 
-	mu      sync.Mutex
-	opts    options
-	zones   []string
-	table   *table.Table
-	db      *geo.DB
-	checker *health.Checker
-	serial  uint32
-	files   *watcher
+	mu        sync.Mutex
+	opts      options
+	zones     []string
+	table     *table.Table
+	db        *geo.DB
+	overrides *overrides.Table // the file's, expired entries included
+	expiry    time.Time        // when the next override expires; zero: never
+	checker   *health.Checker
+	serial    uint32
+	files     *watcher
 
 	startOnce, stopOnce sync.Once
 	stopCh              chan struct{}
@@ -43,41 +47,83 @@ func newControl(o options, zones []string) (c *control, option string, err error
 	if err != nil {
 		return nil, "nodes", err
 	}
-	db, err := geo.Open(o.geoip, o.asn)
+	db, err := geo.OpenFiles(o.dbFiles())
 	if err != nil {
-		return nil, "geoip", err
+		return nil, dbOption(err), err
+	}
+	ov, ovHash, err := loadOverrides(o.overrides, t)
+	if err != nil {
+		return nil, "overrides", err
 	}
 	loc, err := locate.New(locate.Config{DB: db, Carriers: t.Carriers, CacheSize: o.cacheSize, CacheTTL: o.cacheTTL,
 		Redis: o.redis, Online: o.online})
 	if err != nil {
-		option = "geoip"
+		option = "cache_size"
 		if ce := (*locate.ConfigError)(nil); errors.As(err, &ce) && ce.Layer != "cache" {
 			option = ce.Layer
 		}
 		return nil, option, err
 	}
+	texts := map[string][32]byte{o.nodes: t.Hash}
+	if o.overrides != "" {
+		texts[o.overrides] = ovHash
+	}
 	c = &control{
-		locator: loc,
-		opts:    o,
-		zones:   zones,
-		table:   t,
-		db:      db,
-		serial:  uint32(time.Now().Unix()),
-		files:   newWatcher(o.nodes, t.Hash, dbFiles(o)),
-		stopCh:  make(chan struct{}),
-		done:    make(chan struct{}),
+		locator:   loc,
+		opts:      o,
+		zones:     zones,
+		table:     t,
+		db:        db,
+		overrides: ov,
+		serial:    uint32(time.Now().Unix()),
+		files:     newWatcher(texts, o.dbPaths()),
+		stopCh:    make(chan struct{}),
+		done:      make(chan struct{}),
 	}
 	c.checker = c.newChecker(t)
+	c.applyOverrides(time.Now())
 	c.publish(c.checker.Snapshot())
 	recordDBInfo(db)
 	return c, "", nil
 }
 
-func dbFiles(o options) []string {
-	if o.asn == "" {
-		return []string{o.geoip}
+func (o *options) dbFiles() geo.Files { return geo.Files{City: o.geoip, ASN: o.asn, IPDB: o.ipdb} }
+
+// dbPaths are the database files to watch.
+func (o *options) dbPaths() []string {
+	var p []string
+	for _, f := range []string{o.geoip, o.asn, o.ipdb} {
+		if f != "" {
+			p = append(p, f)
+		}
 	}
-	return []string{o.geoip, o.asn}
+	return p
+}
+
+// dbOption is the Corefile option of the database that failed.
+func dbOption(err error) string {
+	if fe := (*geo.FileError)(nil); errors.As(err, &fe) {
+		return map[string]string{"city": "geoip", "asn": "asn", "ipdb": "ipdb"}[fe.Kind]
+	}
+	return "geoip"
+}
+
+// loadOverrides reads the overrides file ("" for none), checking its pins
+// against t's nodes.
+func loadOverrides(path string, t *table.Table) (*overrides.Table, [32]byte, error) {
+	if path == "" {
+		return nil, [32]byte{}, nil
+	}
+	data, err := readFile(path)
+	if err != nil {
+		return nil, [32]byte{}, err
+	}
+	ov, err := overrides.Parse(path, data, knownIn(t))
+	return ov, sha256.Sum256(data), err
+}
+
+func knownIn(t *table.Table) func(string) bool {
+	return func(id string) bool { _, ok := t.Index(id); return ok }
 }
 
 // newChecker returns a checker on the process's probe pool, which keeps
@@ -100,6 +146,14 @@ func (c *control) newChecker(t *table.Table) *health.Checker {
 // verdicts. Callers hold c.mu, or own c alone.
 func (c *control) publish(snap *health.Snapshot) {
 	c.view.Store(policy.NewView(c.table, snap, &c.opts.params, c.serial))
+}
+
+// applyOverrides hands the locator the overrides in force at now and notes
+// when the next one expires. Callers hold c.mu, or own c alone.
+func (c *control) applyOverrides(now time.Time) {
+	active, next := c.overrides.Active(now)
+	c.locator.SetOverrides(active)
+	c.expiry = next
 }
 
 func (c *control) start() error {
@@ -128,55 +182,99 @@ func (c *control) stop() error {
 	return nil
 }
 
-// watch reloads the node table and the databases when their files change.
+// watch reloads the files when they change, and drops overrides when they
+// expire.
 func (c *control) watch() {
 	defer close(c.done)
-	if c.opts.reload == 0 {
-		<-c.stopCh
-		return
+	var tick <-chan time.Time
+	if c.opts.reload > 0 {
+		t := time.NewTicker(c.opts.reload)
+		defer t.Stop()
+		tick = t.C
 	}
-	tick := time.NewTicker(c.opts.reload)
-	defer tick.Stop()
+	expiry := time.NewTimer(time.Hour)
+	defer expiry.Stop()
 	for {
+		c.mu.Lock()
+		next := c.expiry
+		c.mu.Unlock()
+		expiry.Reset(untilOrHour(next))
 		select {
 		case <-c.stopCh:
 			return
-		case <-tick.C:
+		case <-tick:
 			recovery.Do("reload", c.reload)
+		case now := <-expiry.C:
+			recovery.Do("reload", func() {
+				c.mu.Lock()
+				defer c.mu.Unlock()
+				c.applyOverrides(now)
+			})
 		}
 	}
+}
+
+// untilOrHour is the wait for the next expiry, at most an hour.
+func untilOrHour(t time.Time) time.Duration {
+	if t.IsZero() {
+		return time.Hour
+	}
+	return min(max(time.Until(t), 0), time.Hour)
 }
 
 // reload loads the files that changed and settled, outside the lock, and
 // swaps them in. A bad file is rejected and the previous one keeps serving.
 func (c *control) reload() {
 	var t *table.Table
-	if data := c.files.tableChanged(); data != nil {
+	if data := c.files.textChanged(c.opts.nodes); data != nil {
 		nt, err := table.Parse(c.opts.nodes, data, c.zones, c.opts.ttl)
-		if c.files.accept(c.opts.nodes, nt, err) {
+		if err != nil {
+			c.files.rejected(c.opts.nodes, err)
+		} else {
+			c.files.loaded(c.opts.nodes)
 			t = nt
+		}
+	}
+	var ov *overrides.Table
+	if c.opts.overrides != "" {
+		if data := c.files.textChanged(c.opts.overrides); data != nil {
+			c.mu.Lock()
+			cur := c.table
+			c.mu.Unlock()
+			if t != nil {
+				cur = t
+			}
+			o, err := overrides.Parse(c.opts.overrides, data, knownIn(cur))
+			if err != nil {
+				c.files.rejected(c.opts.overrides, err)
+			} else {
+				c.files.loaded(c.opts.overrides)
+				ov = o
+			}
 		}
 	}
 	var db *geo.DB
 	if c.files.dbsChanged() {
-		d, err := geo.Open(c.opts.geoip, c.opts.asn)
-		if c.files.accept(c.opts.geoip, nil, err) {
+		d, err := geo.OpenFiles(c.opts.dbFiles())
+		if err != nil {
+			c.files.fail(c.opts.dbPaths()[0], err)
+		} else {
 			db = d
 			recordDBInfo(d)
 		}
 	}
-	if t == nil && db == nil {
+	if t == nil && ov == nil && db == nil {
 		return
 	}
-	if old := c.swap(t, db); old != nil {
+	if old := c.swap(t, ov, db); old != nil {
 		old.Stop()
 	}
 	reloads.WithLabelValues("ok").Inc()
 }
 
-// swap publishes a new table and databases (nil: unchanged) and returns the
-// checker it replaced, for the caller to stop outside the lock.
-func (c *control) swap(t *table.Table, db *geo.DB) (old *health.Checker) {
+// swap publishes a new table, overrides and databases (nil: unchanged) and
+// returns the checker it replaced, for the caller to stop outside the lock.
+func (c *control) swap(t *table.Table, ov *overrides.Table, db *geo.DB) (old *health.Checker) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if t != nil {
@@ -194,10 +292,15 @@ func (c *control) swap(t *table.Table, db *geo.DB) (old *health.Checker) {
 		c.serial = max(c.serial+1, uint32(time.Now().Unix()))
 		log.Infof("Reloaded node table %s (%s changed): %d nodes, %d records", t.Path, change, len(t.Nodes), len(t.Records))
 	}
+	if ov != nil {
+		c.overrides = ov
+		c.applyOverrides(time.Now())
+		log.Infof("Reloaded overrides %s: %d entries", c.opts.overrides, ov.Len())
+	}
 	if db != nil {
 		c.db = db
 		c.locator.SetDB(db)
-		log.Infof("Reloaded geo databases %s %s", c.opts.geoip, c.opts.asn)
+		log.Infof("Reloaded geo databases %v", c.opts.dbPaths())
 	}
 	c.publish(c.checker.Snapshot())
 	return old

@@ -135,8 +135,8 @@ func (g *GSLB) decide(ctx context.Context, v *policy.View, rec *table.Record, qt
 		}
 	}
 	dc.loc = g.ctl.locator.Locate(ctx, dc.client)
-	c := policy.Client(&dc.loc.Location)
-	dc.d = v.Decide(rec, qtype, &c, uint64(dc.loc.Key))
+	dc.d = v.Decide(&policy.Query{Record: rec, QType: qtype, Client: policy.Client(&dc.loc.Location),
+		Subnet: uint64(dc.loc.Key), Pin: dc.loc.Override.Pin})
 	if dc.fromECS {
 		dc.scope = replyScope(ecs, dc.loc, dc.d.PerSubnet)
 	}

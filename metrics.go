@@ -63,11 +63,9 @@ var (
 )
 
 func recordDBInfo(db *geo.DB) {
-	city, asn := db.Info()
 	dbBuild.Reset()
-	dbBuild.WithLabelValues("city", city.DatabaseType).Set(float64(city.BuildEpoch))
-	if asn.DatabaseType != "" {
-		dbBuild.WithLabelValues("asn", asn.DatabaseType).Set(float64(asn.BuildEpoch))
+	for _, m := range db.Info() {
+		dbBuild.WithLabelValues(m.Kind, m.DatabaseType).Set(float64(m.BuildEpoch))
 	}
 }
 

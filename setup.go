@@ -44,17 +44,18 @@ func setup(c *caddy.Controller) error {
 
 // options is what the Corefile block says, with defaults applied.
 type options struct {
-	geoip, asn, nodes string
-	lines             map[string]int // option -> Corefile line, so that errors found later name it
-	ttl               uint32
-	ecsMin4, ecsMin6  uint8
-	params            scoring.Params
-	allDownServfail   bool
-	reload            time.Duration
-	cacheSize         int
-	cacheTTL          time.Duration
-	redis             *locate.RedisConfig
-	online            *locate.OnlineConfig
+	geoip, asn, ipdb string
+	nodes, overrides string
+	lines            map[string]int // option -> Corefile line, so that errors found later name it
+	ttl              uint32
+	ecsMin4, ecsMin6 uint8
+	params           scoring.Params
+	allDownServfail  bool
+	reload           time.Duration
+	cacheSize        int
+	cacheTTL         time.Duration
+	redis            *locate.RedisConfig
+	online           *locate.OnlineConfig
 }
 
 func parse(c *caddy.Controller) (*GSLB, error) {
@@ -96,6 +97,16 @@ func parse(c *caddy.Controller) (*GSLB, error) {
 					return nil, c.ArgErr()
 				}
 				o.asn = path(c.Val())
+			case "ipdb":
+				if !c.NextArg() {
+					return nil, c.ArgErr()
+				}
+				o.ipdb = path(c.Val())
+			case "overrides":
+				if !c.NextArg() {
+					return nil, c.ArgErr()
+				}
+				o.overrides = path(c.Val())
 			case "nodes":
 				if !c.NextArg() {
 					return nil, c.ArgErr()
@@ -191,8 +202,8 @@ func parse(c *caddy.Controller) (*GSLB, error) {
 			}
 		}
 	}
-	if o.geoip == "" {
-		return nil, c.Err("geoip FILE is required")
+	if o.geoip == "" && o.ipdb == "" {
+		return nil, c.Err("geoip FILE is required (or ipdb FILE)")
 	}
 	if o.nodes == "" {
 		return nil, c.Err("nodes FILE is required")

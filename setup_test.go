@@ -2,6 +2,8 @@ package gslb
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -9,6 +11,7 @@ import (
 	"github.com/coredns/caddy"
 	"github.com/coredns/coredns/core/dnsserver"
 
+	"github.com/gslbdns/gslb/internal/testsupport"
 	"github.com/gslbdns/gslb/scoring"
 )
 
@@ -202,6 +205,47 @@ func TestSetupSubBlocks(t *testing.T) {
 			defer g.stop()
 			if msg := tc.check(g); msg != "" {
 				t.Errorf("Unexpected options: %s", msg)
+			}
+		})
+	}
+}
+
+// TestSetupChineseData: ipdb and overrides options, and the errors that
+// name their Corefile line.
+func TestSetupChineseData(t *testing.T) {
+	dir := fixture(t, fixtureNodes)
+	testsupport.WriteIPDB(t, dir, []testsupport.IPDBRow{{Network: "1.0.1.0/24", CountryName: "中国", RegionName: "浙江", CCode: "CN"}})
+	if err := os.WriteFile(filepath.Join(dir, "ov.yaml"), []byte("overrides:\n  - cidr: 1.0.1.0/24\n    nodes: [sh]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name, input, wantErr string
+	}{
+		{"ipdb alone", "ipdb test.ipdb\nnodes nodes.yaml\n", ""},
+		{"all three", "geoip city.mmdb\nasn asn.mmdb\nipdb test.ipdb\nnodes nodes.yaml\noverrides ov.yaml\n", ""},
+		{"no database", "nodes nodes.yaml\n", "geoip FILE is required (or ipdb FILE)"},
+		{"missing ipdb", "ipdb nope.ipdb\nnodes nodes.yaml\n", "Testfile:2"},
+		{"not an ipdb", "geoip city.mmdb\nipdb nodes.yaml\nnodes nodes.yaml\n", "Testfile:3"},
+		{"missing overrides", "geoip city.mmdb\nnodes nodes.yaml\noverrides nope.yaml\n", "Testfile:4"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c := caddy.NewTestController("dns", "gslb example.org {\n"+tc.input+"}")
+			dnsserver.GetConfig(c).Root = dir
+			g, err := parse(c)
+			if tc.wantErr == "" {
+				if err != nil {
+					t.Fatalf("Expected no error, got %v", err)
+				}
+				g.stop()
+				return
+			}
+			if err == nil {
+				g.stop()
+				t.Fatalf("Expected an error containing %q, got none", tc.wantErr)
+			}
+			if !strings.Contains(err.Error(), tc.wantErr) {
+				t.Fatalf("Expected an error containing %q, got %v", tc.wantErr, err)
 			}
 		})
 	}

@@ -5,36 +5,27 @@ import (
 	"fmt"
 	"os"
 	"time"
-
-	"github.com/gslbdns/gslb/table"
 )
 
 // watcher tells which watched files changed. A change counts once the file
 // looked the same on two checks in a row, so that a file read while it is
-// being written is never loaded.
+// being written is never loaded. Small files (the node table, the
+// overrides) are compared by content: a same-size rewrite can keep the
+// modification time. Databases are compared by modification time, size
+// and inode: geoipupdate and mmdbgen write a new file and rename it, which
+// changes the inode even within one mtime tick.
 type watcher struct {
-	nodes        string
-	tableHash    [32]byte // the loaded node table's
-	pendingTable [32]byte
-	candidate    [32]byte // the content tableChanged returned last
-	rejected     [32]byte // the last node table rejected
-	dbs          []string
-	stamps       map[string]fileStamp // the loaded databases'
-	pending      map[string]fileStamp
-	lastErr      map[string]string
+	texts   map[string]*textState
+	stamps  map[string]fileStamp // the loaded databases'
+	pending map[string]fileStamp
+	dbs     []string
+	lastErr map[string]string
 }
 
-func newWatcher(nodes string, hash [32]byte, dbs []string) *watcher {
-	w := &watcher{nodes: nodes, tableHash: hash, dbs: dbs, stamps: map[string]fileStamp{},
-		pending: map[string]fileStamp{}, lastErr: map[string]string{}}
-	for _, p := range dbs {
-		w.stamps[p] = stamp(p)
-	}
-	return w
+type textState struct {
+	loaded, pending, candidate, rejected [32]byte
 }
 
-// fileStamp tells a changed database file: geoipupdate and mmdbgen write a
-// new file and rename it, which changes the inode even within one mtime tick.
 type fileStamp struct {
 	mod  time.Time
 	size int64
@@ -49,26 +40,55 @@ func stamp(path string) fileStamp {
 	return fileStamp{mod: fi.ModTime(), size: fi.Size(), ino: inode(fi)}
 }
 
-// tableChanged returns the node table's content when it changed and
-// settled. The file is small, so its content is compared: a same-size
-// rewrite can keep the modification time.
-func (w *watcher) tableChanged() []byte {
-	data, err := os.ReadFile(w.nodes)
+// newWatcher watches the text files (path -> hash of the loaded content)
+// and the databases.
+func newWatcher(texts map[string][32]byte, dbs []string) *watcher {
+	w := &watcher{texts: map[string]*textState{}, stamps: map[string]fileStamp{},
+		pending: map[string]fileStamp{}, dbs: dbs, lastErr: map[string]string{}}
+	for p, h := range texts {
+		w.texts[p] = &textState{loaded: h}
+	}
+	for _, p := range dbs {
+		w.stamps[p] = stamp(p)
+	}
+	return w
+}
+
+// textChanged returns path's content when it changed and settled.
+func (w *watcher) textChanged(path string) []byte {
+	st := w.texts[path]
+	data, err := os.ReadFile(path)
 	if err != nil {
-		w.accept(w.nodes, nil, fmt.Errorf("node table: %w", err))
+		w.fail(path, fmt.Errorf("%s: %w", path, err))
 		return nil
 	}
 	h := sha256.Sum256(data)
 	switch {
-	case h == w.tableHash || h == w.rejected:
-		w.pendingTable = [32]byte{}
+	case h == st.loaded || h == st.rejected:
+		st.pending = [32]byte{}
 		return nil
-	case h != w.pendingTable:
-		w.pendingTable = h
+	case h != st.pending:
+		st.pending = h
 		return nil
 	}
-	w.pendingTable, w.candidate = [32]byte{}, h
+	st.pending, st.candidate = [32]byte{}, h
 	return data
+}
+
+// loaded records that path's content from textChanged is in use.
+func (w *watcher) loaded(path string) {
+	if st := w.texts[path]; st != nil {
+		st.loaded = st.candidate
+	}
+	delete(w.lastErr, path)
+}
+
+// rejected records that path's content from textChanged failed.
+func (w *watcher) rejected(path string, err error) {
+	if st := w.texts[path]; st != nil {
+		st.rejected = st.candidate
+	}
+	w.fail(path, err)
 }
 
 // dbsChanged reports whether a database file changed and settled.
@@ -90,23 +110,19 @@ func (w *watcher) dbsChanged() bool {
 	return changed
 }
 
-// accept records a load's outcome: a loaded table's hash, or an error
-// logged once per distinct message and counted.
-func (w *watcher) accept(path string, t *table.Table, err error) bool {
-	if err == nil {
-		delete(w.lastErr, path)
-		if t != nil {
-			w.tableHash = t.Hash
-		}
-		return true
-	}
-	if path == w.nodes {
-		w.rejected = w.candidate
-	}
+// fail counts a rejected reload and logs it once per distinct message.
+func (w *watcher) fail(path string, err error) {
 	reloads.WithLabelValues("error").Inc()
 	if msg := err.Error(); w.lastErr[path] != msg {
 		w.lastErr[path] = msg
 		log.Errorf("Rejected reload, keeping the previous version: %v", err)
 	}
-	return false
+}
+
+func readFile(path string) ([]byte, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return data, nil
 }

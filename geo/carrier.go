@@ -14,6 +14,7 @@ const (
 	Unicom  = "unicom"
 	Mobile  = "mobile"
 	Edu     = "edu"
+	CBN     = "cbn" // China Broadcast Network (广电)
 )
 
 // Carriers maps ASNs and ISP/organisation names to carriers. Build it before
@@ -61,6 +62,14 @@ var defaultNames = []namePattern{
 	{"中国联通", Unicom},
 	{"中国移动", Mobile},
 	{"教育网", Edu},
+	// The carrier names of Chinese databases (IPIP.net's isp_domain):
+	// 电信DNS服务器, 中移铁通, 广电网 and the like.
+	{"电信", Telecom},
+	{"联通", Unicom},
+	{"网通", Unicom},
+	{"移动", Mobile},
+	{"铁通", Mobile},
+	{"广电", CBN},
 }
 
 // DefaultCarriers returns the built-in table of the big Chinese carriers'
@@ -119,21 +128,31 @@ func (c *Carriers) AddName(substring, carrier string) {
 // ASN table first, then the name patterns, else the normalized org name ("" if
 // both are empty). A nil table only normalizes org.
 func (c *Carriers) Carrier(asn uint32, org string) string {
-	if c != nil {
-		if asn != 0 {
-			if s, ok := c.asn[asn]; ok {
-				return s
-			}
-		}
-		if org != "" {
-			for i := len(c.names) - 1; i >= 0; i-- {
-				if containsFold(org, c.names[i].sub) {
-					return c.names[i].carrier
-				}
-			}
+	if c != nil && asn != 0 {
+		if s, ok := c.asn[asn]; ok {
+			return s
 		}
 	}
+	if s, ok := c.byName(org); ok {
+		return s
+	}
 	return NormalizeCarrier(org)
+}
+
+// byName maps an organisation name by the name patterns.
+func (c *Carriers) byName(org string) (string, bool) {
+	if c == nil || org == "" {
+		return "", false
+	}
+	for i := len(c.names) - 1; i >= 0; i-- {
+		if containsFold(org, c.names[i].sub) {
+			return c.names[i].carrier, true
+		}
+	}
+	if s, ok := carrierAliases[strings.ToLower(strings.TrimSpace(org))]; ok {
+		return s, true
+	}
+	return "", false
 }
 
 // Extend returns a copy of c with the node table's additions: ASNs and
@@ -159,8 +178,16 @@ func (c *Carriers) Extend(asns map[uint32]string, names map[string]string) (*Car
 
 // Apply maps a source's raw ASN and organisation name in loc.ISP to the
 // carrier. Every source's answer goes through it, once, so that one table
-// decides the carrier whichever database or API placed the client.
+// decides the carrier whichever database or API placed the client. An
+// IPIP.net answer's carrier name decides over the ASN: that database is
+// the authority for the carriers of the addresses it places in China.
 func (c *Carriers) Apply(loc *Location) {
+	if loc.Source == SourceIPDB {
+		if s, ok := c.byName(loc.ISP); ok {
+			loc.ISP = s
+			return
+		}
+	}
 	if loc.ISP != "" || loc.ASN != 0 {
 		loc.ISP = c.Carrier(loc.ASN, loc.ISP)
 	}
@@ -234,6 +261,7 @@ var carrierAliases = map[string]string{
 	"移动": Mobile, "中国移动": Mobile, "tietong": Mobile, "铁通": Mobile,
 	"edu": Edu, "cernet": Edu, "education": Edu, "教育网": Edu, "中国教育网": Edu, "教育": Edu,
 	"中国教育和科研计算机网": Edu,
+	"cbn":         CBN, "广电": CBN, "广电网": CBN, "中国广电": CBN,
 }
 
 // NormalizeCarrier maps a carrier spelling to telecom, unicom, mobile or edu

@@ -1,28 +1,43 @@
 package geo
 
 import (
+	"errors"
 	"fmt"
 	"hash/maphash"
 	"net/netip"
 	"os"
+	"strings"
 	"sync"
+
+	"github.com/gslbdns/gslb/geo/ipdb"
 
 	"github.com/oschwald/maxminddb-golang/v2"
 )
 
 // Metadata describes an opened database, for logs and metrics.
 type Metadata struct {
+	Kind         string // city, asn or ipdb
 	Path         string
 	DatabaseType string // e.g. "GeoLite2-City"
 	BuildEpoch   uint64 // seconds since the Unix epoch
 }
 
-// DB locates addresses with a City (or Country) database and an optional
-// ASN/ISP database. It is safe for concurrent use.
+// Files names the local databases; any may be "" but City and IPDB not both.
+type Files struct {
+	City string // MaxMind City or Country
+	ASN  string // MaxMind ASN or ISP
+	IPDB string // IPIP.net
+}
+
+// DB locates addresses with the local databases: a MaxMind City (or
+// Country) database, an ASN/ISP database, and an IPIP.net database, which is
+// the authority for the province, city and carrier of the addresses it
+// places in China. It is safe for concurrent use.
 type DB struct {
-	city, asn         *maxminddb.Reader
-	cityMeta, asnMeta Metadata
-	digest            uint64
+	city, asn *maxminddb.Reader
+	ip        *ipdb.Reader
+	meta      []Metadata
+	digest    uint64
 }
 
 // digestSeed makes Digest comparable within the process, which is all a
@@ -33,18 +48,49 @@ var digestSeed = maphash.MakeSeed()
 // with that schema) and an optional ASN (GeoLite2-ASN) or ISP (GeoIP2-ISP)
 // database (asnPath may be ""). Errors name the file.
 func Open(cityPath, asnPath string) (*DB, error) {
+	return OpenFiles(Files{City: cityPath, ASN: asnPath})
+}
+
+// FileError is a database that failed to open; Kind (city, asn or ipdb)
+// says which, for the caller to point at its option.
+type FileError struct {
+	Kind string
+	Err  error
+}
+
+func (e *FileError) Error() string { return e.Err.Error() }
+func (e *FileError) Unwrap() error { return e.Err }
+
+// OpenFiles opens the databases f names. Errors name the file; they are
+// *FileError.
+func OpenFiles(f Files) (*DB, error) {
+	if f.City == "" && f.IPDB == "" {
+		return nil, errors.New("geo: no database file given: a City or an IPIP.net database is required")
+	}
 	d := &DB{}
 	var h maphash.Hash
 	h.SetSeed(digestSeed)
 	var err error
-	if d.city, d.cityMeta, err = openReader(cityPath, &h); err != nil {
-		return nil, err
-	}
-	if asnPath != "" {
-		if d.asn, d.asnMeta, err = openReader(asnPath, &h); err != nil {
-			d.city.Close()
-			return nil, err
+	if f.City != "" {
+		if d.city, err = openReader("city", f.City, &h, &d.meta); err != nil {
+			return nil, &FileError{"city", err}
 		}
+	}
+	if f.ASN != "" {
+		if d.asn, err = openReader("asn", f.ASN, &h, &d.meta); err != nil {
+			return nil, &FileError{"asn", err}
+		}
+	}
+	if f.IPDB != "" {
+		b, err := os.ReadFile(f.IPDB)
+		if err != nil {
+			return nil, &FileError{"ipdb", fmt.Errorf("geo: %w", err)}
+		}
+		h.Write(b)
+		if d.ip, err = ipdb.FromBytes(f.IPDB, b); err != nil {
+			return nil, &FileError{"ipdb", fmt.Errorf("geo: %w", err)}
+		}
+		d.meta = append(d.meta, Metadata{Kind: "ipdb", Path: f.IPDB, DatabaseType: "ipdb", BuildEpoch: uint64(max(d.ip.Meta().Build, 0))})
 	}
 	d.digest = h.Sum64()
 	return d, nil
@@ -59,22 +105,20 @@ func (d *DB) Digest() uint64 {
 	return d.digest
 }
 
-func openReader(path string, h *maphash.Hash) (*maxminddb.Reader, Metadata, error) {
-	if path == "" {
-		return nil, Metadata{}, fmt.Errorf("geo: no database file given")
-	}
+func openReader(kind, path string, h *maphash.Hash, meta *[]Metadata) (*maxminddb.Reader, error) {
 	// Read into memory rather than mmap: a reload can then drop the old
 	// database while queries still read it, and the GC frees it after them.
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return nil, Metadata{}, fmt.Errorf("geo: %w", err)
+		return nil, fmt.Errorf("geo: %w", err)
 	}
 	h.Write(b)
 	r, err := maxminddb.OpenBytes(b)
 	if err != nil {
-		return nil, Metadata{}, fmt.Errorf("geo: open %s: %w", path, err)
+		return nil, fmt.Errorf("geo: open %s: %w", path, err)
 	}
-	return r, Metadata{Path: path, DatabaseType: r.Metadata.DatabaseType, BuildEpoch: uint64(r.Metadata.BuildEpoch)}, nil
+	*meta = append(*meta, Metadata{Kind: kind, Path: path, DatabaseType: r.Metadata.DatabaseType, BuildEpoch: uint64(r.Metadata.BuildEpoch)})
+	return r, nil
 }
 
 // Close does nothing: the databases live in memory, and a query that
@@ -82,8 +126,8 @@ func openReader(path string, h *maphash.Hash) (*maxminddb.Reader, Metadata, erro
 // frees it after the last one.
 func (d *DB) Close() error { return nil }
 
-// Info returns the metadata of the City and ASN databases (zero when absent).
-func (d *DB) Info() (city, asn Metadata) { return d.cityMeta, d.asnMeta }
+// Info returns the metadata of the open databases.
+func (d *DB) Info() []Metadata { return d.meta }
 
 // scratch keeps decoded records off the heap: Decode takes an interface,
 // so a record on Lookup's stack would escape on every call.
@@ -98,21 +142,47 @@ var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
 // zero Location with Bits set to the length of the network that said so.
 // ISP is the database's raw organisation name: Carriers.Apply maps it.
 func (d *DB) Lookup(addr netip.Addr) Location {
+	loc, _ := d.Compare(addr)
+	return loc
+}
+
+// Other is what MaxMind said of an address the IPIP.net database placed:
+// the two are compared to count their disagreements.
+type Other struct {
+	Province string
+	ISP      string // raw
+	ASN      uint32
+	OK       bool // MaxMind placed the address in China too
+}
+
+// Compare locates addr like Lookup, and returns MaxMind's view when the
+// IPIP.net database decided.
+func (d *DB) Compare(addr netip.Addr) (Location, Other) {
 	addr = addr.Unmap()
 	if bits, ok := Special(addr); ok {
-		return Location{Special: true, Bits: uint8(bits)}
+		return Location{Special: true, Bits: uint8(bits)}, Other{}
 	}
+	loc := d.lookupMaxMind(addr)
+	if d.ip == nil {
+		return loc, Other{}
+	}
+	return d.mergeIPDB(addr, loc)
+}
+
+func (d *DB) lookupMaxMind(addr netip.Addr) Location {
 	var loc Location
 	found := false
 	s := scratchPool.Get().(*scratch)
 	defer scratchPool.Put(s)
 
-	res := d.city.Lookup(addr)
-	loc.Bits = prefixBits(res, addr)
-	if res.Found() {
-		s.city = cityRecord{}
-		if err := res.Decode(&s.city); err == nil {
-			found = loc.fillCity(&s.city) || found
+	if d.city != nil {
+		res := d.city.Lookup(addr)
+		loc.Bits = prefixBits(res, addr)
+		if res.Found() {
+			s.city = cityRecord{}
+			if err := res.Decode(&s.city); err == nil {
+				found = loc.fillCity(&s.city) || found
+			}
 		}
 	}
 	// The networks of both databases bound the answer, matched or not: outside
@@ -131,6 +201,49 @@ func (d *DB) Lookup(addr netip.Addr) Location {
 		loc.Source = SourceDB
 	}
 	return loc
+}
+
+// mergeIPDB lets the IPIP.net database decide the province, city and
+// carrier of the addresses it places in China; MaxMind keeps the ASN, the
+// rest of the world, and the coordinates when the provinces agree.
+func (d *DB) mergeIPDB(addr netip.Addr, mm Location) (Location, Other) {
+	rec, bits, ok := d.ip.Lookup(addr)
+	if !ok {
+		return mm, Other{}
+	}
+	loc := mm
+	// Both networks bound the answer: a neighbour inside MaxMind's network
+	// may be placed elsewhere by the IPIP.net database.
+	loc.Bits = max(loc.Bits, uint8(bits))
+	cc := strings.ToUpper(rec.CountryCode())
+	if cc == "" && rec.CountryName() == "中国" {
+		cc = "CN"
+	}
+	if cc != "CN" {
+		if loc.Country == "" && ContinentOf(cc) != "" {
+			loc.Country, loc.Continent, loc.Source = cc, ContinentOf(cc), SourceIPDB
+		}
+		return loc, Other{}
+	}
+	other := Other{Province: mm.Province, ISP: mm.ISP, ASN: mm.ASN, OK: mm.Country == "CN"}
+	loc.Source = SourceIPDB
+	loc.Country, loc.Continent = "CN", "AS"
+	if isp := rec.ISPDomain(); isp != "" {
+		loc.ISP = isp
+	}
+	prov, ok := provinceFromRegion(rec.RegionName())
+	if !ok {
+		return loc, other
+	}
+	loc.Province = prov
+	if city := rec.CityName(); city != "" || mm.Province != prov {
+		loc.City = city
+	}
+	if mm.Province != prov || !mm.HasCoords {
+		lat, lon, _ := ProvinceCapital("CN", prov)
+		loc.HasCoords, loc.Lat, loc.Lon, loc.Radius, loc.ProvinceCoords = true, lat, lon, 0, true
+	}
+	return loc, other
 }
 
 // prefixBits is the length of the network the lookup landed in, in addr's

@@ -11,6 +11,8 @@ const (
 	SourceDB
 	SourceRedis
 	SourceOnline
+	SourceIPDB
+	SourceOverride
 )
 
 func (s Source) String() string {
@@ -23,6 +25,10 @@ func (s Source) String() string {
 		return "redis"
 	case SourceOnline:
 		return "online"
+	case SourceIPDB:
+		return "ipdb"
+	case SourceOverride:
+		return "override"
 	}
 	return "none"
 }
@@ -38,7 +44,10 @@ type Location struct {
 	// city level. A country-level position is never treated as a coordinate.
 	HasCoords bool
 	Lat, Lon  float64
-	Radius    uint16 // accuracy radius, km
+	// ProvinceCoords is set when Lat/Lon are the province's capital, not
+	// the client's city: distance then counts only across provinces.
+	ProvinceCoords bool
+	Radius         uint16 // accuracy radius, km
 	// ISP is the normalized carrier (telecom, unicom, mobile, edu, or the
 	// lower-cased organisation name) once Carriers.Apply ran; a source
 	// reports its raw organisation name here.

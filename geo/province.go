@@ -136,6 +136,43 @@ func NormalizeProvince(country, s string) (code string, ok bool) {
 	return u, true
 }
 
+// cnCapitals are the provincial capitals: where a client is placed when a
+// database knows its province but not its city's coordinates.
+var cnCapitals = map[string][2]float64{
+	"BJ": {39.90, 116.41}, "TJ": {39.13, 117.20}, "HE": {38.04, 114.51}, "SX": {37.87, 112.55},
+	"NM": {40.84, 111.75}, "LN": {41.81, 123.43}, "JL": {43.82, 125.32}, "HL": {45.80, 126.53},
+	"SH": {31.23, 121.47}, "JS": {32.06, 118.80}, "ZJ": {30.27, 120.16}, "AH": {31.82, 117.23},
+	"FJ": {26.07, 119.30}, "JX": {28.68, 115.86}, "SD": {36.65, 117.12}, "HA": {34.75, 113.63},
+	"HB": {30.59, 114.31}, "HN": {28.23, 112.94}, "GD": {23.13, 113.26}, "GX": {22.82, 108.37},
+	"HI": {20.04, 110.34}, "CQ": {29.56, 106.55}, "SC": {30.57, 104.07}, "GZ": {26.65, 106.63},
+	"YN": {25.04, 102.71}, "XZ": {29.65, 91.17}, "SN": {34.34, 108.94}, "GS": {36.06, 103.83},
+	"QH": {36.62, 101.78}, "NX": {38.49, 106.23}, "XJ": {43.83, 87.62}, "TW": {25.03, 121.56},
+	"HK": {22.32, 114.17}, "MO": {22.20, 113.54},
+}
+
+// ProvinceCapital returns the coordinates of a province's capital.
+func ProvinceCapital(country, code string) (lat, lon float64, ok bool) {
+	if p := cnProvinceOf(country, code); p != nil {
+		c := cnCapitals[p.code]
+		return c[0], c[1], true
+	}
+	return 0, 0, false
+}
+
+// provinceFromRegion reads a Chinese database's region name: the name
+// alone (浙江), with a suffix (浙江省), or followed by more (浙江嘉兴).
+func provinceFromRegion(region string) (string, bool) {
+	if p, ok := NormalizeProvince("CN", region); ok && cnByCode[p] != nil {
+		return p, true
+	}
+	for i := range cnProvinces {
+		if p := &cnProvinces[i]; strings.HasPrefix(region, p.zh) {
+			return p.code, true
+		}
+	}
+	return "", false
+}
+
 // ProvinceName returns the English name of a subdivision code, e.g.
 // "Zhejiang" for CN/ZJ, or "" when unknown.
 func ProvinceName(country, code string) string {

@@ -10,6 +10,7 @@ import (
 // databases is the local databases' link: a location with a province is
 // final.
 type databases struct {
+	l  *Locator
 	db atomic.Pointer[geo.DB] // nil: Redis and the online API only
 }
 
@@ -17,7 +18,11 @@ func (d *databases) Name() string { return "db" }
 
 func (d *databases) Locate(_ context.Context, q *Query) bool {
 	if db := d.db.Load(); db != nil {
-		q.Loc = db.Lookup(q.Addr)
+		var other geo.Other
+		q.Loc, other = db.Compare(q.Addr)
+		if other.OK {
+			d.compare(q.Loc, other)
+		}
 	}
 	if q.Loc.Province != "" {
 		dbHit.Inc()
@@ -25,4 +30,17 @@ func (d *databases) Locate(_ context.Context, q *Query) bool {
 	}
 	dbMiss.Inc()
 	return false
+}
+
+// compare counts where MaxMind and the IPIP.net database, which decided
+// loc, disagree on an address both place in China.
+func (d *databases) compare(loc geo.Location, other geo.Other) {
+	if loc.Province != "" && other.Province != "" && loc.Province != other.Province {
+		disagreeProvince.Inc()
+	}
+	c := d.l.carriers.Load()
+	c.Apply(&loc)
+	if mm := c.Carrier(other.ASN, other.ISP); loc.ISP != "" && mm != "" && loc.ISP != mm {
+		disagreeCarrier.Inc()
+	}
 }

@@ -16,6 +16,7 @@ import (
 	clog "github.com/coredns/coredns/plugin/pkg/log"
 
 	"github.com/gslbdns/gslb/geo"
+	"github.com/gslbdns/gslb/overrides"
 )
 
 var log = clog.NewWithPlugin("gslb")
@@ -31,6 +32,7 @@ const clockTick = 100 * time.Millisecond
 // Locator is the chain of sources. It is safe for concurrent use.
 type Locator struct {
 	sources []Source
+	over    *overrideSource
 	cache   *cache // the LRU's entries; the process's shared cache once started
 	dbs     *databases
 	redis   *redisSource  // nil without Redis
@@ -63,7 +65,8 @@ type Locator struct {
 // Result is what the chain knows about an address.
 type Result struct {
 	geo.Location
-	Key Key
+	Key      Key
+	Override overrides.Match
 	// Scope is the prefix length the answer holds for: the network of the
 	// data that placed the client, or the key's /24 (/48) when a later
 	// source may still place it per /24.
@@ -85,10 +88,12 @@ func New(cfg Config) (*Locator, error) {
 		shortTTL: min(NoProvinceTTL, cfg.CacheTTL),
 		now:      time.Now,
 	}
+	l.dbs.l = l
 	l.dbs.db.Store(cfg.DB)
 	l.carriers.Store(cfg.Carriers)
 	l.retag()
-	l.sources = []Source{&lruSource{l}, l.dbs}
+	l.over = &overrideSource{}
+	l.sources = []Source{l.over, &lruSource{l}, l.dbs}
 	if cfg.Redis != nil {
 		l.redis = newRedisSource(l, *cfg.Redis)
 		l.sources = append(l.sources, l.redis)
@@ -217,7 +222,7 @@ func (l *Locator) Locate(ctx context.Context, addr netip.Addr) Result {
 		}
 	}
 	l.learn(ctx, q, answered)
-	r := Result{Location: q.Loc, Key: k, Scope: q.Loc.Bits}
+	r := Result{Location: q.Loc, Key: k, Override: q.Override, Scope: max(q.Loc.Bits, q.Override.MinBits)}
 	*q = Query{}
 	queryPool.Put(q)
 	if r.Province == "" && l.refines {

@@ -40,6 +40,15 @@ var (
 		Help:      "Counter of failed Redis commands of the shared location cache.",
 	})
 
+	// Disagreements counts the addresses MaxMind and the IPIP.net database
+	// both place in China but on another province or carrier.
+	Disagreements = promauto.NewCounterVec(prometheus.CounterOpts{
+		Namespace: plugin.Namespace,
+		Subsystem: "gslb",
+		Name:      "geo_disagreements_total",
+		Help:      "Counter of database lookups where MaxMind and the IPIP.net database disagree, by field (province, carrier).",
+	}, []string{"field"})
+
 	// CacheEntries is the number of entries in the in-process location LRU.
 	CacheEntries = promauto.NewGauge(prometheus.GaugeOpts{
 		Namespace: plugin.Namespace,
@@ -51,6 +60,7 @@ var (
 
 // Resolved once: WithLabelValues on the hot path would hash the labels.
 var (
+	overrideHit       = GeoLookups.WithLabelValues("override", "hit")
 	lruHit            = GeoLookups.WithLabelValues("lru", "hit")
 	lruMiss           = GeoLookups.WithLabelValues("lru", "miss")
 	dbHit             = GeoLookups.WithLabelValues("db", "hit")
@@ -61,6 +71,9 @@ var (
 	onlineHit         = GeoLookups.WithLabelValues("online", "hit")
 	onlineMiss        = GeoLookups.WithLabelValues("online", "miss")
 	onlineLookupError = GeoLookups.WithLabelValues("online", "error")
+
+	disagreeProvince = Disagreements.WithLabelValues("province")
+	disagreeCarrier  = Disagreements.WithLabelValues("carrier")
 
 	onlineOK           = OnlineRequests.WithLabelValues("ok")
 	onlineInvalid      = OnlineRequests.WithLabelValues("invalid")

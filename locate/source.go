@@ -5,6 +5,7 @@ import (
 	"net/netip"
 
 	"github.com/gslbdns/gslb/geo"
+	"github.com/gslbdns/gslb/overrides"
 )
 
 // Source is one kind of location data and one link of the Locator's chain:
@@ -32,6 +33,9 @@ type Query struct {
 	Addr netip.Addr // unmapped, and never special
 	Key  Key
 	Loc  geo.Location
+	// Override is what the overrides say of the address: the location
+	// they correct, the nodes they pin, and the scope they need.
+	Override overrides.Match
 
 	// normalized is set by a source whose answer went through the carrier
 	// table already (a cache of the chain's own answers).

@@ -1,11 +1,21 @@
 package policy
 
 import (
+	"github.com/gslbdns/gslb/overrides"
 	"github.com/gslbdns/gslb/scoring"
 	"github.com/gslbdns/gslb/table"
 
 	"github.com/miekg/dns"
 )
+
+// Query is what a decision depends on.
+type Query struct {
+	Record *table.Record
+	QType  uint16 // A or AAAA
+	Client scoring.Client
+	Subnet uint64           // the client's /24 (/48) key: it breaks ties
+	Pin    *overrides.Entry // nodes an override or the admin API pinned; nil: none
+}
 
 // Decision is the answer to one query for a record.
 type Decision struct {
@@ -18,18 +28,40 @@ type Decision struct {
 	PerSubnet bool
 }
 
-// Decide chooses rec's node for a client of the qtype's family (A or AAAA);
-// subnet is the client's /24 (/48) key, which breaks ties.
-func (v *View) Decide(rec *table.Record, qtype uint16, c *scoring.Client, subnet uint64) Decision {
-	cand := rec.V4
-	if qtype == dns.TypeAAAA {
-		cand = rec.V6
+// Decide chooses q's node.
+func (v *View) Decide(q *Query) Decision {
+	cand := q.Record.V4
+	if q.QType == dns.TypeAAAA {
+		cand = q.Record.V6
 	}
-	d := Decision{Decision: scoring.Choose(c, v.Nodes, cand, v.Table.Topology, v.Params, subnet)}
+	d := Decision{Decision: v.pinned(q, cand)}
+	if d.Tier == scoring.TierNone {
+		d.Decision = scoring.Choose(&q.Client, v.Nodes, cand, v.Table.Topology, v.Params, q.Subnet)
+	}
 	if d.Node >= 0 {
 		d.Winner = &v.Table.Nodes[d.Node]
 		d.State = v.Status[d.Node].State
 	}
 	d.PerSubnet = d.Tied
+	return d
+}
+
+// pinned chooses among the pinned nodes of cand while one is usable; it
+// returns TierNone to let the ladder decide.
+func (v *View) pinned(q *Query, cand []int) scoring.Decision {
+	if q.Pin == nil {
+		return scoring.Decision{Tier: scoring.TierNone}
+	}
+	var sub []int
+	for _, i := range cand {
+		if q.Pin.Pinned(v.Nodes[i].ID) {
+			sub = append(sub, i)
+		}
+	}
+	d := scoring.Choose(&q.Client, v.Nodes, sub, v.Table.Topology, v.Params, q.Subnet)
+	if d.Tier == scoring.TierNone || d.Tier == scoring.TierFailOpen {
+		return scoring.Decision{Tier: scoring.TierNone}
+	}
+	d.Tier = scoring.TierOverride
 	return d
 }

@@ -65,12 +65,13 @@ func Client(loc *geo.Location) scoring.Client {
 		return scoring.Client{}
 	}
 	return scoring.Client{
-		Country:   loc.Country,
-		Continent: loc.Continent,
-		Province:  loc.Province,
-		ISP:       loc.ISP,
-		HasCoords: loc.HasCoords,
-		Lat:       loc.Lat,
-		Lon:       loc.Lon,
+		Country:       loc.Country,
+		Continent:     loc.Continent,
+		Province:      loc.Province,
+		ISP:           loc.ISP,
+		HasCoords:     loc.HasCoords,
+		Lat:           loc.Lat,
+		Lon:           loc.Lon,
+		ProvinceLevel: loc.ProvinceCoords,
 	}
 }

@@ -347,3 +347,23 @@ func TestTierString(t *testing.T) {
 		}
 	}
 }
+
+// A client placed only at its province's capital is as near as can be
+// told to every node in its province; other provinces are measured.
+func TestChooseProvinceLevelCoords(t *testing.T) {
+	nodes := []Node{
+		{ID: "wenzhou", Country: "CN", Province: "ZJ", Lat: 28.0, Lon: 120.7},
+		{ID: "shanghai", Country: "CN", Province: "SH", Lat: 31.23, Lon: 121.47},
+	}
+	c := Client{Country: "CN", Province: "ZJ", HasCoords: true, Lat: 30.27, Lon: 120.16, ProvinceLevel: true}
+	if d := Choose(&c, nodes, []int{0}, nil, nil, 1); d.DistanceKm != 0 {
+		t.Errorf("Same province: %v km, want 0", d.DistanceKm)
+	}
+	if d := Choose(&c, nodes, []int{1}, nil, nil, 1); d.DistanceKm < 100 {
+		t.Errorf("Another province: %v km, want the distance from the capital", d.DistanceKm)
+	}
+	c.ProvinceLevel = false
+	if d := Choose(&c, nodes, []int{0}, nil, nil, 1); d.DistanceKm < 200 {
+		t.Errorf("City-level: %v km, want the distance to Wenzhou", d.DistanceKm)
+	}
+}

@@ -18,6 +18,7 @@ const (
 	TierContinent               // same continent
 	TierAll                     // every node of the record
 	TierFailOpen                // no usable node: least-loaded node
+	TierOverride                // an override or pin named the nodes
 )
 
 // level is how close a node is to the client, closest first.
@@ -83,6 +84,8 @@ func (t Tier) String() string {
 		return "none"
 	case t == TierFailOpen:
 		return "fail_open"
+	case t == TierOverride:
+		return "override"
 	case int(t) <= len(ladder):
 		return ladder[t-1].name
 	}
@@ -95,7 +98,7 @@ func Tiers() []string {
 	for _, r := range ladder {
 		names = append(names, r.name)
 	}
-	return append(names, TierFailOpen.String())
+	return append(names, TierFailOpen.String(), TierOverride.String())
 }
 
 // ladderClient holds what the ladder needs of the client, looked up once

@@ -40,7 +40,11 @@ func (s *scorer) values(n *Node, v *[NumTerms]float64) float64 {
 	km := -1.0
 	v[Distance] = 0
 	if s.withDist {
-		km = Haversine(s.c.Lat, s.c.Lon, n.Lat, n.Lon)
+		if s.c.ProvinceLevel && n.Province == s.c.Province && n.Country == s.c.Country {
+			km = 0
+		} else {
+			km = Haversine(s.c.Lat, s.c.Lon, n.Lat, n.Lon)
+		}
 		v[Distance] = 1 / (1 + km/100)
 	}
 	v[Load] = 1 - n.Load

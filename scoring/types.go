@@ -11,6 +11,9 @@ type Client struct {
 	Country, Continent, Province, ISP string
 	HasCoords                         bool // Lat/Lon are meaningful (province or city level)
 	Lat, Lon                          float64
+	// ProvinceLevel is set when Lat/Lon are only the province's capital:
+	// every node in the client's province is then as near as can be told.
+	ProvinceLevel bool
 }
 
 // Node is one entry of the node table as the scorer sees it.

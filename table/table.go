@@ -17,6 +17,7 @@ import (
 
 	"github.com/gslbdns/gslb/geo"
 	"github.com/gslbdns/gslb/health"
+	"github.com/gslbdns/gslb/internal/yamlfile"
 	"github.com/gslbdns/gslb/scoring"
 
 	"github.com/miekg/dns"
@@ -77,16 +78,16 @@ func Parse(path string, data []byte, zones []string, defaultTTL uint32) (*Table,
 
 func parse(data []byte, zones []string, defaultTTL uint32) (*Table, error) {
 	var f file
-	doc, err := decode(data, &f)
+	doc, err := yamlfile.Decode(data, &f, map[string]string{"table.nodeEntry": "nodes", "table.recordEntry": "records"})
 	if err != nil {
 		return nil, err
 	}
 	t := &Table{Records: make(map[string]*Record), Hash: sha256.Sum256(data)}
-	index, err := t.addNodes(&f, entryLines(doc, "nodes"))
+	index, err := t.addNodes(&f, yamlfile.EntryLines(doc, "nodes"))
 	if err != nil {
 		return nil, err
 	}
-	if err := t.addRecords(&f, index, entryLines(doc, "records"), zones, defaultTTL); err != nil {
+	if err := t.addRecords(&f, index, yamlfile.EntryLines(doc, "records"), zones, defaultTTL); err != nil {
 		return nil, err
 	}
 	if t.Topology, err = scoring.ParseTopology(f.Neighbors, f.Regions); err != nil {
@@ -113,7 +114,7 @@ func (t *Table) addNodes(f *file, lines []int) (map[string]int, error) {
 	index := make(map[string]int, len(f.Nodes))
 	for i := range f.Nodes {
 		e := &f.Nodes[i]
-		at := where("nodes", lines, i)
+		at := yamlfile.Where("nodes", lines, i)
 		if e.ID != "" {
 			at += " (id " + e.ID + ")"
 		}
@@ -122,7 +123,7 @@ func (t *Table) addNodes(f *file, lines []int) (map[string]int, error) {
 			return nil, fmt.Errorf("%s: %w", at, err)
 		}
 		if j, dup := index[n.ID]; dup {
-			return nil, fmt.Errorf("%s: field id: duplicate id %q, first at line %d", at, n.ID, lineAt(lines, j))
+			return nil, fmt.Errorf("%s: field id: duplicate id %q, first at line %d", at, n.ID, yamlfile.LineAt(lines, j))
 		}
 		index[n.ID] = i
 		if e.Probe != nil {
@@ -150,7 +151,7 @@ func (t *Table) addRecords(f *file, index map[string]int, lines []int, zones []s
 	}
 	for i := range f.Records {
 		e := &f.Records[i]
-		at := where("records", lines, i)
+		at := yamlfile.Where("records", lines, i)
 		if e.Name == "" {
 			return fmt.Errorf("%s: field name: missing", at)
 		}

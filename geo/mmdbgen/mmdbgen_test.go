@@ -84,7 +84,7 @@ func TestDemoLookups(t *testing.T) {
 			t.Errorf("Lookup(%s) = %+v", tc.addr, l)
 		}
 	}
-	c, a := db.Info()
+	c, a := db.Info()[0], db.Info()[1]
 	if c.DatabaseType != "GeoLite2-City" || a.DatabaseType != "GeoLite2-ASN" || c.BuildEpoch != BuildEpoch {
 		t.Errorf("Info = %+v, %+v", c, a)
 	}

@@ -5,12 +5,14 @@ package testsupport
 
 import (
 	"bytes"
+	"net/netip"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/gslbdns/gslb/geo/ipdbgen"
 	"github.com/gslbdns/gslb/geo/mmdbgen"
 )
 
@@ -94,4 +96,28 @@ func WriteDBs(t testing.TB, dir string, cities []mmdbgen.City, asns []mmdbgen.AS
 		t.Fatalf("WriteASN: %v", err)
 	}
 	return city, asn
+}
+
+// IPDBRow is one network of an IPIP.net test database, in its fields.
+type IPDBRow struct {
+	Network                                       string
+	CountryName, RegionName, CityName, ISP, CCode string
+}
+
+// WriteIPDB writes an IPIP.net database of rows into dir with the
+// project's generator and returns its path.
+func WriteIPDB(t testing.TB, dir string, rows []IPDBRow) string {
+	t.Helper()
+	m := ipdbgen.Meta{Build: 1700000000, Languages: []string{"CN"},
+		Fields: []string{"country_name", "region_name", "city_name", "isp_domain", "country_code"}}
+	recs := make([]ipdbgen.Rec, len(rows))
+	for i, r := range rows {
+		recs[i] = ipdbgen.Rec{Network: netip.MustParsePrefix(r.Network),
+			Values: map[string][]string{"CN": {r.CountryName, r.RegionName, r.CityName, r.ISP, r.CCode}}}
+	}
+	p := filepath.Join(dir, "test.ipdb")
+	if err := ipdbgen.Write(p, m, recs); err != nil {
+		t.Fatalf("ipdbgen: %v", err)
+	}
+	return p
 }

@@ -1,4 +1,7 @@
-package table
+// Package yamlfile reads the plugin's YAML files (the node table, the
+// overrides, the quality matrix, the admin state) strictly: an unknown key
+// is an error, and every error names the line and the path of the entry.
+package yamlfile
 
 import (
 	"bytes"
@@ -10,11 +13,14 @@ import (
 	"gopkg.in/yaml.v3"
 )
 
-// decode reads data into v, rejecting keys the schema doesn't know, and
+// Decode reads data into v, rejecting keys the schema doesn't know, and
 // returns the document's node tree for the lines of its entries. An error
 // names the line and the path of the entry, e.g.
-// `line 4: nodes[0].probe: unknown key "kind"`.
-func decode(data []byte, v any) (*yaml.Node, error) {
+// `line 4: nodes[0].probe: unknown key "kind"`. lists maps the Go type of a
+// top-level list's entries (as the YAML decoder names it, e.g.
+// "table.nodeEntry") to the list's key, so that an entry an alias shares
+// between lists is reported where it failed.
+func Decode(data []byte, v any, lists map[string]string) (*yaml.Node, error) {
 	var root yaml.Node
 	if err := yaml.Unmarshal(data, &root); err != nil {
 		return nil, err
@@ -27,19 +33,15 @@ func decode(data []byte, v any) (*yaml.Node, error) {
 	err := dec.Decode(v)
 	var te *yaml.TypeError
 	if errors.As(err, &te) {
-		return nil, explain(root.Content[0], te)
+		return nil, explain(root.Content[0], te, lists)
 	}
 	return root.Content[0], err
 }
 
 var unknownField = regexp.MustCompile(`^line (\d+): field (.+) not found in type (\S+)`)
 
-// listOf is the top-level list whose entries have the decoder's type: an
-// entry an alias shares between lists is reported where it failed.
-var listOf = map[string]string{"table.nodeEntry": "nodes", "table.recordEntry": "records"}
-
 // explain rewrites the decoder's first complaint with the entry's path.
-func explain(doc *yaml.Node, te *yaml.TypeError) error {
+func explain(doc *yaml.Node, te *yaml.TypeError, lists map[string]string) error {
 	msg := te.Errors[0]
 	m := unknownField.FindStringSubmatch(msg)
 	if m == nil {
@@ -47,7 +49,7 @@ func explain(doc *yaml.Node, te *yaml.TypeError) error {
 	}
 	line, _ := strconv.Atoi(m[1])
 	path, ok := "", false
-	if list := listOf[m[3]]; list != "" {
+	if list := lists[m[3]]; list != "" {
 		for i := 0; i+1 < len(doc.Content); i += 2 {
 			if doc.Content[i].Value == list {
 				path, ok = keyPath(doc.Content[i+1], line, m[2], list)
@@ -95,8 +97,8 @@ func join(path, key string) string {
 	return path + "." + key
 }
 
-// entryLines returns the line of each element of the top-level sequence key.
-func entryLines(doc *yaml.Node, key string) []int {
+// EntryLines returns the line of each element of the top-level sequence key.
+func EntryLines(doc *yaml.Node, key string) []int {
 	doc = resolve(doc)
 	for i := 0; i+1 < len(doc.Content); i += 2 {
 		if doc.Content[i].Value != key {
@@ -120,15 +122,15 @@ func resolve(n *yaml.Node) *yaml.Node {
 	return n
 }
 
-// lineAt returns lines[i], or 0 when the entry has no known line.
-func lineAt(lines []int, i int) int {
+// LineAt returns lines[i], or 0 when the entry has no known line.
+func LineAt(lines []int, i int) int {
 	if i < len(lines) {
 		return lines[i]
 	}
 	return 0
 }
 
-// where names entry i of a list for an error: its line and index.
-func where(list string, lines []int, i int) string {
-	return "line " + strconv.Itoa(lineAt(lines, i)) + ": " + list + "[" + strconv.Itoa(i) + "]"
+// Where names entry i of a list for an error: its line and index.
+func Where(list string, lines []int, i int) string {
+	return "line " + strconv.Itoa(LineAt(lines, i)) + ": " + list + "[" + strconv.Itoa(i) + "]"
 }

@@ -1,0 +1,191 @@
+package overrides
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"net/netip"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/gslbdns/gslb/geo"
+	"github.com/gslbdns/gslb/internal/yamlfile"
+	"gopkg.in/yaml.v3"
+)
+
+// file is the overrides file's YAML schema (README "Overrides").
+type file struct {
+	Overrides []entryYAML `yaml:"overrides"`
+}
+
+type entryYAML struct {
+	CIDR     string        `yaml:"cidr"`
+	CIDRs    []string      `yaml:"cidrs"`
+	Location *LocationYAML `yaml:"location"`
+	Nodes    []string      `yaml:"nodes"`
+	Expires  *timeYAML     `yaml:"expires"`
+	Note     string        `yaml:"note"`
+}
+
+// LocationYAML is a corrected location as the file and the admin API write
+// it.
+type LocationYAML struct {
+	Country  string   `yaml:"country" json:"country"`
+	Province string   `yaml:"province" json:"province,omitempty"`
+	City     string   `yaml:"city" json:"city,omitempty"`
+	ISP      string   `yaml:"isp" json:"isp,omitempty"`
+	Lat      *float64 `yaml:"lat" json:"lat,omitempty"`
+	Lon      *float64 `yaml:"lon" json:"lon,omitempty"`
+}
+
+// Load reads an overrides file; known reports whether a node id exists.
+func Load(path string, known func(id string) bool) (*Table, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("overrides: %w", err)
+	}
+	return Parse(path, data, known)
+}
+
+// Parse validates an overrides file read from path. Errors name the file,
+// the line, the entry and the field.
+func Parse(path string, data []byte, known func(id string) bool) (*Table, error) {
+	t, err := parse(data, known)
+	if err != nil {
+		return nil, fmt.Errorf("overrides %s: %w", path, err)
+	}
+	return t, nil
+}
+
+func parse(data []byte, known func(id string) bool) (*Table, error) {
+	var f file
+	doc, err := yamlfile.Decode(data, &f, map[string]string{"overrides.entryYAML": "overrides"})
+	if err != nil {
+		if err.Error() == "empty file" {
+			return New(nil), nil
+		}
+		return nil, err
+	}
+	lines := yamlfile.EntryLines(doc, "overrides")
+	entries := make([]Entry, 0, len(f.Overrides))
+	first := map[netip.Prefix]int{}
+	for i, y := range f.Overrides {
+		at := yamlfile.Where("overrides", lines, i)
+		e, err := y.entry(known)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", at, err)
+		}
+		e.Line = yamlfile.LineAt(lines, i)
+		for _, p := range e.Prefixes {
+			if l, dup := first[p]; dup {
+				return nil, fmt.Errorf("%s: field cidr: %s is overridden already, at line %d", at, p, l)
+			}
+			first[p] = e.Line
+		}
+		entries = append(entries, e)
+	}
+	return New(entries), nil
+}
+
+func (y *entryYAML) entry(known func(id string) bool) (Entry, error) {
+	e := Entry{Note: y.Note}
+	cidrs := y.CIDRs
+	if y.CIDR != "" {
+		cidrs = append([]string{y.CIDR}, cidrs...)
+	}
+	if len(cidrs) == 0 {
+		return e, errors.New("field cidr: missing (cidr or cidrs)")
+	}
+	for _, s := range cidrs {
+		p, err := ParsePrefix(s)
+		if err != nil {
+			return e, fmt.Errorf("field cidr: %w", err)
+		}
+		e.Prefixes = append(e.Prefixes, p)
+	}
+	if y.Nodes != nil && len(y.Nodes) == 0 {
+		return e, errors.New("field nodes: an empty list")
+	}
+	if y.Location == nil && len(y.Nodes) == 0 {
+		return e, errors.New("field location/nodes: an override corrects a location, pins nodes, or both")
+	}
+	if y.Location != nil {
+		loc, err := y.Location.Location()
+		if err != nil {
+			return e, fmt.Errorf("field location.%w", err)
+		}
+		e.Location = &loc
+	}
+	for _, id := range y.Nodes {
+		if known != nil && !known(id) {
+			return e, fmt.Errorf("field nodes: unknown node %q", id)
+		}
+	}
+	e.Nodes = y.Nodes
+	if y.Expires != nil {
+		e.Expires = y.Expires.Time
+	}
+	return e, nil
+}
+
+// timeYAML is an RFC 3339 time whose errors name their line.
+type timeYAML struct{ time.Time }
+
+func (t *timeYAML) UnmarshalYAML(n *yaml.Node) error {
+	v, err := time.Parse(time.RFC3339, n.Value)
+	if err != nil {
+		return fmt.Errorf("line %d: expires: %q is not a time such as 2026-12-31T00:00:00Z", n.Line, n.Value)
+	}
+	t.Time = v
+	return nil
+}
+
+// ParsePrefix reads a network, IPv4 or IPv6; host bits must be zero.
+func ParsePrefix(s string) (netip.Prefix, error) {
+	p, err := netip.ParsePrefix(strings.TrimSpace(s))
+	if err != nil {
+		return p, fmt.Errorf("%q is not a network such as 203.0.113.0/24", s)
+	}
+	if p.Addr().Is4In6() {
+		p = netip.PrefixFrom(p.Addr().Unmap(), max(p.Bits()-96, 0))
+	}
+	if p.Masked() != p {
+		return p, fmt.Errorf("%s has bits set after the prefix (the network is %s)", p, p.Masked())
+	}
+	return p, nil
+}
+
+// Location checks and normalizes a corrected location. Without
+// coordinates, a province's clients are placed at its capital.
+func (y *LocationYAML) Location() (geo.Location, error) {
+	var l geo.Location
+	l.Country = strings.ToUpper(strings.TrimSpace(y.Country))
+	if l.Continent = geo.ContinentOf(l.Country); l.Continent == "" {
+		return l, fmt.Errorf("country: %q is not an ISO 3166-1 alpha-2 code", y.Country)
+	}
+	if y.Province != "" {
+		p, ok := geo.NormalizeProvince(l.Country, y.Province)
+		if !ok {
+			return l, fmt.Errorf("province: unknown province %q for country %s", y.Province, l.Country)
+		}
+		l.Province = p
+	}
+	l.City = strings.TrimSpace(y.City)
+	l.ISP = strings.TrimSpace(y.ISP) // the carrier table maps it
+	switch {
+	case (y.Lat == nil) != (y.Lon == nil):
+		return l, errors.New("lat/lon: give both or neither")
+	case y.Lat != nil:
+		if math.IsNaN(*y.Lat) || math.Abs(*y.Lat) > 90 || math.IsNaN(*y.Lon) || math.Abs(*y.Lon) > 180 {
+			return l, fmt.Errorf("lat/lon: %v,%v is not a place", *y.Lat, *y.Lon)
+		}
+		l.HasCoords, l.Lat, l.Lon = true, *y.Lat, *y.Lon
+	case l.Province != "":
+		if lat, lon, ok := geo.ProvinceCapital(l.Country, l.Province); ok {
+			l.HasCoords, l.Lat, l.Lon, l.ProvinceCoords = true, lat, lon, true
+		}
+	}
+	l.Source = geo.SourceOverride
+	return l, nil
+}
