@@ -6,7 +6,6 @@ import (
 	"github.com/coredns/coredns/plugin/pkg/dnsutil"
 
 	"github.com/gslbdns/gslb/policy"
-	"github.com/gslbdns/gslb/table"
 
 	"github.com/miekg/dns"
 )
@@ -45,21 +44,24 @@ func (a *answer) negative(rcode int, scope uint8) (int, error) {
 	return dns.RcodeSuccess, nil
 }
 
-// addresses are the node's A or AAAA records, fresh for this reply.
-func addresses(name string, qtype uint16, ttl uint32, n *table.Node) []dns.RR {
+// addresses are the A or AAAA records of the decision's nodes, the winner
+// first, fresh for this reply.
+func addresses(name string, qtype uint16, ttl uint32, v *policy.View, d *policy.Decision) []dns.RR {
 	hdr := dns.RR_Header{Name: name, Rrtype: qtype, Class: dns.ClassINET, Ttl: ttl}
-	if qtype == dns.TypeA {
-		rrs := make([]dns.RR, len(n.V4))
-		for i, a := range n.V4 {
-			ip := a.As4()
-			rrs[i] = &dns.A{Hdr: hdr, A: net.IP(ip[:])}
+	var rrs []dns.RR
+	for _, i := range d.Order[:d.NOrder] {
+		n := &v.Table.Nodes[i]
+		if qtype == dns.TypeA {
+			for _, a := range n.V4 {
+				ip := a.As4()
+				rrs = append(rrs, &dns.A{Hdr: hdr, A: net.IP(ip[:])})
+			}
+			continue
 		}
-		return rrs
-	}
-	rrs := make([]dns.RR, len(n.V6))
-	for i, a := range n.V6 {
-		ip := a.As16()
-		rrs[i] = &dns.AAAA{Hdr: hdr, AAAA: net.IP(ip[:])}
+		for _, a := range n.V6 {
+			ip := a.As16()
+			rrs = append(rrs, &dns.AAAA{Hdr: hdr, AAAA: net.IP(ip[:])})
+		}
 	}
 	return rrs
 }

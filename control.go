@@ -13,6 +13,7 @@ import (
 	"github.com/gslbdns/gslb/locate"
 	"github.com/gslbdns/gslb/overrides"
 	"github.com/gslbdns/gslb/policy"
+	"github.com/gslbdns/gslb/quality"
 	"github.com/gslbdns/gslb/table"
 )
 
@@ -30,10 +31,14 @@ type control struct {
 	table     *table.Table
 	db        *geo.DB
 	overrides *overrides.Table // the file's, expired entries included
-	expiry    time.Time        // when the next override expires; zero: never
+	quality   *quality.Matrix  // the file's rows, stale ones included
 	checker   *health.Checker
-	serial    uint32
-	files     *watcher
+	// When something time-bound changes without a file or probe saying
+	// so: an override expires, a quality row goes stale, a ramp steps.
+	expiry, stale, rampStep time.Time
+	wake                    chan struct{} // the next of them moved
+	serial                  uint32
+	files                   *watcher
 
 	startOnce, stopOnce sync.Once
 	stopCh              chan struct{}
@@ -55,6 +60,10 @@ func newControl(o options, zones []string) (c *control, option string, err error
 	if err != nil {
 		return nil, "overrides", err
 	}
+	qm, qHash, err := loadQuality(o.quality)
+	if err != nil {
+		return nil, "quality", err
+	}
 	loc, err := locate.New(locate.Config{DB: db, Carriers: t.Carriers, CacheSize: o.cacheSize, CacheTTL: o.cacheTTL,
 		Redis: o.redis, Online: o.online})
 	if err != nil {
@@ -68,6 +77,9 @@ func newControl(o options, zones []string) (c *control, option string, err error
 	if o.overrides != "" {
 		texts[o.overrides] = ovHash
 	}
+	if o.quality != "" {
+		texts[o.quality] = qHash
+	}
 	c = &control{
 		locator:   loc,
 		opts:      o,
@@ -75,10 +87,12 @@ func newControl(o options, zones []string) (c *control, option string, err error
 		table:     t,
 		db:        db,
 		overrides: ov,
+		quality:   qm,
 		serial:    uint32(time.Now().Unix()),
 		files:     newWatcher(texts, o.dbPaths()),
 		stopCh:    make(chan struct{}),
 		done:      make(chan struct{}),
+		wake:      make(chan struct{}, 1),
 	}
 	c.checker = c.newChecker(t)
 	c.applyOverrides(time.Now())
@@ -114,12 +128,25 @@ func loadOverrides(path string, t *table.Table) (*overrides.Table, [32]byte, err
 	if path == "" {
 		return nil, [32]byte{}, nil
 	}
-	data, err := readFile(path)
+	data, err := readFile("overrides", path)
 	if err != nil {
 		return nil, [32]byte{}, err
 	}
 	ov, err := overrides.Parse(path, data, knownIn(t))
 	return ov, sha256.Sum256(data), err
+}
+
+// loadQuality reads the quality file ("" for none).
+func loadQuality(path string) (*quality.Matrix, [32]byte, error) {
+	if path == "" {
+		return nil, [32]byte{}, nil
+	}
+	data, err := readFile("quality", path)
+	if err != nil {
+		return nil, [32]byte{}, err
+	}
+	m, err := quality.Parse(path, data)
+	return m, sha256.Sum256(data), err
 }
 
 func knownIn(t *table.Table) func(string) bool {
@@ -143,9 +170,37 @@ func (c *control) newChecker(t *table.Table) *health.Checker {
 }
 
 // publish builds and stores the view of the current table with snap's
-// verdicts. Callers hold c.mu, or own c alone.
+// verdicts, the fresh quality rows and the cooldown ramps. Callers hold
+// c.mu, or own c alone.
 func (c *control) publish(snap *health.Snapshot) {
-	c.view.Store(policy.NewView(c.table, snap, &c.opts.params, c.serial))
+	now := time.Now()
+	links, fresh, stale, next := c.quality.Links(c.table.Index, now, c.opts.qualityMaxAge)
+	if c.quality != nil {
+		qualityRows.WithLabelValues("fresh").Set(float64(fresh))
+		qualityRows.WithLabelValues("stale").Set(float64(stale))
+	}
+	v, step := policy.NewView(policy.Inputs{Table: c.table, Snapshot: snap, Params: &c.opts.params, Links: links,
+		Serial: c.serial, Now: now, Cooldown: c.opts.cooldown})
+	c.view.Store(v)
+	before := c.nextEvent()
+	c.stale, c.rampStep = next, step
+	if c.nextEvent() != before {
+		select {
+		case c.wake <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// nextEvent is the first of the time-bound changes; zero: none.
+func (c *control) nextEvent() time.Time {
+	var first time.Time
+	for _, t := range []time.Time{c.expiry, c.stale, c.rampStep} {
+		if !t.IsZero() && (first.IsZero() || t.Before(first)) {
+			first = t
+		}
+	}
+	return first
 }
 
 // applyOverrides hands the locator the overrides in force at now and notes
@@ -182,8 +237,8 @@ func (c *control) stop() error {
 	return nil
 }
 
-// watch reloads the files when they change, and drops overrides when they
-// expire.
+// watch reloads the files when they change, and rebuilds the view when an
+// override expires, a quality row goes stale or a cooldown ramp steps.
 func (c *control) watch() {
 	defer close(c.done)
 	var tick <-chan time.Time
@@ -196,12 +251,13 @@ func (c *control) watch() {
 	defer expiry.Stop()
 	for {
 		c.mu.Lock()
-		next := c.expiry
+		next := c.nextEvent()
 		c.mu.Unlock()
 		expiry.Reset(untilOrHour(next))
 		select {
 		case <-c.stopCh:
 			return
+		case <-c.wake:
 		case <-tick:
 			recovery.Do("reload", c.reload)
 		case now := <-expiry.C:
@@ -209,6 +265,7 @@ func (c *control) watch() {
 				c.mu.Lock()
 				defer c.mu.Unlock()
 				c.applyOverrides(now)
+				c.publish(c.checker.Snapshot())
 			})
 		}
 	}
@@ -253,6 +310,18 @@ func (c *control) reload() {
 			}
 		}
 	}
+	var qm *quality.Matrix
+	if c.opts.quality != "" {
+		if data := c.files.textChanged(c.opts.quality); data != nil {
+			m, err := quality.Parse(c.opts.quality, data)
+			if err != nil {
+				c.files.rejected(c.opts.quality, err)
+			} else {
+				c.files.loaded(c.opts.quality)
+				qm = m
+			}
+		}
+	}
 	var db *geo.DB
 	if c.files.dbsChanged() {
 		d, err := geo.OpenFiles(c.opts.dbFiles())
@@ -263,10 +332,10 @@ func (c *control) reload() {
 			recordDBInfo(d)
 		}
 	}
-	if t == nil && ov == nil && db == nil {
+	if t == nil && ov == nil && qm == nil && db == nil {
 		return
 	}
-	if old := c.swap(t, ov, db); old != nil {
+	if old := c.swap(t, ov, qm, db); old != nil {
 		old.Stop()
 	}
 	reloads.WithLabelValues("ok").Inc()
@@ -274,7 +343,7 @@ func (c *control) reload() {
 
 // swap publishes a new table, overrides and databases (nil: unchanged) and
 // returns the checker it replaced, for the caller to stop outside the lock.
-func (c *control) swap(t *table.Table, ov *overrides.Table, db *geo.DB) (old *health.Checker) {
+func (c *control) swap(t *table.Table, ov *overrides.Table, qm *quality.Matrix, db *geo.DB) (old *health.Checker) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if t != nil {
@@ -296,6 +365,10 @@ func (c *control) swap(t *table.Table, ov *overrides.Table, db *geo.DB) (old *he
 		c.overrides = ov
 		c.applyOverrides(time.Now())
 		log.Infof("Reloaded overrides %s: %d entries", c.opts.overrides, ov.Len())
+	}
+	if qm != nil {
+		c.quality = qm
+		log.Infof("Reloaded quality %s: %d rows", c.opts.quality, len(qm.Rows))
 	}
 	if db != nil {
 		c.db = db

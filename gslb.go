@@ -117,7 +117,7 @@ func (g *GSLB) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.Msg) (
 			provinceMatch.WithLabelValues(server, "cross").Inc()
 		}
 	}
-	return a.write(dc.scope, addresses(state.QName(), qtype, rec.TTL, dc.d.Winner)...)
+	return a.write(dc.scope, addresses(state.QName(), qtype, rec.TTL, v, &dc.d)...)
 }
 
 // decide fills dc: client address, location, decision and ECS scope.

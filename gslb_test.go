@@ -289,7 +289,7 @@ records:
 		t.Errorf("Expected SERVFAIL with all_down servfail, got %d", rcode)
 	}
 	// max_load raised above both loads: the nearest usable node by score.
-	raised := newFixtureGSLB(t, nodes, "max_load 1\n")
+	raised := newFixtureGSLB(t, nodes, "max_load 1\nspread 0\n") // best wins: no spread
 	_, m = serve(t, raised, query("www.example.org", dns.TypeA, subnet("1.0.1.0/24")))
 	if len(m.Answer) != 1 || m.Answer[0].(*dns.A).A.String() != "192.0.2.2" {
 		t.Errorf("Expected the less loaded node by score, got %v", m)

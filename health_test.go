@@ -59,7 +59,7 @@ nodes:
 records:
   - name: www.example.org
 `, a.URL, b.URL, c.URL)
-	g := newFixtureGSLB(t, nodes, "")
+	g := newFixtureGSLB(t, nodes, "cooldown 0s\n") // back at once: no ramp
 	g.start()
 
 	const client = "1.0.1.0/24" // Zhejiang, China Telecom

@@ -92,6 +92,12 @@ var labels = []struct {
 		}
 		return strconv.FormatFloat(d.d.DistanceKm, 'f', 0, 64)
 	}},
+	{"rtt_ms", func(d *decision) string {
+		if d.d.Winner == nil || d.d.RTTMs < 0 {
+			return ""
+		}
+		return strconv.FormatFloat(d.d.RTTMs, 'f', -1, 64)
+	}},
 	{"score", func(d *decision) string {
 		if d.d.Winner == nil {
 			return ""

@@ -54,6 +54,13 @@ var (
 		Help:      "Counter of node table and geo database reloads by result (ok, error).",
 	}, []string{"result"})
 
+	qualityRows = promauto.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: plugin.Namespace,
+		Subsystem: "gslb",
+		Name:      "quality_rows",
+		Help:      "Gauge of the quality matrix's rows by state: fresh (used) or stale (older than quality_max_age).",
+	}, []string{"state"})
+
 	dbBuild = promauto.NewGaugeVec(prometheus.GaugeOpts{
 		Namespace: plugin.Namespace,
 		Subsystem: "gslb",

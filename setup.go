@@ -26,6 +26,9 @@ const (
 	defaultECSMin4 = 24
 	defaultECSMin6 = 56
 	defaultReload  = 30 * time.Second
+
+	defaultCooldown      = time.Minute
+	defaultQualityMaxAge = 10 * time.Minute
 )
 
 func setup(c *caddy.Controller) error {
@@ -46,6 +49,9 @@ func setup(c *caddy.Controller) error {
 type options struct {
 	geoip, asn, ipdb string
 	nodes, overrides string
+	quality          string
+	qualityMaxAge    time.Duration
+	cooldown         time.Duration
 	lines            map[string]int // option -> Corefile line, so that errors found later name it
 	ttl              uint32
 	ecsMin4, ecsMin6 uint8
@@ -60,14 +66,16 @@ type options struct {
 
 func parse(c *caddy.Controller) (*GSLB, error) {
 	o := options{
-		lines:     map[string]int{},
-		ttl:       defaultTTL,
-		ecsMin4:   defaultECSMin4,
-		ecsMin6:   defaultECSMin6,
-		params:    scoring.DefaultParams,
-		reload:    defaultReload,
-		cacheSize: locate.DefaultCacheSize,
-		cacheTTL:  locate.DefaultCacheTTL,
+		lines:         map[string]int{},
+		ttl:           defaultTTL,
+		ecsMin4:       defaultECSMin4,
+		ecsMin6:       defaultECSMin6,
+		params:        scoring.DefaultParams,
+		reload:        defaultReload,
+		cooldown:      defaultCooldown,
+		qualityMaxAge: defaultQualityMaxAge,
+		cacheSize:     locate.DefaultCacheSize,
+		cacheTTL:      locate.DefaultCacheTTL,
 	}
 	g := &GSLB{}
 	root := dnsserver.GetConfig(c).Root
@@ -143,6 +151,57 @@ func parse(c *caddy.Controller) (*GSLB, error) {
 					return nil, c.Err("max_load: must be above 0")
 				}
 				o.params.MaxLoad = f
+			case "spread":
+				f, err := floatArg(c, 0, 1)
+				if err != nil {
+					return nil, err
+				}
+				o.params.Spread = f
+			case "shed_load":
+				low, err := floatArg(c, 0, 1)
+				if err != nil {
+					return nil, err
+				}
+				high, err := floatArg(c, 0, 1)
+				if err != nil {
+					return nil, err
+				}
+				if high <= low {
+					return nil, c.Errf("shed_load: HIGH %g must be above LOW %g", high, low)
+				}
+				o.params.ShedLow, o.params.ShedHigh = low, high
+			case "cooldown":
+				d, err := durationArg(c, 0)
+				if err != nil {
+					return nil, err
+				}
+				o.cooldown = d
+			case "answers":
+				n, err := uintArg(c, 1, scoring.MaxAnswers)
+				if err != nil {
+					return nil, err
+				}
+				o.params.Answers = int(n)
+			case "quality":
+				if !c.NextArg() {
+					return nil, c.ArgErr()
+				}
+				o.quality = path(c.Val())
+			case "quality_max_age":
+				d, err := durationArg(c, time.Second)
+				if err != nil {
+					return nil, err
+				}
+				o.qualityMaxAge = d
+			case "max_loss":
+				f, err := floatArg(c, 0, 1)
+				if err != nil {
+					return nil, err
+				}
+				if f == 0 {
+					return nil, c.Err("max_loss: must be above 0")
+				}
+				o.params.MaxLoss = f
 			case "fallthrough":
 				g.Fall.SetZonesFromArgs(c.RemainingArgs())
 			case "all_down":

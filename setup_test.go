@@ -250,3 +250,45 @@ func TestSetupChineseData(t *testing.T) {
 		})
 	}
 }
+
+// TestSetupSteering: the steering options, their defaults and their errors.
+func TestSetupSteering(t *testing.T) {
+	dir := fixture(t, fixtureNodes)
+	if err := os.WriteFile(filepath.Join(dir, "q.yaml"), []byte("quality: []\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	base := "geoip city.mmdb\nnodes nodes.yaml\n"
+	g := newTestGSLB(t, dir, "gslb example.org {\n"+base+"}")
+	if p := g.opts.params; p.Spread != 0.1 || p.Answers != 1 || p.MaxLoss != 0.2 || p.ShedHigh != 0 || g.opts.cooldown != time.Minute || g.opts.qualityMaxAge != 10*time.Minute {
+		t.Errorf("Defaults: %+v cooldown %v quality_max_age %v", p, g.opts.cooldown, g.opts.qualityMaxAge)
+	}
+	g = newTestGSLB(t, dir, "gslb example.org {\n"+base+"spread 0.2\nshed_load 0.6 0.9\ncooldown 30s\nanswers 2\nquality q.yaml\nquality_max_age 5m\nmax_loss 0.1\nweights 0.4 0.2 0.1 0.3\n}")
+	want := scoring.Params{Weights: scoring.Weights{0.4, 0.2, 0.1, 0.3}, MaxLoad: 0.8, Spread: 0.2, ShedLow: 0.6, ShedHigh: 0.9, MaxLoss: 0.1, Answers: 2}
+	if g.opts.params != want || g.opts.cooldown != 30*time.Second || g.opts.qualityMaxAge != 5*time.Minute || g.opts.quality != filepath.Join(dir, "q.yaml") {
+		t.Errorf("Got %+v %v %v %s", g.opts.params, g.opts.cooldown, g.opts.qualityMaxAge, g.opts.quality)
+	}
+	for _, tc := range []struct{ input, want string }{
+		{"spread 1.5", "spread"},
+		{"shed_load 0.9 0.6", "shed_load: HIGH 0.6 must be above LOW 0.9"},
+		{"shed_load 0.6", "Wrong argument count"},
+		{"cooldown soon", "cooldown"},
+		{"answers 0", "answers"},
+		{"answers 9", "answers"},
+		{"max_loss 0", "max_loss: must be above 0"},
+		{"quality_max_age 10ms", "quality_max_age"},
+		{"weights 1 1 1 1 1", `unexpected argument "1"`},
+		{"quality nope.yaml", "Testfile:4"},
+	} {
+		c := caddy.NewTestController("dns", "gslb example.org {\n"+base+tc.input+"\n}")
+		dnsserver.GetConfig(c).Root = dir
+		g, err := parse(c)
+		if err == nil {
+			g.stop()
+			t.Errorf("%q: no error, want one containing %q", tc.input, tc.want)
+			continue
+		}
+		if !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: got %v, want an error containing %q", tc.input, err, tc.want)
+		}
+	}
+}

@@ -59,7 +59,7 @@ func (w *watcher) textChanged(path string) []byte {
 	st := w.texts[path]
 	data, err := os.ReadFile(path)
 	if err != nil {
-		w.fail(path, fmt.Errorf("%s: %w", path, err))
+		w.fail(path, err)
 		return nil
 	}
 	h := sha256.Sum256(data)
@@ -119,10 +119,11 @@ func (w *watcher) fail(path string, err error) {
 	}
 }
 
-func readFile(path string) ([]byte, error) {
+// readFile reads one of the watched files; an error says which (kind).
+func readFile(kind, path string) ([]byte, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return nil, fmt.Errorf("%s: %w", kind, err)
 	}
 	return data, nil
 }

@@ -39,6 +39,7 @@ type Status struct {
 	HasLoad bool
 	Reason  string    // failure that took the node down ("" when up or unknown)
 	Since   time.Time // last transition
+	From    State     // the state before it: a node up From down is recovering
 }
 
 // Snapshot is an immutable view of every probed node.
@@ -122,5 +123,6 @@ func (n *node) observe(ok bool, reason string, load float64, hasLoad bool, now t
 }
 
 func (n *node) set(s State, reason string, now time.Time) {
+	n.st.From = n.st.State
 	n.st.State, n.st.Reason, n.st.Since = s, reason, now
 }

@@ -7,11 +7,9 @@ import (
 	"net/netip"
 	"os"
 	"strings"
-	"time"
 
 	"github.com/gslbdns/gslb/geo"
 	"github.com/gslbdns/gslb/internal/yamlfile"
-	"gopkg.in/yaml.v3"
 )
 
 // file is the overrides file's YAML schema (README "Overrides").
@@ -20,12 +18,12 @@ type file struct {
 }
 
 type entryYAML struct {
-	CIDR     string        `yaml:"cidr"`
-	CIDRs    []string      `yaml:"cidrs"`
-	Location *LocationYAML `yaml:"location"`
-	Nodes    []string      `yaml:"nodes"`
-	Expires  *timeYAML     `yaml:"expires"`
-	Note     string        `yaml:"note"`
+	CIDR     string         `yaml:"cidr"`
+	CIDRs    []string       `yaml:"cidrs"`
+	Location *LocationYAML  `yaml:"location"`
+	Nodes    []string       `yaml:"nodes"`
+	Expires  *yamlfile.Time `yaml:"expires"`
+	Note     string         `yaml:"note"`
 }
 
 // LocationYAML is a corrected location as the file and the admin API write
@@ -127,18 +125,6 @@ func (y *entryYAML) entry(known func(id string) bool) (Entry, error) {
 		e.Expires = y.Expires.Time
 	}
 	return e, nil
-}
-
-// timeYAML is an RFC 3339 time whose errors name their line.
-type timeYAML struct{ time.Time }
-
-func (t *timeYAML) UnmarshalYAML(n *yaml.Node) error {
-	v, err := time.Parse(time.RFC3339, n.Value)
-	if err != nil {
-		return fmt.Errorf("line %d: expires: %q is not a time such as 2026-12-31T00:00:00Z", n.Line, n.Value)
-	}
-	t.Time = v
-	return nil
 }
 
 // ParsePrefix reads a network, IPv4 or IPv6; host bits must be zero.

@@ -36,7 +36,8 @@ func (v *View) Decide(q *Query) Decision {
 	}
 	d := Decision{Decision: v.pinned(q, cand)}
 	if d.Tier == scoring.TierNone {
-		d.Decision = scoring.Choose(&q.Client, v.Nodes, cand, v.Table.Topology, v.Params, q.Subnet)
+		d.Decision = scoring.Decide(&scoring.Input{Client: &q.Client, Nodes: v.Nodes, Cand: cand, Topo: v.Table.Topology,
+			Params: v.Params, Quality: v.Links, Key: q.Subnet})
 	}
 	if d.Node >= 0 {
 		d.Winner = &v.Table.Nodes[d.Node]
@@ -58,7 +59,8 @@ func (v *View) pinned(q *Query, cand []int) scoring.Decision {
 			sub = append(sub, i)
 		}
 	}
-	d := scoring.Choose(&q.Client, v.Nodes, sub, v.Table.Topology, v.Params, q.Subnet)
+	d := scoring.Decide(&scoring.Input{Client: &q.Client, Nodes: v.Nodes, Cand: sub, Topo: v.Table.Topology,
+		Params: v.Params, Quality: v.Links, Key: q.Subnet})
 	if d.Tier == scoring.TierNone || d.Tier == scoring.TierFailOpen {
 		return scoring.Decision{Tier: scoring.TierNone}
 	}

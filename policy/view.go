@@ -32,20 +32,42 @@ type NodeStatus struct {
 // every change, and queries read it through an atomic pointer.
 type View struct {
 	Table  *table.Table
-	Nodes  []scoring.Node // Table.Nodes with live load and health
+	Nodes  []scoring.Node // Table.Nodes with live load, health and ramps
 	Status []NodeStatus   // per node
 	Params *scoring.Params
-	Serial uint32 // the SOA serial: moves when the table does
+	Links  *scoring.Links // the quality matrix's fresh rows; nil: none
+	Serial uint32         // the SOA serial: moves when the table does
 }
 
-// NewView folds snap's verdicts and loads into t.
-func NewView(t *table.Table, snap *health.Snapshot, p *scoring.Params, serial uint32) *View {
+// Inputs are what a view is built from.
+type Inputs struct {
+	Table    *table.Table
+	Snapshot *health.Snapshot
+	Params   *scoring.Params
+	Links    *scoring.Links
+	Serial   uint32
+	Now      time.Time
+	// Cooldown is how long a node back from down takes to take all its
+	// clients back; 0: at once.
+	Cooldown time.Duration
+}
+
+// rampSteps is how many steps a cooldown ramp takes: the view is rebuilt
+// at each, so that queries never read the clock.
+const rampSteps = 20
+
+// NewView folds the probes' verdicts and loads into the table, and the
+// cooldown ramps of the nodes that came back. It returns when a ramp moves
+// on and the view should be rebuilt (zero: no ramp).
+func NewView(in Inputs) (*View, time.Time) {
+	t := in.Table
 	v := &View{Table: t, Nodes: make([]scoring.Node, len(t.Nodes)), Status: make([]NodeStatus, len(t.Nodes)),
-		Params: p, Serial: serial}
+		Params: in.Params, Links: in.Links, Serial: in.Serial}
+	var next time.Time
 	for i := range t.Nodes {
 		v.Nodes[i] = t.Nodes[i].Node
 		v.Status[i] = NodeStatus{State: StateUnprobed}
-		st, ok := snap.Status(t.Nodes[i].ID)
+		st, ok := in.Snapshot.Status(t.Nodes[i].ID)
 		if !ok {
 			continue
 		}
@@ -54,8 +76,27 @@ func NewView(t *table.Table, snap *health.Snapshot, p *scoring.Params, serial ui
 		if st.HasLoad {
 			v.Nodes[i].Load = st.Load
 		}
+		if st.State == health.StateUp && st.From == health.StateDown {
+			shed, at := ramp(st.Since, in.Now, in.Cooldown)
+			v.Nodes[i].Shed = shed
+			if !at.IsZero() && (next.IsZero() || at.Before(next)) {
+				next = at
+			}
+		}
 	}
-	return v
+	return v, next
+}
+
+// ramp is the share of subnets a node back up since turns away at now,
+// falling in rampSteps steps over cooldown, and when the next step comes.
+func ramp(since, now time.Time, cooldown time.Duration) (float64, time.Time) {
+	elapsed := now.Sub(since)
+	if cooldown <= 0 || elapsed >= cooldown {
+		return 0, time.Time{}
+	}
+	step := cooldown / rampSteps
+	k := max(elapsed, 0) / step
+	return 1 - float64(k)/rampSteps, since.Add((k + 1) * step)
 }
 
 // Client is what the ladder and the score see of a located client: nothing

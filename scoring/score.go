@@ -8,15 +8,16 @@ const (
 	Distance = iota // nearness: 1/(1 + km/100)
 	Load            // spare capacity: 1 - load
 	Cost            // cheapness: 1 - cost/highest cost in the tier
+	Quality         // the network: 1/(1 + rtt_ms/50) × (1 - loss), 0 without a row
 	NumTerms
 )
 
-// Weights of the score's terms, indexed by Distance, Load, Cost.
+// Weights of the score's terms, indexed by Distance, Load, Cost, Quality.
 type Weights [NumTerms]float64
 
 // terms are the score's parts, in Weights order; scorer.values computes
 // them.
-var terms = [NumTerms]string{Distance: "distance", Load: "load", Cost: "cost"}
+var terms = [NumTerms]string{Distance: "distance", Load: "load", Cost: "cost", Quality: "quality"}
 
 // TermNames lists the terms in Weights order.
 func TermNames() []string {
@@ -31,12 +32,14 @@ type scorer struct {
 	w        *Weights
 	withDist bool    // distance counts only with the client's coordinates
 	maxCost  float64 // the tier's highest cost
+	quality  *Links  // nil: no matrix
+	rtt      float64 // the last node's round trip, -1 without a row
 }
 
-// values puts each term's value for node n, in 0..1, into v; a term that
+// values puts each term's value for node i, in 0..1, into v; a term that
 // does not apply to this client is 0. It returns n's distance, -1 when not
 // measured.
-func (s *scorer) values(n *Node, v *[NumTerms]float64) float64 {
+func (s *scorer) values(i int, n *Node, v *[NumTerms]float64) float64 {
 	km := -1.0
 	v[Distance] = 0
 	if s.withDist {
@@ -52,12 +55,18 @@ func (s *scorer) values(n *Node, v *[NumTerms]float64) float64 {
 	if s.maxCost > 0 {
 		v[Cost] = 1 - n.Cost/s.maxCost
 	}
+	v[Quality], s.rtt = 0, -1
+	if s.quality != nil && s.c != nil {
+		if l, ok := s.quality.Link(s.c.Province, s.c.ISP, i); ok {
+			v[Quality], s.rtt = 1/(1+l.RTTMs/50)*(1-l.Loss), l.RTTMs
+		}
+	}
 	return km
 }
 
 // dot is the weighted sum of a node's term values: its score.
 func (w *Weights) dot(v *[NumTerms]float64) float64 {
-	return w[Distance]*v[Distance] + w[Load]*v[Load] + w[Cost]*v[Cost]
+	return w[Distance]*v[Distance] + w[Load]*v[Load] + w[Cost]*v[Cost] + w[Quality]*v[Quality]
 }
 
 // Haversine returns the great-circle distance in km between two points

@@ -24,16 +24,37 @@ type Node struct {
 	Cost                              float64 // >= 0
 	Load                              float64 // 0..1, live or static
 	Down                              bool    // health probes removed it
+	// Shed is the share of client subnets the node turns away, 0..1: a
+	// node coming back from down ramps it from 1 to 0 over the cooldown.
+	// Which subnets is stable: as Shed falls, subnets only come back.
+	Shed float64
 }
 
 // Params are the tunables of a decision.
 type Params struct {
 	Weights Weights
 	MaxLoad float64 // nodes with Load >= MaxLoad are not usable
+	// Spread: the usable nodes of the winning tier whose score is within
+	// Spread (a fraction of the best score) share the clients in proportion
+	// to their scores; 0: the best wins.
+	Spread float64
+	// ShedLow and ShedHigh: between them a node turns away a share of its
+	// subnets that grows linearly to all; at ShedHigh it is not usable
+	// (ShedHigh then stands for MaxLoad). 0, 0: off.
+	ShedLow, ShedHigh float64
+	// MaxLoss: a quality row with this loss or more makes the node unusable
+	// for that row's clients.
+	MaxLoss float64
+	// Answers is how many nodes the decision orders, 1..MaxAnswers.
+	Answers int
 }
 
-// DefaultParams weigh nearness most, then spare capacity, then cost.
-var DefaultParams = Params{Weights: Weights{0.5, 0.3, 0.2}, MaxLoad: 0.8}
+// MaxAnswers bounds Params.Answers.
+const MaxAnswers = 8
+
+// DefaultParams weigh nearness most, then spare capacity, then cost, and
+// spread the clients over nodes within 10% of the best.
+var DefaultParams = Params{Weights: Weights{0.5, 0.3, 0.2}, MaxLoad: 0.8, Spread: 0.1, MaxLoss: 0.2, Answers: 1}
 
 // Decision is the outcome of Choose.
 type Decision struct {
@@ -42,8 +63,14 @@ type Decision struct {
 	Candidates int     // usable nodes in the winning tier
 	DistanceKm float64 // -1 when distance played no part
 	Score      float64
-	// Tied is true when the winner shared the best score with another node
-	// and the per-subnet tie key picked it: the answer then depends on the
-	// client subnet used as TieKey.
+	// Tied is true when the client's subnet picked the winner among others
+	// (a tie, the spread, or a node turning some subnets away): the answer
+	// then depends on the subnet used as the key.
 	Tied bool
+	// RTTMs is the winner's quality row's round trip, -1 without one.
+	RTTMs float64
+	// Order lists the first Params.Answers nodes, the winner first: the
+	// spread's order, then the rest of the tier, then the tiers below.
+	Order  [MaxAnswers]int32
+	NOrder int
 }

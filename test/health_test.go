@@ -94,7 +94,7 @@ func TestProbeFailover(t *testing.T) {
 			logs := captureLog(t)
 			hz, sh := newProbeTarget(t), newProbeTarget(t)
 			nodes := writeFile(t, t.TempDir(), "nodes.yaml", probedNodes(hz.url(), sh.url()))
-			s := startServer(t, gslbCorefile(t, nodes, "all_down "+tc.allDown))
+			s := startServer(t, gslbCorefile(t, nodes, "all_down "+tc.allDown+"\ncooldown 0s"))
 
 			// Both up: the same province wins.
 			waitState(t, s, logs, zj, "192.0.2.10", "up")

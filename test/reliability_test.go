@@ -71,7 +71,7 @@ func TestDownNodeStaysDownAcrossReloads(t *testing.T) {
 	hz.mode.Store(targetHang)
 	dir := t.TempDir()
 	nodes := writeFile(t, dir, "nodes.yaml", twoNodes(hz.url(), "100ms", sh.url(), "100ms"))
-	corefile := func(extra string) string { return gslbCorefile(t, nodes, "reload 1s\n"+extra) }
+	corefile := func(extra string) string { return gslbCorefile(t, nodes, "reload 1s\ncooldown 0s\n"+extra) }
 	s := startServer(t, corefile(""))
 	waitState(t, s, logs, zj, shAddr, "up")
 	srv := func() *server { return s }
@@ -105,7 +105,7 @@ func TestDownNodeStaysDownAcrossReloads(t *testing.T) {
 	// A Corefile reload whose node table changed the down node's own probe:
 	// it keeps its verdict until the new probe reports, and that says down.
 	nodes2 := writeFile(t, dir, "nodes2.yaml", twoNodes(hz.url(), "120ms", sh.url(), "150ms"))
-	s.restart(t, gslbCorefile(t, nodes2, "reload 1s\nttl 30"))
+	s.restart(t, gslbCorefile(t, nodes2, "reload 1s\ncooldown 0s\nttl 30"))
 	res = hammer(t, srv, []string{zj}, 1500*time.Millisecond, 2000)
 	if res.answers[hzAddr] != 0 || res.failures != 0 {
 		t.Errorf("Reload with a new probe spec: %d of %d answers went to the down node, %d failed", res.answers[hzAddr], res.queries, res.failures)

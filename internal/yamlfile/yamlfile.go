@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"regexp"
 	"strconv"
+	"time"
 
 	"gopkg.in/yaml.v3"
 )
@@ -133,4 +134,17 @@ func LineAt(lines []int, i int) int {
 // Where names entry i of a list for an error: its line and index.
 func Where(list string, lines []int, i int) string {
 	return "line " + strconv.Itoa(LineAt(lines, i)) + ": " + list + "[" + strconv.Itoa(i) + "]"
+}
+
+// Time is an RFC 3339 time whose errors name their line.
+type Time struct{ time.Time }
+
+// UnmarshalYAML implements yaml.Unmarshaler.
+func (t *Time) UnmarshalYAML(n *yaml.Node) error {
+	v, err := time.Parse(time.RFC3339, n.Value)
+	if err != nil {
+		return fmt.Errorf("line %d: %q is not a time such as 2026-12-31T00:00:00Z", n.Line, n.Value)
+	}
+	t.Time = v
+	return nil
 }
