@@ -33,6 +33,8 @@ type control struct {
 	overrides *overrides.Table // the file's, expired entries included
 	quality   *quality.Matrix  // the file's rows, stale ones included
 	checker   *health.Checker
+	decisions *policy.Decisions
+	metrics   metricsCache
 	// When something time-bound changes without a file or probe saying
 	// so: an override expires, a quality row goes stale, a ramp steps.
 	expiry, stale, rampStep time.Time
@@ -88,6 +90,7 @@ func newControl(o options, zones []string) (c *control, option string, err error
 		db:        db,
 		overrides: ov,
 		quality:   qm,
+		decisions: policy.NewDecisions(),
 		serial:    uint32(time.Now().Unix()),
 		files:     newWatcher(texts, o.dbPaths()),
 		stopCh:    make(chan struct{}),
@@ -180,7 +183,7 @@ func (c *control) publish(snap *health.Snapshot) {
 		qualityRows.WithLabelValues("stale").Set(float64(stale))
 	}
 	v, step := policy.NewView(policy.Inputs{Table: c.table, Snapshot: snap, Params: &c.opts.params, Links: links,
-		Serial: c.serial, Now: now, Cooldown: c.opts.cooldown})
+		Serial: c.serial, Now: now, Cooldown: c.opts.cooldown, Cache: c.decisions})
 	c.view.Store(v)
 	before := c.nextEvent()
 	c.stale, c.rampStep = next, step
@@ -356,7 +359,9 @@ func (c *control) swap(t *table.Table, ov *overrides.Table, qm *quality.Matrix, 
 		if change&table.ChangeCarriers != 0 {
 			c.locator.SetCarriers(t.Carriers)
 		}
-		forgetNodes(c.table, t)
+		if forgetNodes(c.table, t) {
+			c.metrics.reset()
+		}
 		c.table = t
 		c.serial = max(c.serial+1, uint32(time.Now().Unix()))
 		log.Infof("Reloaded node table %s (%s changed): %d nodes, %d records", t.Path, change, len(t.Nodes), len(t.Records))

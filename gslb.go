@@ -73,11 +73,11 @@ func (g *GSLB) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.Msg) (
 	if qtype == dns.TypeAXFR || qtype == dns.TypeIXFR {
 		return dns.RcodeRefused, nil
 	}
-	server := metrics.WithServer(ctx)
+	mx := g.ctl.metrics.of(metrics.WithServer(ctx))
 
 	ecs, err := parseECS(r)
 	if err != nil {
-		ecsTotal.WithLabelValues(server, "invalid").Inc()
+		mx.invalid.Inc()
 		log.Debugf("FORMERR for %s from %s: %v", qname, state.IP(), err)
 		return dns.RcodeFormatError, nil
 	}
@@ -97,41 +97,41 @@ func (g *GSLB) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.Msg) (
 
 	start := time.Now()
 	var dc decision
-	g.decide(ctx, v, rec, qtype, w.RemoteAddr(), ecs, server, &dc)
-	decisionDuration.WithLabelValues(server).Observe(time.Since(start).Seconds())
+	g.decide(ctx, v, rec, qtype, w.RemoteAddr(), ecs, mx, &dc)
+	mx.duration.Observe(time.Since(start).Seconds())
 	setMetadata(ctx, &dc)
 
 	if dc.d.Winner == nil {
 		// No node of the record has an address of this family.
 		return a.negative(dns.RcodeSuccess, dc.scope)
 	}
-	decisions.WithLabelValues(server, dc.d.Tier.String()).Inc()
+	mx.tiers[dc.d.Tier].Inc()
 	if dc.d.Tier == scoring.TierFailOpen && g.opts.allDownServfail {
 		return dns.RcodeServerFailure, nil
 	}
-	nodeAnswers.WithLabelValues(server, dc.d.Winner.ID).Inc()
+	mx.node(dc.d.Winner.ID).Inc()
 	if dc.loc.Province != "" {
 		if dc.loc.Province == dc.d.Winner.Province && dc.loc.Country == dc.d.Winner.Country {
-			provinceMatch.WithLabelValues(server, "same").Inc()
+			mx.same.Inc()
 		} else {
-			provinceMatch.WithLabelValues(server, "cross").Inc()
+			mx.cross.Inc()
 		}
 	}
 	return a.write(dc.scope, addresses(state.QName(), qtype, rec.TTL, v, &dc.d)...)
 }
 
 // decide fills dc: client address, location, decision and ECS scope.
-func (g *GSLB) decide(ctx context.Context, v *policy.View, rec *table.Record, qtype uint16, remote net.Addr, ecs *dns.EDNS0_SUBNET, server string, dc *decision) {
+func (g *GSLB) decide(ctx context.Context, v *policy.View, rec *table.Record, qtype uint16, remote net.Addr, ecs *dns.EDNS0_SUBNET, mx *serverMetrics, dc *decision) {
 	dc.ecs = ecs
 	if a, ok := ecsClient(ecs, g.opts.ecsMin4, g.opts.ecsMin6); ok {
 		dc.client, dc.fromECS = a, true
-		ecsTotal.WithLabelValues(server, "used").Inc()
+		mx.used.Inc()
 	} else {
 		dc.client = remoteAddr(remote)
 		if ecs != nil {
-			ecsTotal.WithLabelValues(server, "ignored").Inc()
+			mx.ignored.Inc()
 		} else {
-			ecsTotal.WithLabelValues(server, "absent").Inc()
+			mx.absent.Inc()
 		}
 	}
 	dc.loc = g.ctl.locator.Locate(ctx, dc.client)

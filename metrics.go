@@ -1,9 +1,12 @@
 package gslb
 
 import (
+	"sync/atomic"
+
 	"github.com/coredns/coredns/plugin"
 
 	"github.com/gslbdns/gslb/geo"
+	"github.com/gslbdns/gslb/scoring"
 	"github.com/gslbdns/gslb/table"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -76,15 +79,100 @@ func recordDBInfo(db *geo.DB) {
 	}
 }
 
-// forgetNodes drops the series of nodes that a reload removed.
-func forgetNodes(old, cur *table.Table) {
+// forgetNodes drops the series of nodes that a reload removed, and reports
+// whether it did.
+func forgetNodes(old, cur *table.Table) bool {
 	keep := make(map[string]bool, len(cur.Nodes))
 	for _, n := range cur.Nodes {
 		keep[n.ID] = true
 	}
+	dropped := false
 	for _, n := range old.Nodes {
 		if !keep[n.ID] {
 			nodeAnswers.DeletePartialMatch(prometheus.Labels{"node": n.ID})
+			dropped = true
+		}
+	}
+	return dropped
+}
+
+// serverMetrics are one server's metric children, resolved once: resolving
+// them per query would hash the label values every time.
+type serverMetrics struct {
+	tiers       [scoring.TierOverride + 1]prometheus.Counter
+	used        prometheus.Counter
+	ignored     prometheus.Counter
+	absent      prometheus.Counter
+	invalid     prometheus.Counter
+	same, cross prometheus.Counter
+	duration    prometheus.Observer
+	server      string
+	nodes       atomic.Pointer[map[string]prometheus.Counter]
+}
+
+func newServerMetrics(server string) *serverMetrics {
+	m := &serverMetrics{server: server,
+		used:     ecsTotal.WithLabelValues(server, "used"),
+		ignored:  ecsTotal.WithLabelValues(server, "ignored"),
+		absent:   ecsTotal.WithLabelValues(server, "absent"),
+		invalid:  ecsTotal.WithLabelValues(server, "invalid"),
+		same:     provinceMatch.WithLabelValues(server, "same"),
+		cross:    provinceMatch.WithLabelValues(server, "cross"),
+		duration: decisionDuration.WithLabelValues(server),
+	}
+	for t := range m.tiers {
+		m.tiers[t] = decisions.WithLabelValues(server, scoring.Tier(t).String())
+	}
+	return m
+}
+
+// node is the answers counter of node id.
+func (m *serverMetrics) node(id string) prometheus.Counter {
+	if cur := m.nodes.Load(); cur != nil {
+		if c, ok := (*cur)[id]; ok {
+			return c
+		}
+	}
+	c := nodeAnswers.WithLabelValues(m.server, id)
+	for {
+		cur := m.nodes.Load()
+		next := map[string]prometheus.Counter{id: c}
+		if cur != nil {
+			for k, v := range *cur {
+				next[k] = v
+			}
+		}
+		if m.nodes.CompareAndSwap(cur, &next) {
+			return c
 		}
 	}
 }
+
+// metricsCache holds the serverMetrics of a plugin instance's servers. It
+// is reset when a reload drops nodes, whose series are then deleted.
+type metricsCache struct {
+	m atomic.Pointer[map[string]*serverMetrics]
+}
+
+func (mc *metricsCache) of(server string) *serverMetrics {
+	if cur := mc.m.Load(); cur != nil {
+		if m, ok := (*cur)[server]; ok {
+			return m
+		}
+	}
+	m := newServerMetrics(server)
+	for {
+		cur := mc.m.Load()
+		next := map[string]*serverMetrics{server: m}
+		if cur != nil {
+			for k, v := range *cur {
+				next[k] = v
+			}
+		}
+		if mc.m.CompareAndSwap(cur, &next) {
+			return m
+		}
+	}
+}
+
+func (mc *metricsCache) reset() { mc.m.Store(nil) }

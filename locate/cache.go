@@ -1,79 +1,40 @@
 package locate
 
 import (
-	"context"
 	"sync"
-	"unique"
+	"sync/atomic"
 
 	"github.com/gslbdns/gslb/geo"
-
-	"github.com/hashicorp/golang-lru/v2/simplelru"
 )
 
-type entry struct {
-	loc geo.Location
-	exp int64  // unix nanoseconds
-	tag uint64 // the content (databases, carriers) that produced loc
-}
-
-// shard is one lock's worth of the LRU.
-type shard struct {
-	mu  sync.Mutex
-	lru *simplelru.LRU[Key, entry]
-}
-
-// lruSource is the chain's first link: the process LRU of what the chain
-// found before.
-type lruSource struct{ l *Locator }
-
-func (s *lruSource) Name() string { return "lru" }
-
-func (s *lruSource) Locate(_ context.Context, q *Query) bool {
-	loc, ok := s.l.cache.get(q.Key, s.l.nowNano(), s.l.tag.Load())
-	if !ok {
-		lruMiss.Inc()
-		return false
-	}
-	lruHit.Inc()
-	// A refinement keeps its origin: the log should say the paid or
-	// shared layer placed this client, not just that it was cached.
-	if loc.Source != geo.SourceRedis && loc.Source != geo.SourceOnline {
-		loc.Source = geo.SourceLRU
-	}
-	q.Loc, q.normalized = loc, true
-	return true
-}
-
-// Learn stores q.Loc with the TTL its precision deserves.
-func (s *lruSource) Learn(_ context.Context, q *Query, _ bool) {
-	l := s.l
-	ttl := l.ttl
-	if q.Loc.Province == "" {
-		ttl = l.shortTTL
-	}
-	loc := q.Loc
-	intern(&loc)
-	now := l.nowNano()
-	l.cache.add(q.Key, loc, now, now+int64(ttl), l.tag.Load())
-}
-
-// intern shares the few distinct names between a million cache entries.
-func intern(loc *geo.Location) {
-	for _, s := range [...]*string{&loc.Country, &loc.Continent, &loc.Province, &loc.City, &loc.ISP} {
-		if *s != "" {
-			*s = unique.Make(*s).Value()
-		}
-	}
-}
-
-// cache is an LRU of final locations, sharded by key hash so that parallel
-// hits rarely share a lock. The total bound is exactly the configured size.
+// cache holds the chain's answers per /24 (/48), in small fixed-size
+// entries: the key, the id of an interned location, an expiry in seconds,
+// and the id of the content that produced it. A million entries take some
+// 40 MB, and the garbage collector has no pointer in them to scan. Entries
+// are evicted by CLOCK, so a hit only sets a bit; the bound is exactly the
+// configured size. Shards keep parallel hits off each other's lock.
 type cache struct {
 	shards []shard
 	shift  uint // 64 - log2(len(shards))
+	locs   interner
+	tags   tagTable
 }
 
-// minShardSize keeps small caches in one shard, so their bound stays a true LRU.
+// shard is one lock's worth of the cache.
+type shard struct {
+	mu    sync.Mutex
+	index map[Key]int32 // key -> slot
+	keys  []Key
+	locs  []uint32 // interned location ids
+	exps  []uint32 // expiry, seconds after cache.base
+	tags  []uint8
+	ref   []bool // CLOCK's second chance
+	hand  int
+	limit int
+}
+
+// minShardSize keeps small caches in one shard, so their bound stays exact
+// and their eviction order plain.
 const minShardSize = 4096
 
 func newCache(size int) *cache {
@@ -85,14 +46,15 @@ func newCache(size int) *cache {
 	for m := n; m > 1; m >>= 1 {
 		c.shift--
 	}
-	onEvict := func(Key, entry) { CacheEntries.Dec() }
 	for i := range c.shards {
 		sz := size / n
 		if i < size%n {
 			sz++
 		}
-		c.shards[i].lru, _ = simplelru.NewLRU[Key, entry](sz, onEvict)
+		c.shards[i].limit = sz
+		c.shards[i].index = make(map[Key]int32)
 	}
+	c.locs.init()
 	return c
 }
 
@@ -104,33 +66,83 @@ func (c *cache) shard(k Key) *shard {
 	return &c.shards[h>>c.shift]
 }
 
+// secs turns unix ns into unix seconds, rounded up: room until 2106.
+func (c *cache) secs(ns int64) uint32 {
+	s := (ns + 1e9 - 1) / 1e9
+	return uint32(min(max(s, 0), 1<<32-1))
+}
+
 // get returns the unexpired entry for k that tag's content produced.
 func (c *cache) get(k Key, now int64, tag uint64) (geo.Location, bool) {
-	s := c.shard(k)
-	s.mu.Lock()
-	e, ok := s.lru.Get(k)
-	s.mu.Unlock()
-	if !ok || now >= e.exp || e.tag != tag {
+	t, ok := c.tags.find(tag)
+	if !ok {
 		return geo.Location{}, false
 	}
-	return e.loc, true
+	s := c.shard(k)
+	s.mu.Lock()
+	i, ok := s.index[k]
+	if !ok || s.exps[i] <= c.secs(now) || s.tags[i] != t {
+		s.mu.Unlock()
+		return geo.Location{}, false
+	}
+	s.ref[i] = true
+	id := s.locs[i]
+	s.mu.Unlock()
+	return c.locs.at(id)
 }
 
 // add stores loc until exp. A province-level entry that is still valid is
 // not replaced by one without a province: a late, coarser writer must not
 // undo a refinement.
 func (c *cache) add(k Key, loc geo.Location, now, exp int64, tag uint64) {
+	id, ok := c.locs.id(&loc)
+	t, tok := c.tags.of(tag)
+	if !ok || !tok {
+		c.purge() // the interned locations or the tags outgrew the cache: start over
+		return
+	}
 	s := c.shard(k)
 	s.mu.Lock()
-	old, existed := s.lru.Peek(k)
-	if existed && loc.Province == "" && old.loc.Province != "" && now < old.exp && old.tag == tag {
+	if i, ok := s.index[k]; ok {
+		if old, ok := c.locs.at(s.locs[i]); ok && loc.Province == "" && s.exps[i] > c.secs(now) && s.tags[i] == t && old.Province != "" {
+			s.mu.Unlock()
+			return
+		}
+		s.locs[i], s.exps[i], s.tags[i], s.ref[i] = id, c.secs(exp), t, false
 		s.mu.Unlock()
 		return
 	}
-	s.lru.Add(k, entry{loc: loc, exp: exp, tag: tag})
+	i := s.slot()
+	s.keys[i], s.locs[i], s.exps[i], s.tags[i], s.ref[i] = k, id, c.secs(exp), t, false
+	s.index[k] = int32(i)
 	s.mu.Unlock()
-	if !existed {
-		CacheEntries.Inc()
+	CacheEntries.Inc()
+}
+
+// slot returns a free slot: a new one below the limit, else the one CLOCK
+// evicts. Callers hold s.mu.
+func (s *shard) slot() int {
+	if len(s.keys) < s.limit {
+		s.keys = append(s.keys, 0)
+		s.locs = append(s.locs, 0)
+		s.exps = append(s.exps, 0)
+		s.tags = append(s.tags, 0)
+		s.ref = append(s.ref, false)
+		return len(s.keys) - 1
+	}
+	for {
+		if s.hand >= len(s.keys) {
+			s.hand = 0
+		}
+		i := s.hand
+		s.hand++
+		if s.ref[i] {
+			s.ref[i] = false
+			continue
+		}
+		delete(s.index, s.keys[i])
+		CacheEntries.Dec()
+		return i
 	}
 }
 
@@ -138,9 +150,13 @@ func (c *cache) purge() {
 	for i := range c.shards {
 		s := &c.shards[i]
 		s.mu.Lock()
-		s.lru.Purge()
+		CacheEntries.Sub(float64(len(s.index)))
+		s.index = make(map[Key]int32)
+		s.keys, s.locs, s.exps, s.tags, s.ref, s.hand = nil, nil, nil, nil, nil, 0
 		s.mu.Unlock()
 	}
+	c.locs.reset()
+	c.tags.reset()
 }
 
 func (c *cache) len() int {
@@ -148,56 +164,127 @@ func (c *cache) len() int {
 	for i := range c.shards {
 		s := &c.shards[i]
 		s.mu.Lock()
-		n += s.lru.Len()
+		n += len(s.index)
 		s.mu.Unlock()
 	}
 	return n
 }
 
-// caches are the process's location caches by size: a Corefile reload
-// hands the new instance the old one's cache, so it starts warm instead of
-// asking Redis and the online API again. Entries carry the digest of the
-// content that produced them, so instances with other databases or
-// carriers may share a cache without reading each other's answers.
-var caches = struct {
-	sync.Mutex
-	m map[int]*sharedCache
-}{m: map[int]*sharedCache{}}
-
-type sharedCache struct {
-	c    *cache
-	refs int
+// interner gives each distinct location a small id. Locations are few next
+// to the entries that share them (a City network and an ASN make one).
+type interner struct {
+	mu     sync.Mutex
+	ids    map[geo.Location]uint32
+	chunks atomic.Pointer[[]*locChunk]
+	n      uint32
+	epoch  atomic.Uint32
 }
 
-// acquireCache returns the process's cache of that size, or registers own.
-func acquireCache(size int, own *cache) *cache {
-	caches.Lock()
-	defer caches.Unlock()
-	s := caches.m[size]
-	if s == nil {
-		s = &sharedCache{c: own}
-		caches.m[size] = s
-	}
-	s.refs++
-	return s.c
+// An id is the interner's epoch and an index: an id handed out before a
+// reset is not found after it.
+const (
+	chunkBits   = 12
+	indexBits   = 22
+	maxInterned = 1 << indexBits // past this many distinct locations, start over
+)
+
+type locChunk [1 << chunkBits]geo.Location
+
+func (in *interner) init() {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	in.ids = make(map[geo.Location]uint32)
+	in.chunks.Store(&[]*locChunk{})
+	in.n = 0
+	in.epoch.Add(1)
 }
 
-// releaseCache drops a use of c and empties it when nobody uses it.
-func releaseCache(size int, c *cache) {
-	caches.Lock()
-	s := caches.m[size]
-	if s == nil || s.c != c {
-		caches.Unlock()
-		c.purge()
-		return
+func (in *interner) reset() { in.init() }
+
+// id returns loc's id, interning it; false when the interner is full.
+func (in *interner) id(loc *geo.Location) (uint32, bool) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if id, ok := in.ids[*loc]; ok {
+		return id, true
 	}
-	s.refs--
-	last := s.refs == 0
-	if last {
-		delete(caches.m, size)
+	if in.n == maxInterned {
+		return 0, false
 	}
-	caches.Unlock()
-	if last {
-		c.purge()
+	n := in.n
+	chunks := *in.chunks.Load()
+	if int(n>>chunkBits) == len(chunks) {
+		grown := append(chunks[:len(chunks):len(chunks)], new(locChunk))
+		in.chunks.Store(&grown)
+		chunks = grown
 	}
+	chunks[n>>chunkBits][n&(1<<chunkBits-1)] = *loc
+	id := in.epoch.Load()<<indexBits | n
+	in.ids[*loc] = id
+	in.n++
+	return id, true
+}
+
+// at returns the location of id, when id is of this epoch. The id came
+// from a shard read under its lock, after id stored the location.
+func (in *interner) at(id uint32) (geo.Location, bool) {
+	if id>>indexBits != in.epoch.Load()&(1<<(32-indexBits)-1) {
+		return geo.Location{}, false
+	}
+	n := id & (maxInterned - 1)
+	chunks := *in.chunks.Load()
+	if int(n>>chunkBits) >= len(chunks) {
+		return geo.Location{}, false
+	}
+	return chunks[n>>chunkBits][n&(1<<chunkBits-1)], true
+}
+
+// tagTable numbers the content digests entries come from: few at a time.
+type tagTable struct {
+	mu   sync.Mutex
+	tags atomic.Pointer[[]uint64]
+}
+
+// find returns tag's number without adding it.
+func (t *tagTable) find(tag uint64) (uint8, bool) {
+	p := t.tags.Load()
+	if p == nil {
+		return 0, false
+	}
+	for i, x := range *p {
+		if x == tag {
+			return uint8(i), true
+		}
+	}
+	return 0, false
+}
+
+// of returns tag's number, adding it; false past 256 tags.
+func (t *tagTable) of(tag uint64) (uint8, bool) {
+	if i, ok := t.find(tag); ok {
+		return i, true
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var cur []uint64
+	if p := t.tags.Load(); p != nil {
+		cur = *p
+	}
+	for i, x := range cur {
+		if x == tag {
+			return uint8(i), true
+		}
+	}
+	if len(cur) == 256 {
+		return 0, false
+	}
+	next := append(cur[:len(cur):len(cur)], tag)
+	t.tags.Store(&next)
+	return uint8(len(next) - 1), true
+}
+
+func (t *tagTable) reset() {
+	t.mu.Lock()
+	t.tags.Store(nil)
+	t.mu.Unlock()
 }

@@ -1,6 +1,8 @@
 package policy
 
 import (
+	"slices"
+
 	"github.com/gslbdns/gslb/overrides"
 	"github.com/gslbdns/gslb/scoring"
 	"github.com/gslbdns/gslb/table"
@@ -36,8 +38,7 @@ func (v *View) Decide(q *Query) Decision {
 	}
 	d := Decision{Decision: v.pinned(q, cand)}
 	if d.Tier == scoring.TierNone {
-		d.Decision = scoring.Decide(&scoring.Input{Client: &q.Client, Nodes: v.Nodes, Cand: cand, Topo: v.Table.Topology,
-			Params: v.Params, Quality: v.Links, Key: q.Subnet})
+		d.Decision = v.decide(q, cand)
 	}
 	if d.Node >= 0 {
 		d.Winner = &v.Table.Nodes[d.Node]
@@ -45,6 +46,25 @@ func (v *View) Decide(q *Query) Decision {
 	}
 	d.PerSubnet = d.Tied
 	return d
+}
+
+// decide runs the ladder and the score, or picks from the cached
+// preparation of the client's location.
+func (v *View) decide(q *Query, cand []int) scoring.Decision {
+	in := scoring.Input{Client: &q.Client, Nodes: v.Nodes, Cand: cand, Topo: v.Table.Topology,
+		Params: v.Params, Quality: v.Links, Key: q.Subnet}
+	if v.cache == nil || v.anyShed && slices.ContainsFunc(cand, func(i int) bool { return v.shedding[i] }) {
+		return scoring.Decide(&in)
+	}
+	h := hashKey(q.Record, q.QType, &q.Client)
+	p := v.cache.get(v.gen, h, q.Record, q.QType, &q.Client)
+	if p == nil {
+		p = scoring.Prepare(&in)
+		if !p.PerSubnet() {
+			v.cache.put(v.gen, h, q.Record, q.QType, &q.Client, p)
+		}
+	}
+	return p.Pick(q.Subnet)
 }
 
 // pinned chooses among the pinned nodes of cand while one is usable; it

@@ -37,6 +37,14 @@ type View struct {
 	Params *scoring.Params
 	Links  *scoring.Links // the quality matrix's fresh rows; nil: none
 	Serial uint32         // the SOA serial: moves when the table does
+
+	cache *Decisions // nil: every decision is made in full
+	gen   uint64     // the cache's generation this view reads and writes
+	// shedding marks the nodes that turn some subnets away (a cooldown
+	// ramp, a load between the watermarks): decisions among them are
+	// per subnet, and not cached.
+	shedding []bool
+	anyShed  bool
 }
 
 // Inputs are what a view is built from.
@@ -50,6 +58,9 @@ type Inputs struct {
 	// Cooldown is how long a node back from down takes to take all its
 	// clients back; 0: at once.
 	Cooldown time.Duration
+	// Cache keeps the prepared decisions of the views built with it,
+	// each view in a generation of its own; nil: no cache.
+	Cache *Decisions
 }
 
 // rampSteps is how many steps a cooldown ramp takes: the view is rebuilt
@@ -62,7 +73,8 @@ const rampSteps = 20
 func NewView(in Inputs) (*View, time.Time) {
 	t := in.Table
 	v := &View{Table: t, Nodes: make([]scoring.Node, len(t.Nodes)), Status: make([]NodeStatus, len(t.Nodes)),
-		Params: in.Params, Links: in.Links, Serial: in.Serial}
+		Params: in.Params, Links: in.Links, Serial: in.Serial, cache: in.Cache, gen: in.Cache.next(),
+		shedding: make([]bool, len(t.Nodes))}
 	var next time.Time
 	for i := range t.Nodes {
 		v.Nodes[i] = t.Nodes[i].Node
@@ -83,6 +95,9 @@ func NewView(in Inputs) (*View, time.Time) {
 				next = at
 			}
 		}
+		n := &v.Nodes[i]
+		v.shedding[i] = n.Shed > 0 || in.Params.ShedHigh > 0 && n.Load > in.Params.ShedLow
+		v.anyShed = v.anyShed || v.shedding[i]
 	}
 	return v, next
 }

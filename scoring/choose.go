@@ -29,16 +29,53 @@ func Choose(c *Client, nodes []Node, cand []int, topo *Topology, p *Params, tieK
 }
 
 // Decide runs the ladder and the score: the best tier that holds a usable
-// node, then its nodes' scores, then the spread.
+// node, its nodes' scores, then the subnet's pick among the best.
 func Decide(in *Input) Decision {
+	var buf [16]scored
+	p := prepare(in, buf[:0])
+	return p.Pick(in.Key)
+}
+
+// Prepare is Decide up to the subnet's pick: the tier and the nodes the
+// subnet may pick among, with their scores. When PerSubnet reports false it
+// holds for every subnet of the client's location, and Pick gives what
+// Decide would for any key.
+func Prepare(in *Input) *Prepared {
+	p := prepare(in, nil)
+	return &p
+}
+
+// Prepared is a decision before the client's subnet picks its node.
+type Prepared struct {
+	params   *Params
+	nodes    []Node
+	d        Decision // the tier, the candidate count, RTT and distance unset
+	best     float64
+	failOpen bool
+	spread   bool
+	// contenders are the nodes the subnet picks among: those within the
+	// spread of the best score, or tied with it, or the least loaded when
+	// failing open.
+	contenders []scored
+	// tail is the order after the contenders, for several answers.
+	tail      []int32
+	perSubnet bool // a node turned some subnets away: the tier depends on the subnet
+}
+
+// PerSubnet reports whether the preparation itself depended on the
+// subnet (a node shedding or ramping), so that it is not to be shared.
+func (p *Prepared) PerSubnet() bool { return p.perSubnet }
+
+func prepare(in *Input, buf []scored) Prepared {
+	pp := in.Params
+	if pp == nil {
+		pp = &DefaultParams
+	}
+	out := Prepared{params: pp, nodes: in.Nodes, d: Decision{Node: -1, Tier: TierNone, DistanceKm: -1, RTTMs: -1}}
 	if len(in.Cand) == 0 {
-		return Decision{Node: -1, Tier: TierNone, DistanceKm: -1, RTTMs: -1}
+		return out
 	}
-	p := in.Params
-	if p == nil {
-		p = &DefaultParams
-	}
-	ch := chooser{in: in, p: p, lc: newLadderClient(in.Client, in.Topo)}
+	ch := chooser{in: in, p: pp, lc: newLadderClient(in.Client, in.Topo)}
 	// Pass 1: the best tier holding a usable node, and its highest cost.
 	tier, count, maxCost := TierFailOpen, 0, 0.0
 	for _, i := range in.Cand {
@@ -54,37 +91,151 @@ func Decide(in *Input) Decision {
 			maxCost = max(maxCost, n.Cost)
 		}
 	}
+	out.perSubnet = ch.perSubnet
 	if count == 0 {
-		return failOpen(in.Nodes, in.Cand, in.Key)
+		out.failOpen, out.d.Tier = true, TierFailOpen
+		out.contenders = leastLoaded(in.Nodes, in.Cand, buf)
+		return out
 	}
-	// Pass 2: score that tier's usable nodes.
-	ch.s = scorer{c: ch.lc.c, w: &p.Weights, withDist: ch.lc.c != nil && ch.lc.c.HasCoords, maxCost: maxCost, quality: in.Quality}
-	d := Decision{Tier: tier, Candidates: count, RTTMs: -1}
-	pk := picker{key: in.Key}
-	var near nearBest
+	// Pass 2: score that tier's usable nodes; keep those near the best.
+	ch.s = scorer{c: ch.lc.c, w: &pp.Weights, withDist: ch.lc.c != nil && ch.lc.c.HasCoords, maxCost: maxCost, quality: in.Quality}
+	out.d.Tier, out.d.Candidates = tier, count
+	out.spread = pp.Spread > 0
+	floor := func(best float64) float64 {
+		if out.spread {
+			return best*(1-pp.Spread) - tieEpsilon
+		}
+		return best - tieEpsilon
+	}
+	near := buf
+	best, overflow := math.Inf(-1), false
 	for _, i := range in.Cand {
 		sc, ok := ch.score(i, tier)
 		if !ok {
 			continue
 		}
-		if pk.offer(in.Nodes, i, sc.score) {
-			d.Node, d.Score, d.DistanceKm, d.RTTMs = i, sc.score, sc.km, sc.rtt
+		best = max(best, sc.score)
+		if overflow || sc.score < floor(best) {
+			continue
 		}
-		if p.Spread > 0 {
-			near.add(sc, pk.best*(1-p.Spread)-tieEpsilon)
+		near = slices.DeleteFunc(near, func(o scored) bool { return o.score < floor(best) })
+		if buf != nil && len(near) == cap(buf) {
+			overflow = true // past the stack buffer: score the tier again below
+			continue
+		}
+		near = append(near, sc)
+	}
+	if overflow {
+		near = near[:0:0]
+		for _, i := range in.Cand {
+			if sc, ok := ch.score(i, tier); ok && sc.score >= floor(best) {
+				near = append(near, sc)
+			}
 		}
 	}
-	d.Tied = pk.tied > 1 || ch.perSubnet
-	if p.Spread > 0 && count > 1 {
-		if w, spread := ch.spread(tier, pk.best, &near); spread {
-			d.Node, d.Score, d.DistanceKm, d.RTTMs, d.Tied = int(w.i), w.score, w.km, w.rtt, true
+	out.best, out.contenders = best, near
+	if pp.Answers > 1 {
+		out.tail = ch.tail(tier, near)
+	}
+	return out
+}
+
+// Pick is the subnet key's choice among the contenders.
+func (p *Prepared) Pick(key uint64) Decision {
+	d := p.d
+	if len(p.contenders) == 0 {
+		return d
+	}
+	win := 0
+	switch {
+	case p.spread && !p.failOpen && len(p.contenders) > 1:
+		w := -1.0
+		for k := range p.contenders {
+			if x := weight(key, p.nodes, p.contenders[k]); x > w {
+				win, w = k, x
+			}
+		}
+	case len(p.contenders) > 1:
+		var h uint64
+		for k, sc := range p.contenders {
+			if x := tieHash(key, p.nodes[sc.i].ID); k == 0 || x > h {
+				win, h = k, x
+			}
 		}
 	}
-	d.Order[0], d.NOrder = int32(d.Node), 1
-	if p.Answers > 1 {
-		ch.order(&d)
+	w := p.contenders[win]
+	d.Node, d.Tied = int(w.i), len(p.contenders) > 1 || p.perSubnet
+	if !p.failOpen {
+		d.Score, d.DistanceKm, d.RTTMs = w.score, w.km, w.rtt
+	}
+	d.Order[0], d.NOrder = w.i, 1
+	if p.params.Answers > 1 {
+		p.order(&d, key)
 	}
 	return d
+}
+
+// order fills d.Order: the contenders by the subnet's preference, then the
+// tail, up to Params.Answers.
+func (p *Prepared) order(d *Decision, key uint64) {
+	n := min(p.params.Answers, MaxAnswers)
+	type ranked struct {
+		i int32
+		r float64
+	}
+	var rs [MaxAnswers * 2]ranked
+	k := 0
+	for _, sc := range p.contenders {
+		if k == len(rs) {
+			break
+		}
+		r := sc.score
+		if p.spread {
+			r = weight(key, p.nodes, sc)
+		}
+		rs[k] = ranked{sc.i, r}
+		k++
+	}
+	slices.SortStableFunc(rs[:k], func(a, b ranked) int { return cmpDesc(a.r, b.r) })
+	d.NOrder = 0
+	add := func(i int32) {
+		if d.NOrder < n && !slices.Contains(d.Order[:d.NOrder], i) {
+			d.Order[d.NOrder] = i
+			d.NOrder++
+		}
+	}
+	add(int32(d.Node))
+	for _, r := range rs[:k] {
+		add(r.i)
+	}
+	for _, i := range p.tail {
+		add(i)
+	}
+}
+
+// scored is a node of the winning tier with its score.
+type scored struct {
+	i         int32
+	score, km float64
+	rtt       float64
+}
+
+// weight is a node's rendezvous weight for a subnet: larger for a higher
+// score, comparable across nodes.
+func weight(key uint64, nodes []Node, sc scored) float64 {
+	if sc.score <= 0 {
+		return 0
+	}
+	return -sc.score / math.Log(unit(key, nodes[sc.i].ID, saltSpread))
+}
+
+// chooser holds one preparation's state.
+type chooser struct {
+	in        *Input
+	p         *Params
+	lc        ladderClient
+	s         scorer
+	perSubnet bool // a node turned some subnets away: the answer is per subnet
 }
 
 // score scores node i when it is a usable node of tier.
@@ -96,22 +247,6 @@ func (ch *chooser) score(i int, tier Tier) (scored, bool) {
 	var v [NumTerms]float64
 	km := ch.s.values(i, n, &v)
 	return scored{i: int32(i), score: ch.s.w.dot(&v), km: km, rtt: ch.s.rtt}, true
-}
-
-// scored is a node of the winning tier with its score.
-type scored struct {
-	i           int32
-	score, km   float64
-	rtt, weight float64
-}
-
-// chooser holds one decision's state.
-type chooser struct {
-	in        *Input
-	p         *Params
-	lc        ladderClient
-	s         scorer
-	perSubnet bool // a node turned some subnets away: the answer is per subnet
 }
 
 // usable reports whether node i may answer this client's subnet: not down,
@@ -143,109 +278,15 @@ func (ch *chooser) usable(i int) bool {
 	return unit(ch.in.Key, n.ID, saltAdmit) < keep
 }
 
-// spread picks among tier's nodes within Spread of the best score by
-// weighted rendezvous hashing: each takes a share of the subnets in
-// proportion to its score, and a change of one node's score moves only
-// subnets to or from that node. It reports false when one node is alone
-// in the spread.
-func (ch *chooser) spread(tier Tier, best float64, near *nearBest) (scored, bool) {
-	floor := best*(1-ch.p.Spread) - tieEpsilon
-	in := 0
-	var win scored
-	consider := func(sc scored) {
-		if sc.score < floor || sc.score <= 0 {
-			return
-		}
-		in++
-		sc.weight = ch.weight(sc)
-		if sc.weight > win.weight {
-			win = sc
-		}
+// tail is the order after the contenders: the rest of the tier by score,
+// then the usable nodes of the tiers below, by tier and score.
+func (ch *chooser) tail(tier Tier, near []scored) []int32 {
+	type ranked struct {
+		i     int32
+		tier  Tier
+		score float64
 	}
-	if near.overflow {
-		for _, i := range ch.in.Cand {
-			if sc, ok := ch.score(i, tier); ok {
-				consider(sc)
-			}
-		}
-	} else {
-		for _, sc := range near.list[:near.n] {
-			consider(sc)
-		}
-	}
-	return win, in > 1
-}
-
-// nearBest keeps, in one pass, the nodes within the spread of the best
-// score so far; past its capacity the spread scores the tier again.
-type nearBest struct {
-	list     [16]scored
-	n        int
-	overflow bool
-}
-
-func (nb *nearBest) add(sc scored, floor float64) {
-	if sc.score < floor || nb.overflow {
-		return
-	}
-	k := 0
-	for _, o := range nb.list[:nb.n] {
-		if o.score >= floor {
-			nb.list[k] = o
-			k++
-		}
-	}
-	nb.n = k
-	if nb.n == len(nb.list) {
-		nb.overflow = true
-		return
-	}
-	nb.list[nb.n] = sc
-	nb.n++
-}
-
-// weight is a node's rendezvous weight for this subnet: larger for a
-// higher score, comparable across nodes.
-func (ch *chooser) weight(sc scored) float64 {
-	return -sc.score / math.Log(unit(ch.in.Key, ch.in.Nodes[sc.i].ID, saltSpread))
-}
-
-// order fills d.Order: the winner, the spread by weight, the rest of the
-// tier by score, then the usable nodes of the tiers below, best first.
-func (ch *chooser) order(d *Decision) {
-	n := min(ch.p.Answers, MaxAnswers)
-	floor := d.Score*(1-ch.p.Spread) - tieEpsilon
-	var tierNodes []scored
-	for _, i := range ch.in.Cand {
-		if sc, ok := ch.score(i, d.Tier); ok {
-			if ch.p.Spread > 0 && sc.score >= floor && sc.score > 0 {
-				sc.weight = ch.weight(sc)
-			}
-			tierNodes = append(tierNodes, sc)
-		}
-	}
-	slices.SortStableFunc(tierNodes, func(a, b scored) int {
-		switch {
-		case a.weight != b.weight:
-			return cmpDesc(a.weight, b.weight)
-		default:
-			return cmpDesc(a.score, b.score)
-		}
-	})
-	add := func(i int32) {
-		if d.NOrder < n && !slices.Contains(d.Order[:d.NOrder], i) {
-			d.Order[d.NOrder] = i
-			d.NOrder++
-		}
-	}
-	for _, sc := range tierNodes {
-		add(sc.i)
-	}
-	if d.NOrder == n {
-		return
-	}
-	// The tiers below: ordered by tier, then by score with the costs of all.
-	var rest []scored
+	var rest []ranked
 	maxCost := 0.0
 	for _, i := range ch.in.Cand {
 		maxCost = max(maxCost, ch.in.Nodes[i].Cost)
@@ -254,17 +295,24 @@ func (ch *chooser) order(d *Decision) {
 	s.maxCost = maxCost
 	var v [NumTerms]float64
 	for _, i := range ch.in.Cand {
-		nd := &ch.in.Nodes[i]
-		if t := ch.lc.tierOf(nd, TierFailOpen); t <= d.Tier || !ch.usable(i) {
+		n := &ch.in.Nodes[i]
+		if !ch.usable(i) || slices.ContainsFunc(near, func(sc scored) bool { return int(sc.i) == i }) {
 			continue
 		}
-		km := s.values(i, nd, &v)
-		rest = append(rest, scored{i: int32(i), score: s.w.dot(&v) - float64(ch.lc.tierOf(nd, TierFailOpen)), km: km})
+		s.values(i, n, &v)
+		rest = append(rest, ranked{int32(i), ch.lc.tierOf(n, TierFailOpen), s.w.dot(&v)})
 	}
-	slices.SortStableFunc(rest, func(a, b scored) int { return cmpDesc(a.score, b.score) })
-	for _, sc := range rest {
-		add(sc.i)
+	slices.SortStableFunc(rest, func(a, b ranked) int {
+		if a.tier != b.tier {
+			return int(a.tier) - int(b.tier)
+		}
+		return cmpDesc(a.score, b.score)
+	})
+	out := make([]int32, len(rest))
+	for k, r := range rest {
+		out[k] = r.i
 	}
+	return out
 }
 
 func cmpDesc(a, b float64) int {
@@ -277,59 +325,20 @@ func cmpDesc(a, b float64) int {
 	return 0
 }
 
-// failOpen answers with the least-loaded node when no node is usable, Down
-// ones included: an answer that may work beats none.
-func failOpen(nodes []Node, cand []int, tieKey uint64) Decision {
-	pk := picker{key: tieKey}
+// leastLoaded are the nodes with the lowest load, Down ones included, for
+// failing open: an answer that may work beats none.
+func leastLoaded(nodes []Node, cand []int, buf []scored) []scored {
+	low := math.Inf(1)
 	for _, i := range cand {
-		pk.offer(nodes, i, -nodes[i].Load)
+		low = min(low, nodes[i].Load)
 	}
-	d := Decision{Node: pk.node, Tier: TierFailOpen, DistanceKm: -1, RTTMs: -1, Tied: pk.tied > 1}
-	d.Order[0], d.NOrder = int32(pk.node), 1
-	return d
-}
-
-// picker keeps the node with the highest value; nodes within tieEpsilon of
-// it are broken by their rendezvous hash for the key.
-type picker struct {
-	key    uint64
-	node   int
-	best   float64
-	hash   uint64 // the winner's hash, once a tie needed it
-	hashed bool
-	tied   int // nodes at the best value
-	seen   bool
-}
-
-// offer considers node i with value v and reports whether it is now the
-// winner.
-func (p *picker) offer(nodes []Node, i int, v float64) bool {
-	if !p.seen || v > p.best+tieEpsilon {
-		p.win(i, v)
-		return true
+	out := buf
+	for _, i := range cand {
+		if nodes[i].Load <= low+tieEpsilon {
+			out = append(out, scored{i: int32(i), km: -1, rtt: -1})
+		}
 	}
-	if v < p.best-tieEpsilon {
-		return false
-	}
-	return p.tie(nodes, i, v)
-}
-
-// win makes node i the sole winner at value v.
-func (p *picker) win(i int, v float64) {
-	p.node, p.best, p.seen, p.hashed, p.tied = i, v, true, false, 1
-}
-
-// tie breaks a tie between the winner and node i by their hashes.
-func (p *picker) tie(nodes []Node, i int, v float64) bool {
-	p.tied++
-	if !p.hashed {
-		p.hash, p.hashed = tieHash(p.key, nodes[p.node].ID), true
-	}
-	if h := tieHash(p.key, nodes[i].ID); h > p.hash {
-		p.node, p.best, p.hash = i, v, h
-		return true
-	}
-	return false
+	return out
 }
 
 // Salts keep a subnet's admission and its place in the spread independent.
