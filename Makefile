@@ -42,3 +42,8 @@ fuzz:
 		pkg=$${t%%:*}; fn=$${t##*:}; echo "== $$fn in $$pkg for $(FUZZTIME)"; \
 		$(GO) test -run '^$$' -fuzz "^$$fn\$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 5s $$pkg; \
 	done
+
+# make bench-dns [QUICK=1] [ROUNDS=3 SECS=15 ...]: side-by-side DNS benchmark, see bench/dns.sh.
+.PHONY: bench-dns
+bench-dns:
+	bench/dns.sh
