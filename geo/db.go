@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"hash/maphash"
 	"net/netip"
-	"os"
 	"strings"
 	"sync"
+	"unique"
 
 	"github.com/gslbdns/gslb/geo/ipdb"
 
@@ -72,17 +72,17 @@ func OpenFiles(f Files) (*DB, error) {
 	h.SetSeed(digestSeed)
 	var err error
 	if f.City != "" {
-		if d.city, err = openReader("city", f.City, &h, &d.meta); err != nil {
+		if d.city, err = d.openReader("city", f.City, &h); err != nil {
 			return nil, &FileError{"city", err}
 		}
 	}
 	if f.ASN != "" {
-		if d.asn, err = openReader("asn", f.ASN, &h, &d.meta); err != nil {
+		if d.asn, err = d.openReader("asn", f.ASN, &h); err != nil {
 			return nil, &FileError{"asn", err}
 		}
 	}
 	if f.IPDB != "" {
-		b, err := os.ReadFile(f.IPDB)
+		b, err := readOffHeap(f.IPDB, d)
 		if err != nil {
 			return nil, &FileError{"ipdb", fmt.Errorf("geo: %w", err)}
 		}
@@ -105,10 +105,11 @@ func (d *DB) Digest() uint64 {
 	return d.digest
 }
 
-func openReader(kind, path string, h *maphash.Hash, meta *[]Metadata) (*maxminddb.Reader, error) {
-	// Read into memory rather than mmap: a reload can then drop the old
-	// database while queries still read it, and the GC frees it after them.
-	b, err := os.ReadFile(path)
+// openReader reads a MaxMind database into memory that d owns: a reload
+// can then drop the old database while queries still read it, and its
+// memory goes once the last of them is done.
+func (d *DB) openReader(kind, path string, h *maphash.Hash) (*maxminddb.Reader, error) {
+	b, err := readOffHeap(path, d)
 	if err != nil {
 		return nil, fmt.Errorf("geo: %w", err)
 	}
@@ -117,7 +118,7 @@ func openReader(kind, path string, h *maphash.Hash, meta *[]Metadata) (*maxmindd
 	if err != nil {
 		return nil, fmt.Errorf("geo: open %s: %w", path, err)
 	}
-	*meta = append(*meta, Metadata{Kind: kind, Path: path, DatabaseType: r.Metadata.DatabaseType, BuildEpoch: uint64(r.Metadata.BuildEpoch)})
+	d.meta = append(d.meta, Metadata{Kind: kind, Path: path, DatabaseType: r.Metadata.DatabaseType, BuildEpoch: uint64(r.Metadata.BuildEpoch)})
 	return r, nil
 }
 
@@ -228,8 +229,9 @@ func (d *DB) mergeIPDB(addr netip.Addr, mm Location) (Location, Other) {
 	other := Other{Province: mm.Province, ISP: mm.ISP, ASN: mm.ASN, OK: mm.Country == "CN"}
 	loc.Source = SourceIPDB
 	loc.Country, loc.Continent = "CN", "AS"
+	// The record's strings point into the database: keep copies.
 	if isp := rec.ISPDomain(); isp != "" {
-		loc.ISP = isp
+		loc.ISP = unique.Make(isp).Value()
 	}
 	prov, ok := provinceFromRegion(rec.RegionName())
 	if !ok {
@@ -237,7 +239,7 @@ func (d *DB) mergeIPDB(addr netip.Addr, mm Location) (Location, Other) {
 	}
 	loc.Province = prov
 	if city := rec.CityName(); city != "" || mm.Province != prov {
-		loc.City = city
+		loc.City = unique.Make(city).Value()
 	}
 	if mm.Province != prov || !mm.HasCoords {
 		lat, lon, _ := ProvinceCapital("CN", prov)
