@@ -21,49 +21,113 @@ type answer struct {
 	ecs  *dns.EDNS0_SUBNET
 }
 
+// reply is one answer's message with the parts it points to, so that a
+// typical answer is a single allocation. It is never reused: plugins after
+// us, like cache, may keep the message.
+type reply struct {
+	m     dns.Msg
+	q     [1]dns.Question
+	extra [1]dns.RR
+	opt   dns.OPT
+	opts  [1]dns.EDNS0
+	sub   dns.EDNS0_SUBNET
+	rrs   [2]dns.RR
+	a     [2]dns.A
+	ip4   [2][4]byte
+}
+
+// newReply is dns.Msg.SetReply in place, with the authoritative bit set.
+func newReply(r *dns.Msg) *reply {
+	p := new(reply)
+	m := &p.m
+	m.Id = r.Id
+	m.Response = true
+	m.Opcode = r.Opcode
+	if m.Opcode == dns.OpcodeQuery {
+		m.RecursionDesired = r.RecursionDesired
+		m.CheckingDisabled = r.CheckingDisabled
+	}
+	if len(r.Question) > 0 {
+		p.q[0] = r.Question[0]
+		m.Question = p.q[:]
+	}
+	m.Authoritative = true
+	return p
+}
+
 // write answers with rrs.
 func (a *answer) write(scope uint8, rrs ...dns.RR) (int, error) {
-	m := new(dns.Msg)
-	m.SetReply(a.r)
-	m.Authoritative = true
-	m.Answer = rrs
-	addECS(m, a.r, a.ecs, scope)
-	a.w.WriteMsg(m)
-	return dns.RcodeSuccess, nil
+	p := newReply(a.r)
+	p.m.Answer = rrs
+	return a.send(p, scope)
 }
 
 // negative answers NXDOMAIN or NODATA with the zone's SOA.
 func (a *answer) negative(rcode int, scope uint8) (int, error) {
-	m := new(dns.Msg)
-	m.SetReply(a.r)
-	m.Authoritative = true
-	m.Rcode = rcode
-	m.Ns = []dns.RR{a.g.soa(a.v, a.zone)}
-	addECS(m, a.r, a.ecs, scope)
-	a.w.WriteMsg(m)
-	return dns.RcodeSuccess, nil
+	p := newReply(a.r)
+	p.m.Rcode = rcode
+	p.rrs[0] = a.g.soa(a.v, a.zone)
+	p.m.Ns = p.rrs[:1]
+	return a.send(p, scope)
 }
 
-// addresses are the A or AAAA records of the decision's nodes, the winner
-// first, fresh for this reply.
-func addresses(name string, qtype uint16, ttl uint32, v *policy.View, d *policy.Decision) []dns.RR {
+// addresses answers with the A or AAAA records of the decision's nodes,
+// the winner first.
+func (a *answer) addresses(name string, qtype uint16, ttl uint32, d *policy.Decision, scope uint8) (int, error) {
+	p := newReply(a.r)
 	hdr := dns.RR_Header{Name: name, Rrtype: qtype, Class: dns.ClassINET, Ttl: ttl}
-	var rrs []dns.RR
+	rrs := p.rrs[:0]
 	for _, i := range d.Order[:d.NOrder] {
-		n := &v.Table.Nodes[i]
+		n := &a.v.Table.Nodes[i]
 		if qtype == dns.TypeA {
-			for _, a := range n.V4 {
-				ip := a.As4()
-				rrs = append(rrs, &dns.A{Hdr: hdr, A: net.IP(ip[:])})
+			for _, addr := range n.V4 {
+				var rr *dns.A
+				if k := len(rrs); k < len(p.a) {
+					p.ip4[k] = addr.As4()
+					rr = &p.a[k]
+					*rr = dns.A{Hdr: hdr, A: p.ip4[k][:]}
+				} else {
+					ip := addr.As4()
+					rr = &dns.A{Hdr: hdr, A: net.IP(ip[:])}
+				}
+				rrs = append(rrs, rr)
 			}
 			continue
 		}
-		for _, a := range n.V6 {
-			ip := a.As16()
+		for _, addr := range n.V6 {
+			ip := addr.As16()
 			rrs = append(rrs, &dns.AAAA{Hdr: hdr, AAAA: net.IP(ip[:])})
 		}
 	}
-	return rrs
+	p.m.Answer = rrs
+	return a.send(p, scope)
+}
+
+// send adds the query's ECS option with its scope and writes the reply.
+// CoreDNS drops EDNS options it doesn't know unless the reply has its own
+// OPT.
+func (a *answer) send(p *reply, scope uint8) (int, error) {
+	if a.ecs != nil {
+		o := a.r.IsEdns0()
+		p.opt.Hdr = dns.RR_Header{Name: ".", Rrtype: dns.TypeOPT}
+		p.opt.SetUDPSize(o.UDPSize())
+		if o.Do() {
+			p.opt.SetDo()
+		}
+		p.sub = dns.EDNS0_SUBNET{
+			Code:          dns.EDNS0SUBNET,
+			Family:        a.ecs.Family,
+			SourceNetmask: a.ecs.SourceNetmask,
+			SourceScope:   scope,
+			Address:       a.ecs.Address,
+		}
+		p.opts[0] = &p.sub
+		p.opt.Option = p.opts[:]
+		p.extra[0] = &p.opt
+		p.m.Extra = p.extra[:]
+	}
+	a.w.WriteMsg(&p.m)
+	return dns.RcodeSuccess, nil
 }
 
 // ns lists the node table's name servers for the zone apex.

@@ -2,6 +2,7 @@ package gslb
 
 import (
 	"context"
+	"net"
 	"testing"
 
 	"github.com/coredns/coredns/plugin/test"
@@ -14,6 +15,12 @@ import (
 type discard struct{ test.ResponseWriter }
 
 func (*discard) WriteMsg(*dns.Msg) error { return nil }
+
+var resolver = &net.UDPAddr{IP: net.IPv4(192, 0, 2, 53), Port: 53}
+
+// RemoteAddr is what a real server's writer returns: an address it already
+// has, not one parsed per call.
+func (*discard) RemoteAddr() net.Addr { return resolver }
 
 // BenchmarkServeDNS is one whole decision: ECS parsing, location (an LRU
 // hit after the first query), the ladder, the score and the reply.

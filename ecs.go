@@ -128,25 +128,3 @@ func ecsClient(ecs *dns.EDNS0_SUBNET, min4, min6 uint8) (netip.Addr, bool) {
 	}
 	return ecsAddr(ecs)
 }
-
-// addECS puts an OPT with the ECS option and its scope into the reply:
-// CoreDNS drops EDNS options it doesn't know unless the reply has its own OPT.
-func addECS(m, r *dns.Msg, ecs *dns.EDNS0_SUBNET, scope uint8) {
-	if ecs == nil {
-		return
-	}
-	o := r.IsEdns0()
-	reply := &dns.OPT{Hdr: dns.RR_Header{Name: ".", Rrtype: dns.TypeOPT}}
-	reply.SetUDPSize(o.UDPSize())
-	if o.Do() {
-		reply.SetDo()
-	}
-	reply.Option = []dns.EDNS0{&dns.EDNS0_SUBNET{
-		Code:          dns.EDNS0SUBNET,
-		Family:        ecs.Family,
-		SourceNetmask: ecs.SourceNetmask,
-		SourceScope:   scope,
-		Address:       ecs.Address,
-	}}
-	m.Extra = append(m.Extra, reply)
-}

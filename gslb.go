@@ -7,13 +7,13 @@ import (
 	"context"
 	"net"
 	"net/netip"
+	"strings"
 	"time"
 
 	"github.com/coredns/coredns/plugin"
 	"github.com/coredns/coredns/plugin/metrics"
 	"github.com/coredns/coredns/plugin/pkg/fall"
 	clog "github.com/coredns/coredns/plugin/pkg/log"
-	"github.com/coredns/coredns/request"
 
 	"github.com/gslbdns/gslb/locate"
 	"github.com/gslbdns/gslb/policy"
@@ -54,9 +54,11 @@ type decision struct {
 
 // ServeDNS implements plugin.Handler.
 func (g *GSLB) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.Msg) (int, error) {
-	state := request.Request{W: w, Req: r}
-	qname := state.Name()
-	zone := plugin.Zones(g.Zones).Matches(qname)
+	// The server drops queries without a question. The name is used as the
+	// wire gave it, already in presentation form: the answer echoes its case.
+	asked := r.Question[0].Name
+	qname := strings.ToLower(asked)
+	zone := zoneOf(g.Zones, qname)
 	if zone == "" {
 		return plugin.NextOrFailure(g.Name(), g.Next, ctx, w, r)
 	}
@@ -69,7 +71,7 @@ func (g *GSLB) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.Msg) (
 	if rec == nil && g.Fall.Through(qname) {
 		return plugin.NextOrFailure(g.Name(), g.Next, ctx, w, r)
 	}
-	qtype := state.QType()
+	qtype := r.Question[0].Qtype
 	if qtype == dns.TypeAXFR || qtype == dns.TypeIXFR {
 		return dns.RcodeRefused, nil
 	}
@@ -78,7 +80,7 @@ func (g *GSLB) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.Msg) (
 	ecs, err := parseECS(r)
 	if err != nil {
 		mx.invalid.Inc()
-		log.Debugf("FORMERR for %s from %s: %v", qname, state.IP(), err)
+		log.Debugf("FORMERR for %s from %s: %v", qname, remoteAddr(w.RemoteAddr()), err)
 		return dns.RcodeFormatError, nil
 	}
 
@@ -117,7 +119,7 @@ func (g *GSLB) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.Msg) (
 			mx.cross.Inc()
 		}
 	}
-	return a.write(dc.scope, addresses(state.QName(), qtype, rec.TTL, v, &dc.d)...)
+	return a.addresses(asked, qtype, rec.TTL, &dc.d, dc.scope)
 }
 
 // decide fills dc: client address, location, decision and ECS scope.
@@ -172,4 +174,38 @@ func remoteAddr(a net.Addr) netip.Addr {
 	}
 	addr, _ := netip.AddrFromSlice(ip)
 	return addr.Unmap()
+}
+
+// zoneOf is plugin.Zones.Matches without its allocations: the longest zone
+// qname is in. Both are lower case and fully qualified.
+func zoneOf(zones []string, qname string) string {
+	z := ""
+	for _, zone := range zones {
+		if len(zone) > len(z) && inZone(qname, zone) {
+			z = zone
+		}
+	}
+	return z
+}
+
+func inZone(name, zone string) bool {
+	if zone == "." {
+		return true
+	}
+	if !strings.HasSuffix(name, zone) {
+		return false
+	}
+	rest := name[:len(name)-len(zone)]
+	if rest == "" {
+		return true
+	}
+	if rest[len(rest)-1] != '.' {
+		return false
+	}
+	// An odd run of backslashes escapes the dot: it is not a label boundary.
+	n := 0
+	for i := len(rest) - 2; i >= 0 && rest[i] == '\\'; i-- {
+		n++
+	}
+	return n%2 == 0
 }

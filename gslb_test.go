@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/coredns/coredns/plugin"
 	"github.com/coredns/coredns/plugin/pkg/dnstest"
 	"github.com/coredns/coredns/plugin/test"
 
@@ -293,5 +294,20 @@ records:
 	_, m = serve(t, raised, query("www.example.org", dns.TypeA, subnet("1.0.1.0/24")))
 	if len(m.Answer) != 1 || m.Answer[0].(*dns.A).A.String() != "192.0.2.2" {
 		t.Errorf("Expected the less loaded node by score, got %v", m)
+	}
+}
+
+func TestZoneOf(t *testing.T) {
+	zones := []string{"example.org.", "sub.example.org.", "b\\.example.org.", "."}
+	for _, name := range []string{
+		"example.org.", "www.example.org.", "sub.example.org.", "a.sub.example.org.",
+		"xexample.org.", "a\\.example.org.", "a\\\\.example.org.", "b\\.example.org.",
+		"x.b\\.example.org.", "org.", ".", "example.com.", "wwwsub.example.org.",
+	} {
+		for _, zs := range [][]string{zones, zones[:3], zones[:1]} {
+			if got, want := zoneOf(zs, name), plugin.Zones(zs).Matches(name); got != want {
+				t.Errorf("zoneOf(%q, %q) = %q, plugin.Zones.Matches says %q", zs, name, got, want)
+			}
+		}
 	}
 }

@@ -8,6 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gslbdns/gslb/policy"
+	"github.com/gslbdns/gslb/scoring"
+
 	"github.com/miekg/dns"
 )
 
@@ -88,4 +91,71 @@ records:
 	if !g.Ready() {
 		t.Errorf("Expected ready once every node has a probe result")
 	}
+}
+
+// A probe verdict or a load report is in the very next answer once the
+// view that carries it is published: cached decisions of the old view are
+// never served. Many /24s first warm the decision cache.
+func TestVerdictInNextAnswer(t *testing.T) {
+	var up atomic.Bool
+	var load atomic.Value
+	up.Store(true)
+	load.Store("0.1")
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		if !up.Load() {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintf(w, `{"status":"ok","load":%s}`, load.Load())
+	}))
+	t.Cleanup(srv.Close)
+	nodes := fmt.Sprintf(`
+probe_defaults: {interval: 100ms, timeout: 80ms, rise: 1, fall: 1, hold_down: 0s}
+nodes:
+  - {id: zj, ipv4: [192.0.2.1], country: CN, province: ZJ, isp: telecom, lat: 30.27, lon: 120.16, probe: {url: %s, expect_body: ok, load_field: load}}
+  - {id: sh, ipv4: [192.0.2.3], country: CN, province: SH, isp: telecom, lat: 31.23, lon: 121.47}
+records:
+  - name: www.example.org
+`, srv.URL)
+	g := newFixtureGSLB(t, nodes, "cooldown 0s\nmax_load 0.9\n")
+	g.start()
+
+	// waitView polls the published view until ok says the zj node is as
+	// the test wants it.
+	waitView := func(what string, ok func(s policy.NodeStatus, n scoring.Node) bool) {
+		t.Helper()
+		deadline := time.Now().Add(5 * time.Second)
+		for v := g.ctl.view.Load(); !ok(v.Status[0], v.Nodes[0]); v = g.ctl.view.Load() {
+			if time.Now().After(deadline) {
+				t.Fatalf("Expected %s within 5s, got %+v %+v", what, v.Status[0], v.Nodes[0])
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	// every asks for 200 Zhejiang /24s and wants the same node for each.
+	every := func(want string) {
+		t.Helper()
+		for i := range 200 {
+			ecs := fmt.Sprintf("1.0.%d.0/24", i)
+			if got := answerOf(t, g, "www.example.org", ecs); got != want {
+				t.Fatalf("Query %d (%s): expected %s, got %s", i, ecs, want, got)
+			}
+		}
+	}
+
+	waitView("zj up", func(s policy.NodeStatus, n scoring.Node) bool { return s.State == "up" && n.Load < 0.5 })
+	every("192.0.2.1")
+	every("192.0.2.1") // now from the decision cache
+
+	load.Store("0.95")
+	waitView("zj overloaded", func(_ policy.NodeStatus, n scoring.Node) bool { return n.Load > 0.9 })
+	every("192.0.2.3")
+
+	load.Store("0.2")
+	waitView("zj's load back", func(_ policy.NodeStatus, n scoring.Node) bool { return n.Load < 0.5 })
+	every("192.0.2.1")
+
+	up.Store(false)
+	waitView("zj down", func(s policy.NodeStatus, _ scoring.Node) bool { return s.State == "down" })
+	every("192.0.2.3")
 }

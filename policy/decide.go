@@ -51,20 +51,25 @@ func (v *View) Decide(q *Query) Decision {
 // decide runs the ladder and the score, or picks from the cached
 // preparation of the client's location.
 func (v *View) decide(q *Query, cand []int) scoring.Decision {
-	in := scoring.Input{Client: &q.Client, Nodes: v.Nodes, Cand: cand, Topo: v.Table.Topology,
-		Params: v.Params, Quality: v.Links, Key: q.Subnet}
 	if v.cache == nil || v.anyShed && slices.ContainsFunc(cand, func(i int) bool { return v.shedding[i] }) {
-		return scoring.Decide(&in)
+		return scoring.Decide(v.input(q, cand))
 	}
 	h := hashKey(q.Record, q.QType, &q.Client)
 	p := v.cache.get(v.gen, h, q.Record, q.QType, &q.Client)
 	if p == nil {
-		p = scoring.Prepare(&in)
+		p = scoring.Prepare(v.input(q, cand))
 		if !p.PerSubnet() {
 			v.cache.put(v.gen, h, q.Record, q.QType, &q.Client, p)
 		}
 	}
 	return p.Pick(q.Subnet)
+}
+
+// input copies the query's client, so that only a miss allocates.
+func (v *View) input(q *Query, cand []int) *scoring.Input {
+	c := q.Client
+	return &scoring.Input{Client: &c, Nodes: v.Nodes, Cand: cand, Topo: v.Table.Topology,
+		Params: v.Params, Quality: v.Links, Key: q.Subnet}
 }
 
 // pinned chooses among the pinned nodes of cand while one is usable; it
