@@ -124,24 +124,39 @@ func (g *GSLB) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.Msg) (
 
 // decide fills dc: client address, location, decision and ECS scope.
 func (g *GSLB) decide(ctx context.Context, v *policy.View, rec *table.Record, qtype uint16, remote net.Addr, ecs *dns.EDNS0_SUBNET, mx *serverMetrics, dc *decision) {
+	g.clientOf(remote, ecs, mx, dc)
+	dc.loc = g.ctl.locator.Locate(ctx, dc.client)
+	g.choose(v, rec, qtype, dc)
+}
+
+// clientOf sets the address the decision is for: the ECS address when it
+// is specific enough, else the resolver's.
+func (g *GSLB) clientOf(remote net.Addr, ecs *dns.EDNS0_SUBNET, mx *serverMetrics, dc *decision) {
 	dc.ecs = ecs
 	if a, ok := ecsClient(ecs, g.opts.ecsMin4, g.opts.ecsMin6); ok {
 		dc.client, dc.fromECS = a, true
 		mx.used.Inc()
+		return
+	}
+	dc.client = remoteAddr(remote)
+	if ecs != nil {
+		mx.ignored.Inc()
 	} else {
-		dc.client = remoteAddr(remote)
-		if ecs != nil {
-			mx.ignored.Inc()
-		} else {
-			mx.absent.Inc()
-		}
+		mx.absent.Inc()
 	}
-	dc.loc = g.ctl.locator.Locate(ctx, dc.client)
-	dc.d = v.Decide(&policy.Query{Record: rec, QType: qtype, Client: policy.Client(&dc.loc.Location),
-		Subnet: uint64(dc.loc.Key), Pin: dc.loc.Override.Pin})
+}
+
+// choose decides for dc's location and sets the reply's scope.
+func (g *GSLB) choose(v *policy.View, rec *table.Record, qtype uint16, dc *decision) {
+	dc.d = v.Decide(dc.query(rec, qtype))
 	if dc.fromECS {
-		dc.scope = replyScope(ecs, dc.loc, dc.d.PerSubnet)
+		dc.scope = replyScope(dc.ecs, dc.loc, dc.d.PerSubnet)
 	}
+}
+
+func (dc *decision) query(rec *table.Record, qtype uint16) *policy.Query {
+	return &policy.Query{Record: rec, QType: qtype, Client: policy.Client(&dc.loc.Location),
+		Subnet: uint64(dc.loc.Key), Pin: dc.loc.Override.Pin}
 }
 
 // replyScope is the shortest prefix over which the answer holds: what the

@@ -6,6 +6,7 @@ import (
 	"github.com/coredns/coredns/plugin"
 
 	"github.com/gslbdns/gslb/geo"
+	"github.com/gslbdns/gslb/internal/metricset"
 	"github.com/gslbdns/gslb/scoring"
 	"github.com/gslbdns/gslb/table"
 
@@ -14,35 +15,35 @@ import (
 )
 
 var (
-	decisions = promauto.NewCounterVec(prometheus.CounterOpts{
+	decisions = promauto.With(metricset.Registerer).NewCounterVec(prometheus.CounterOpts{
 		Namespace: plugin.Namespace,
 		Subsystem: "gslb",
 		Name:      "decisions_total",
 		Help:      "Counter of A/AAAA answers by the ladder tier that chose the node.",
 	}, []string{"server", "tier"})
 
-	nodeAnswers = promauto.NewCounterVec(prometheus.CounterOpts{
+	nodeAnswers = promauto.With(metricset.Registerer).NewCounterVec(prometheus.CounterOpts{
 		Namespace: plugin.Namespace,
 		Subsystem: "gslb",
 		Name:      "node_answers_total",
 		Help:      "Counter of A/AAAA answers per node.",
 	}, []string{"server", "node"})
 
-	provinceMatch = promauto.NewCounterVec(prometheus.CounterOpts{
+	provinceMatch = promauto.With(metricset.Registerer).NewCounterVec(prometheus.CounterOpts{
 		Namespace: plugin.Namespace,
 		Subsystem: "gslb",
 		Name:      "province_match_total",
 		Help:      "Counter of answers to clients with a known province, by whether the node is in the same province (same) or not (cross).",
 	}, []string{"server", "result"})
 
-	ecsTotal = promauto.NewCounterVec(prometheus.CounterOpts{
+	ecsTotal = promauto.With(metricset.Registerer).NewCounterVec(prometheus.CounterOpts{
 		Namespace: plugin.Namespace,
 		Subsystem: "gslb",
 		Name:      "ecs_total",
 		Help:      "Counter of queries by ECS handling: used, ignored (too coarse or prefix 0), absent, invalid (FORMERR).",
 	}, []string{"server", "result"})
 
-	decisionDuration = promauto.NewHistogramVec(prometheus.HistogramOpts{
+	decisionDuration = promauto.With(metricset.Registerer).NewHistogramVec(prometheus.HistogramOpts{
 		Namespace: plugin.Namespace,
 		Subsystem: "gslb",
 		Name:      "decision_duration_seconds",
@@ -50,21 +51,21 @@ var (
 		Help:      "Histogram of the time to locate the client and choose a node.",
 	}, []string{"server"})
 
-	reloads = promauto.NewCounterVec(prometheus.CounterOpts{
+	reloads = promauto.With(metricset.Registerer).NewCounterVec(prometheus.CounterOpts{
 		Namespace: plugin.Namespace,
 		Subsystem: "gslb",
 		Name:      "reloads_total",
 		Help:      "Counter of node table and geo database reloads by result (ok, error).",
 	}, []string{"result"})
 
-	qualityRows = promauto.NewGaugeVec(prometheus.GaugeOpts{
+	qualityRows = promauto.With(metricset.Registerer).NewGaugeVec(prometheus.GaugeOpts{
 		Namespace: plugin.Namespace,
 		Subsystem: "gslb",
 		Name:      "quality_rows",
 		Help:      "Gauge of the quality matrix's rows by state: fresh (used) or stale (older than quality_max_age).",
 	}, []string{"state"})
 
-	dbBuild = promauto.NewGaugeVec(prometheus.GaugeOpts{
+	dbBuild = promauto.With(metricset.Registerer).NewGaugeVec(prometheus.GaugeOpts{
 		Namespace: plugin.Namespace,
 		Subsystem: "gslb",
 		Name:      "geo_database_build_timestamp_seconds",

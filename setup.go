@@ -65,6 +65,29 @@ type options struct {
 }
 
 func parse(c *caddy.Controller) (*GSLB, error) {
+	g, err := parseOptions(c)
+	if err != nil {
+		return nil, err
+	}
+	if err := g.load(c.File()); err != nil {
+		return nil, err
+	}
+	return g, nil
+}
+
+// load builds the control plane from the parsed options: it reads the node
+// table and the databases, and starts nothing. file is the Corefile's name.
+func (g *GSLB) load(file string) error {
+	ctl, option, err := newControl(g.opts, g.Zones)
+	if err != nil {
+		return fmt.Errorf("%s:%d - Error during setup: %w", file, g.opts.lines[option], err)
+	}
+	g.ctl = ctl
+	return nil
+}
+
+// parseOptions reads the gslb block into a GSLB without loading anything.
+func parseOptions(c *caddy.Controller) (*GSLB, error) {
 	o := options{
 		lines:         map[string]int{},
 		ttl:           defaultTTL,
@@ -267,11 +290,7 @@ func parse(c *caddy.Controller) (*GSLB, error) {
 	if o.nodes == "" {
 		return nil, c.Err("nodes FILE is required")
 	}
-	ctl, option, err := newControl(o, g.Zones)
-	if err != nil {
-		return nil, fmt.Errorf("%s:%d - Error during setup: %w", c.File(), o.lines[option], err)
-	}
-	g.opts, g.ctl = o, ctl
+	g.opts = o
 	return g, nil
 }
 

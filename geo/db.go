@@ -170,6 +170,22 @@ func (d *DB) Compare(addr netip.Addr) (Location, Other) {
 	return d.mergeIPDB(addr, loc)
 }
 
+// Explain is what each database says of addr on its own: MaxMind's City
+// and ASN databases together, and the IPIP.net database when there is one
+// and it has the address (ok). Carriers are raw, as Lookup reports them.
+func (d *DB) Explain(addr netip.Addr) (maxmind, ipip Location, ok bool) {
+	addr = addr.Unmap()
+	if _, special := Special(addr); special {
+		return Location{}, Location{}, false
+	}
+	maxmind = d.lookupMaxMind(addr)
+	if d.ip == nil {
+		return maxmind, Location{}, false
+	}
+	ipip, _ = d.mergeIPDB(addr, Location{})
+	return maxmind, ipip, ipip.Source == SourceIPDB
+}
+
 func (d *DB) lookupMaxMind(addr netip.Addr) Location {
 	var loc Location
 	found := false

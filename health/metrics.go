@@ -5,27 +5,29 @@ import (
 
 	"github.com/coredns/coredns/plugin"
 
+	"github.com/gslbdns/gslb/internal/metricset"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
 )
 
 // Variables declared for monitoring.
 var (
-	nodeUp = promauto.NewGaugeVec(prometheus.GaugeOpts{
+	nodeUp = promauto.With(metricset.Registerer).NewGaugeVec(prometheus.GaugeOpts{
 		Namespace: plugin.Namespace,
 		Subsystem: "gslb",
 		Name:      "node_up",
 		Help:      "Gauge of node health: 1 up or unknown, 0 down.",
 	}, []string{"node"})
 
-	nodeLoad = promauto.NewGaugeVec(prometheus.GaugeOpts{
+	nodeLoad = promauto.With(metricset.Registerer).NewGaugeVec(prometheus.GaugeOpts{
 		Namespace: plugin.Namespace,
 		Subsystem: "gslb",
 		Name:      "node_load",
 		Help:      "Gauge of the last load (0..1) a node reported through load_field.",
 	}, []string{"node"})
 
-	probeDuration = promauto.NewHistogramVec(prometheus.HistogramOpts{
+	probeDuration = promauto.With(metricset.Registerer).NewHistogramVec(prometheus.HistogramOpts{
 		Namespace:                   plugin.Namespace,
 		Subsystem:                   "gslb",
 		Name:                        "probe_duration_seconds",
@@ -34,14 +36,14 @@ var (
 		Help:                        "Histogram of the time each health probe took.",
 	}, []string{"node", "type"})
 
-	probeFailures = promauto.NewCounterVec(prometheus.CounterOpts{
+	probeFailures = promauto.With(metricset.Registerer).NewCounterVec(prometheus.CounterOpts{
 		Namespace: plugin.Namespace,
 		Subsystem: "gslb",
 		Name:      "probe_failures_total",
 		Help:      "Counter of failed health probes by reason.",
 	}, []string{"node", "reason"})
 
-	nodeTransitions = promauto.NewCounterVec(prometheus.CounterOpts{
+	nodeTransitions = promauto.With(metricset.Registerer).NewCounterVec(prometheus.CounterOpts{
 		Namespace: plugin.Namespace,
 		Subsystem: "gslb",
 		Name:      "node_transitions_total",

@@ -3,13 +3,15 @@ package locate
 import (
 	"github.com/coredns/coredns/plugin"
 
+	"github.com/gslbdns/gslb/internal/metricset"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
 )
 
 var (
 	// GeoLookups counts lookups per layer (lru, db, redis, online) and result (hit, miss, error).
-	GeoLookups = promauto.NewCounterVec(prometheus.CounterOpts{
+	GeoLookups = promauto.With(metricset.Registerer).NewCounterVec(prometheus.CounterOpts{
 		Namespace: plugin.Namespace,
 		Subsystem: "gslb",
 		Name:      "geo_lookups_total",
@@ -17,7 +19,7 @@ var (
 	}, []string{"layer", "result"})
 
 	// OnlineRequests counts online API calls by result (ok, invalid, timeout, error, refused).
-	OnlineRequests = promauto.NewCounterVec(prometheus.CounterOpts{
+	OnlineRequests = promauto.With(metricset.Registerer).NewCounterVec(prometheus.CounterOpts{
 		Namespace: plugin.Namespace,
 		Subsystem: "gslb",
 		Name:      "online_requests_total",
@@ -25,7 +27,7 @@ var (
 	}, []string{"result"})
 
 	// OnlineBreakerOpen is 1 while the online API's breaker is open.
-	OnlineBreakerOpen = promauto.NewGauge(prometheus.GaugeOpts{
+	OnlineBreakerOpen = promauto.With(metricset.Registerer).NewGauge(prometheus.GaugeOpts{
 		Namespace: plugin.Namespace,
 		Subsystem: "gslb",
 		Name:      "online_breaker_open",
@@ -33,7 +35,7 @@ var (
 	})
 
 	// RedisErrors counts failed Redis commands.
-	RedisErrors = promauto.NewCounter(prometheus.CounterOpts{
+	RedisErrors = promauto.With(metricset.Registerer).NewCounter(prometheus.CounterOpts{
 		Namespace: plugin.Namespace,
 		Subsystem: "gslb",
 		Name:      "redis_errors_total",
@@ -42,7 +44,7 @@ var (
 
 	// Disagreements counts the addresses MaxMind and the IPIP.net database
 	// both place in China but on another province or carrier.
-	Disagreements = promauto.NewCounterVec(prometheus.CounterOpts{
+	Disagreements = promauto.With(metricset.Registerer).NewCounterVec(prometheus.CounterOpts{
 		Namespace: plugin.Namespace,
 		Subsystem: "gslb",
 		Name:      "geo_disagreements_total",
@@ -50,7 +52,7 @@ var (
 	}, []string{"field"})
 
 	// CacheEntries is the number of entries in the in-process location LRU.
-	CacheEntries = promauto.NewGauge(prometheus.GaugeOpts{
+	CacheEntries = promauto.With(metricset.Registerer).NewGauge(prometheus.GaugeOpts{
 		Namespace: plugin.Namespace,
 		Subsystem: "gslb",
 		Name:      "cache_entries",

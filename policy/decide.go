@@ -92,3 +92,15 @@ func (v *View) pinned(q *Query, cand []int) scoring.Decision {
 	d.Tier = scoring.TierOverride
 	return d
 }
+
+// Explain decides q as Decide does, and traces every node of the record
+// with an address of the queried family as the ladder saw it.
+func (v *View) Explain(q *Query) (Decision, []scoring.NodeTrace) {
+	d := v.Decide(q)
+	cand := q.Record.V4
+	if q.QType == dns.TypeAAAA {
+		cand = q.Record.V6
+	}
+	_, traces := scoring.Explain(v.input(q, cand))
+	return d, traces
+}

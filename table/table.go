@@ -43,6 +43,7 @@ type Table struct {
 	Path    string
 	Nodes   []Node
 	Records map[string]*Record
+	Names   []string // the records' names in the file's order
 	// ENTs are the empty non-terminals: names above a record, inside the
 	// zone, that are not records themselves. They exist (NODATA, not
 	// NXDOMAIN).
@@ -203,6 +204,7 @@ func (t *Table) addRecords(f *file, index map[string]int, lines []int, zones []s
 			}
 		}
 		t.Records[name] = r
+		t.Names = append(t.Names, name)
 	}
 	t.ENTs = make(map[string]bool)
 	for name := range t.Records {

@@ -46,6 +46,7 @@ func (i input) ServerType() string { return "dns" }
 type server struct {
 	inst     *caddy.Instance
 	udp, tcp string
+	stopped  bool
 }
 
 // startServer starts CoreDNS from corefile and stops it when the test ends.
@@ -66,8 +67,13 @@ func startServer(t *testing.T, corefile string) *server {
 }
 
 // stop runs the OnShutdown callbacks, which Instance.Stop alone skips, and
-// stops the listeners, as caddy does on a signal.
+// stops the listeners, as caddy does on a signal. Once: some plugins'
+// callbacks (dnstap's) must not run twice.
 func (s *server) stop() {
+	if s.stopped {
+		return
+	}
+	s.stopped = true
 	s.inst.ShutdownCallbacks()
 	s.inst.Stop()
 }

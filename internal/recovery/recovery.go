@@ -9,6 +9,8 @@ import (
 	"github.com/coredns/coredns/plugin"
 	clog "github.com/coredns/coredns/plugin/pkg/log"
 
+	"github.com/gslbdns/gslb/internal/metricset"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
 )
@@ -16,7 +18,7 @@ import (
 var log = clog.NewWithPlugin("gslb")
 
 // Panics counts recovered panics by the component they happened in.
-var Panics = promauto.NewCounterVec(prometheus.CounterOpts{
+var Panics = promauto.With(metricset.Registerer).NewCounterVec(prometheus.CounterOpts{
 	Namespace: plugin.Namespace,
 	Subsystem: "gslb",
 	Name:      "panics_total",

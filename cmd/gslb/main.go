@@ -1,0 +1,125 @@
+// Command gslb explains, replays and checks the gslb plugin's decisions
+// with the plugin's own code, from a Corefile's gslb block.
+//
+//	gslb explain [flags] ADDRESS[/PREFIX] [NAME] [TYPE]
+//	gslb replay  [flags] INPUT...
+//	gslb check   [flags]
+//
+// Exit status: 0 ok, 1 an error (a bad Corefile, node table, database or
+// input), 2 bad usage, 3 replay's cross-province ratio above -max-cross.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+
+	clog "github.com/coredns/coredns/plugin/pkg/log"
+
+	"github.com/gslbdns/gslb"
+)
+
+// Exit statuses.
+const (
+	exitOK    = 0
+	exitError = 1
+	exitUsage = 2
+	exitCross = 3
+)
+
+const usage = `usage:
+  gslb explain [flags] ADDRESS[/PREFIX] [NAME] [TYPE]
+  gslb replay  [flags] [-baseline-nodes FILE] [-max-cross FRACTION] [-name NAME] [-strict] INPUT...
+  gslb check   [flags]
+
+ADDRESS/PREFIX is sent as an ECS option; a bare ADDRESS is the resolver's own.
+Run 'gslb COMMAND -h' for the flags.
+`
+
+func main() {
+	os.Exit(run(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	clog.Discard() // the plugin's own log lines are for the server
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return exitUsage
+	}
+	cmds := map[string]func(context.Context, []string, io.Writer, io.Writer) int{
+		"explain": explain,
+		"replay":  replay,
+		"check":   check,
+	}
+	cmd, ok := cmds[args[0]]
+	if !ok {
+		if args[0] == "-h" || args[0] == "-help" || args[0] == "help" {
+			fmt.Fprint(stdout, usage)
+			return exitOK
+		}
+		fmt.Fprintf(stderr, "gslb: unknown command %q\n%s", args[0], usage)
+		return exitUsage
+	}
+	return cmd(ctx, args[1:], stdout, stderr)
+}
+
+// common are the flags every command takes.
+type common struct {
+	cfg gslb.EngineConfig
+}
+
+func (c *common) register(fs *flag.FlagSet, engine bool) {
+	fs.StringVar(&c.cfg.Corefile, "conf", "Corefile", "the Corefile whose gslb block to use")
+	fs.StringVar(&c.cfg.Zone, "zone", "", "the gslb block's zone, when several server blocks have one")
+	fs.StringVar(&c.cfg.Nodes, "nodes", "", "a node table to use instead of the block's")
+	fs.StringVar(&c.cfg.IPDB, "ipdb", "", "an IPIP.net database to use instead of the block's")
+	fs.StringVar(&c.cfg.Overrides, "overrides", "", "an overrides file to use instead of the block's")
+	if engine {
+		fs.BoolVar(&c.cfg.Live, "live", false, "also ask the block's Redis and online API")
+		fs.BoolVar(&c.cfg.Probe, "probe", false, "probe every node once first; else each is up with its table load")
+	}
+}
+
+// parse parses args, printing the error and the usage on a bad one.
+func parse(fs *flag.FlagSet, args []string, stderr io.Writer) (ok bool, status int) {
+	fs.SetOutput(stderr)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return false, exitOK
+		}
+		return false, exitUsage
+	}
+	return true, exitOK
+}
+
+func fail(stderr io.Writer, err error) int {
+	fmt.Fprintf(stderr, "gslb: %v\n", err)
+	return exitError
+}
+
+func check(_ context.Context, args []string, stdout, stderr io.Writer) int {
+	var c common
+	fs := flag.NewFlagSet("check", flag.ContinueOnError)
+	c.register(fs, false)
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: gslb check [flags]\n\nLoads the gslb block, its node table and its databases as a reload would.")
+		fs.PrintDefaults()
+	}
+	if ok, st := parse(fs, args, stderr); !ok {
+		return st
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "gslb check: unexpected argument %q\n", fs.Arg(0))
+		return exitUsage
+	}
+	if err := gslb.Check(c.cfg); err != nil {
+		// The server's own message, as it would log it.
+		fmt.Fprintln(stderr, err)
+		return exitError
+	}
+	fmt.Fprintln(stdout, "ok")
+	return exitOK
+}

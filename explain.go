@@ -1,0 +1,259 @@
+package gslb
+
+import (
+	"context"
+	"math"
+	"net/netip"
+
+	"github.com/gslbdns/gslb/geo"
+	"github.com/gslbdns/gslb/locate"
+	"github.com/gslbdns/gslb/scoring"
+
+	"github.com/miekg/dns"
+)
+
+// Explanation is a whole decision, as the gslb tool prints it. The JSON
+// keys are a contract: scripts read them.
+type Explanation struct {
+	Name       string            `json:"name"`
+	Type       string            `json:"type"`
+	Client     ExplainedClient   `json:"client"`
+	Location   ExplainedLocation `json:"location"`
+	Tiers      []ExplainedTier   `json:"tiers"`
+	Candidates []ExplainedNode   `json:"candidates"`
+	Tier       string            `json:"tier"` // the rung that answered
+	Node       string            `json:"node"` // the winner; "" when none
+	// PerSubnet: the client's /24 (/48) picked the winner among the
+	// contenders (a tie or the spread).
+	PerSubnet  bool          `json:"per_subnet"`
+	Contenders int           `json:"contenders"` // usable nodes on the rung
+	Answer     []ExplainedRR `json:"answer"`
+	Rcode      string        `json:"rcode"`
+	TTL        uint32        `json:"ttl"`
+	Scope      *uint8        `json:"scope"` // the ECS scope; null without ECS
+	Notes      []string      `json:"notes,omitempty"`
+}
+
+// ExplainedClient is the address the decision is for.
+type ExplainedClient struct {
+	Address string `json:"address"`
+	From    string `json:"from"`          // ecs or remote, as in the gslb/client_source metadata
+	ECS     string `json:"ecs,omitempty"` // the query's option, ADDRESS/PREFIX
+	Subnet  string `json:"subnet"`        // the /24 (/48) that keys caches, ties and the spread
+}
+
+// ExplainedPlace is one location.
+type ExplainedPlace struct {
+	Country   string   `json:"country,omitempty"`
+	Continent string   `json:"continent,omitempty"`
+	Province  string   `json:"province,omitempty"`
+	City      string   `json:"city,omitempty"`
+	ISP       string   `json:"isp,omitempty"`
+	ASN       uint32   `json:"asn,omitempty"`
+	Lat       *float64 `json:"lat,omitempty"`
+	Lon       *float64 `json:"lon,omitempty"`
+	// ProvinceCoords: the coordinates are the province's capital.
+	ProvinceCoords bool  `json:"province_coords,omitempty"`
+	Bits           uint8 `json:"bits"` // the network the data holds for
+}
+
+// ExplainedSource is what one source said.
+type ExplainedSource struct {
+	Source string `json:"source"` // override, geoip, ipdb, redis, online
+	Found  bool   `json:"found"`
+	Won    bool   `json:"won"`
+	Error  string `json:"error,omitempty"`
+	ExplainedPlace
+}
+
+// ExplainedLocation is the location the decision used, and every source's.
+type ExplainedLocation struct {
+	Source  string            `json:"source"` // the source that placed the client; none when none did
+	Special bool              `json:"special,omitempty"`
+	Scope   uint8             `json:"scope"` // the prefix the location holds for
+	Sources []ExplainedSource `json:"sources"`
+	ExplainedPlace
+}
+
+// ExplainedTier is one rung of the ladder that was tried.
+type ExplainedTier struct {
+	Tier   string   `json:"tier"`
+	Nodes  []string `json:"nodes"`  // the nodes whose best rung it is
+	Usable []string `json:"usable"` // those of them that could answer
+}
+
+// ExplainedNode is one node of the record.
+type ExplainedNode struct {
+	ID     string `json:"id"`
+	Tier   string `json:"tier,omitempty"` // its best rung for this client
+	State  string `json:"state"`
+	Usable bool   `json:"usable"`
+	// Reason: down, overloaded, lossy, shed (turned away or ramping), or
+	// family (no address of the queried type).
+	Reason     string             `json:"reason,omitempty"`
+	DistanceKm *float64           `json:"distance_km"` // null when distance plays no part
+	Load       float64            `json:"load"`
+	Cost       float64            `json:"cost"`
+	RTTMs      *float64           `json:"rtt_ms,omitempty"`
+	Terms      map[string]float64 `json:"terms,omitempty"`
+	Score      float64            `json:"score"`
+	Winner     bool               `json:"winner"`
+}
+
+// ExplainedRR is one address of the answer.
+type ExplainedRR struct {
+	Node    string `json:"node"`
+	Address string `json:"address"`
+}
+
+// ReasonFamily: the node has no address of the queried type.
+const ReasonFamily = "family"
+
+// Explain decides one query like Decide and says why: every source's
+// location, every rung tried, every node's terms and score, the answer.
+func (e *Engine) Explain(ctx context.Context, c Client, name string, qtype uint16) (*Explanation, error) {
+	v := e.g.ctl.view.Load()
+	rec, err := e.record(v, name)
+	if err != nil {
+		return nil, err
+	}
+	ecs, remote := c.query()
+	var dc decision
+	e.g.clientOf(remote, ecs, e.g.ctl.metrics.of(""), &dc)
+	loc, steps := e.g.ctl.locator.Trace(ctx, dc.client)
+	dc.loc = loc
+	e.g.choose(v, rec, qtype, &dc)
+	d, traces := v.Explain(dc.query(rec, qtype))
+
+	x := &Explanation{Name: rec.Name, Type: dns.TypeToString[qtype], Tier: d.Tier.String(), TTL: rec.TTL,
+		Contenders: d.Candidates, PerSubnet: dc.d.PerSubnet, Notes: append([]string(nil), e.Notes...)}
+	x.Client = ExplainedClient{Address: dc.client.String(), From: "remote", Subnet: loc.Key.Prefix().String()}
+	if dc.fromECS {
+		x.Client.From = "ecs"
+	}
+	if ecs != nil {
+		x.Client.ECS = c.String()
+		if !dc.fromECS {
+			x.Notes = append(x.Notes, "the ECS prefix is shorter than ecs_min_prefix: the server would decide for the resolver's address, taken here to be the same")
+		}
+		scope := dc.scope
+		x.Scope = &scope
+	}
+	x.Location = explainedLocation(loc, steps)
+
+	winner := ""
+	if dc.d.Winner != nil {
+		winner = dc.d.Winner.ID
+	}
+	x.Node = winner
+	seen := map[int]bool{}
+	for _, t := range traces {
+		seen[t.Node] = true
+		n := &v.Nodes[t.Node]
+		en := ExplainedNode{ID: n.ID, Tier: t.Tier.String(), State: v.Status[t.Node].State, Usable: t.Usable,
+			Reason: t.Reason, Load: n.Load, Cost: n.Cost, Score: round(t.Score), Winner: n.ID == winner,
+			Terms: map[string]float64{}}
+		if t.DistanceKm >= 0 {
+			km := round(t.DistanceKm)
+			en.DistanceKm = &km
+		}
+		if t.RTTMs >= 0 {
+			ms := round(t.RTTMs)
+			en.RTTMs = &ms
+		}
+		for i, name := range scoring.TermNames() {
+			en.Terms[name] = round(t.Terms[i])
+		}
+		x.Candidates = append(x.Candidates, en)
+	}
+	for _, i := range append(append([]int(nil), rec.V4...), rec.V6...) {
+		if !seen[i] {
+			seen[i] = true
+			n := &v.Nodes[i]
+			x.Candidates = append(x.Candidates, ExplainedNode{ID: n.ID, State: v.Status[i].State, Reason: ReasonFamily,
+				Load: n.Load, Cost: n.Cost})
+		}
+	}
+	x.Tiers = explainedTiers(traces, v.Nodes, d.Tier)
+
+	x.Rcode = dns.RcodeToString[dns.RcodeSuccess]
+	switch {
+	case dc.d.Winner == nil:
+		x.Notes = append(x.Notes, "no node of the record has an address of this type: NODATA")
+	case dc.d.Tier == scoring.TierFailOpen && e.g.opts.allDownServfail:
+		x.Rcode = dns.RcodeToString[dns.RcodeServerFailure]
+	default:
+		for _, i := range dc.d.Order[:dc.d.NOrder] {
+			n := &v.Table.Nodes[i]
+			addrs := n.V4
+			if qtype == dns.TypeAAAA {
+				addrs = n.V6
+			}
+			for _, a := range addrs {
+				x.Answer = append(x.Answer, ExplainedRR{Node: n.ID, Address: a.String()})
+			}
+		}
+	}
+	return x, nil
+}
+
+// explainedTiers lists the rungs from the top down to the one that
+// answered, each with the nodes whose best rung it is.
+func explainedTiers(traces []scoring.NodeTrace, nodes []scoring.Node, won scoring.Tier) []ExplainedTier {
+	last := won
+	if won == scoring.TierOverride || won == scoring.TierNone {
+		last = scoring.TierAll
+	}
+	var out []ExplainedTier
+	for t := scoring.TierProvinceISP; t <= last; t++ {
+		et := ExplainedTier{Tier: t.String(), Nodes: []string{}, Usable: []string{}}
+		for _, tr := range traces {
+			if tr.Tier == t {
+				et.Nodes = append(et.Nodes, nodes[tr.Node].ID)
+				if tr.Usable {
+					et.Usable = append(et.Usable, nodes[tr.Node].ID)
+				}
+			}
+		}
+		out = append(out, et)
+	}
+	return out
+}
+
+func explainedLocation(loc locate.Result, steps []locate.Step) ExplainedLocation {
+	src := loc.Source.String()
+	if loc.Source == geo.SourceDB {
+		src = "geoip" // the step's name: MaxMind's databases, the Corefile's geoip and asn
+	}
+	el := ExplainedLocation{Source: src, Special: loc.Special, Scope: loc.Scope,
+		ExplainedPlace: placeOf(&loc.Location), Sources: []ExplainedSource{}}
+	for _, st := range steps {
+		es := ExplainedSource{Source: st.Source, Found: st.Found, Won: st.Final, Error: st.Err}
+		if st.Found {
+			es.ExplainedPlace = placeOf(&st.Location)
+		}
+		el.Sources = append(el.Sources, es)
+	}
+	return el
+}
+
+func placeOf(l *geo.Location) ExplainedPlace {
+	p := ExplainedPlace{Country: l.Country, Continent: l.Continent, Province: l.Province, City: l.City,
+		ISP: l.ISP, ASN: l.ASN, Bits: l.Bits, ProvinceCoords: l.ProvinceCoords}
+	if l.HasCoords {
+		lat, lon := l.Lat, l.Lon
+		p.Lat, p.Lon = &lat, &lon
+	}
+	return p
+}
+
+// round keeps four decimals: enough to compare, short to read.
+func round(f float64) float64 { return math.Round(f*1e4) / 1e4 }
+
+// Prefix is the client's ECS prefix, or its address as a host prefix.
+func (c Client) Prefix() netip.Prefix {
+	if c.Bits < 0 {
+		return netip.PrefixFrom(c.Addr, c.Addr.BitLen())
+	}
+	return netip.PrefixFrom(c.Addr, c.Bits)
+}

@@ -1,0 +1,75 @@
+package scoring
+
+// NodeTrace is what a decision saw of one candidate node.
+type NodeTrace struct {
+	Node   int
+	Tier   Tier   // the best rung the node is on for this client
+	Usable bool   // for this client's subnet
+	Reason string // why not: down, overloaded, lossy, shed
+	Terms  [NumTerms]float64
+	Score  float64 // with the costs of its own tier, as its tier would score it
+	// DistanceKm is -1 when distance plays no part; RTTMs is -1 without a
+	// quality row.
+	DistanceKm, RTTMs float64
+}
+
+// Reasons a node is not usable.
+const (
+	ReasonDown       = "down"
+	ReasonOverloaded = "overloaded"
+	ReasonLossy      = "lossy"
+	ReasonShed       = "shed"
+)
+
+// Explain makes the decision Decide makes and traces every candidate: its
+// tier, whether it was usable and why not, and its score's terms.
+func Explain(in *Input) (Decision, []NodeTrace) {
+	d := Decide(in)
+	p := in.Params
+	if p == nil {
+		p = &DefaultParams
+	}
+	ch := chooser{in: in, p: p, lc: newLadderClient(in.Client, in.Topo)}
+	traces := make([]NodeTrace, 0, len(in.Cand))
+	maxCost := map[Tier]float64{}
+	for _, i := range in.Cand {
+		t := NodeTrace{Node: i, Tier: ch.lc.tierOf(&in.Nodes[i], TierFailOpen), RTTMs: -1, DistanceKm: -1}
+		t.Usable, t.Reason = ch.why(i)
+		if t.Usable {
+			maxCost[t.Tier] = max(maxCost[t.Tier], in.Nodes[i].Cost)
+		}
+		traces = append(traces, t)
+	}
+	for k := range traces {
+		t := &traces[k]
+		s := scorer{c: ch.lc.c, w: &p.Weights, withDist: ch.lc.c != nil && ch.lc.c.HasCoords, maxCost: maxCost[t.Tier], quality: in.Quality}
+		t.DistanceKm = s.values(t.Node, &in.Nodes[t.Node], &t.Terms)
+		t.Score, t.RTTMs = s.w.dot(&t.Terms), s.rtt
+	}
+	return d, traces
+}
+
+// why is usable with its reason.
+func (ch *chooser) why(i int) (bool, string) {
+	n := &ch.in.Nodes[i]
+	p := ch.p
+	limit := p.MaxLoad
+	if p.ShedHigh > 0 {
+		limit = p.ShedHigh
+	}
+	switch {
+	case n.Down:
+		return false, ReasonDown
+	case n.Load >= limit:
+		return false, ReasonOverloaded
+	}
+	if q := ch.in.Quality; q != nil && p.MaxLoss > 0 && ch.lc.c != nil {
+		if l, ok := q.Link(ch.lc.c.Province, ch.lc.c.ISP, i); ok && l.Loss >= p.MaxLoss {
+			return false, ReasonLossy
+		}
+	}
+	if !ch.usable(i) {
+		return false, ReasonShed
+	}
+	return true, ""
+}
