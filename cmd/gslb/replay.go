@@ -279,7 +279,7 @@ func replayReport(w io.Writer, r *replayResult, nodes, baseline string) {
 	}
 
 	fmt.Fprintln(w, "Tiers")
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	head := "  tier\tqueries\tshare\t"
 	if r.Baseline != nil {
 		head += "before\t"
@@ -298,7 +298,7 @@ func replayReport(w io.Writer, r *replayResult, nodes, baseline string) {
 	tw.Flush()
 
 	fmt.Fprintf(w, "Nodes (%s)\n", nodes)
-	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	head = "  node\tqueries\tshare\t"
 	if r.Baseline != nil {
 		head += "before\t"
