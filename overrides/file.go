@@ -14,27 +14,29 @@ import (
 
 // file is the overrides file's YAML schema (README "Overrides").
 type file struct {
-	Overrides []entryYAML `yaml:"overrides"`
+	Overrides []EntryYAML `yaml:"overrides"`
 }
 
-type entryYAML struct {
-	CIDR     string         `yaml:"cidr"`
-	CIDRs    []string       `yaml:"cidrs"`
-	Location *LocationYAML  `yaml:"location"`
-	Nodes    []string       `yaml:"nodes"`
-	Expires  *yamlfile.Time `yaml:"expires"`
-	Note     string         `yaml:"note"`
+// EntryYAML is one override as the overrides file, the admin API's pins
+// and its state file write it.
+type EntryYAML struct {
+	CIDR     string         `yaml:"cidr,omitempty" json:"cidr,omitempty"`
+	CIDRs    []string       `yaml:"cidrs,omitempty" json:"cidrs,omitempty"`
+	Location *LocationYAML  `yaml:"location,omitempty" json:"location,omitempty"`
+	Nodes    []string       `yaml:"nodes,omitempty" json:"nodes,omitempty"`
+	Expires  *yamlfile.Time `yaml:"expires,omitempty" json:"expires,omitempty"`
+	Note     string         `yaml:"note,omitempty" json:"note,omitempty"`
 }
 
 // LocationYAML is a corrected location as the file and the admin API write
 // it.
 type LocationYAML struct {
 	Country  string   `yaml:"country" json:"country"`
-	Province string   `yaml:"province" json:"province,omitempty"`
-	City     string   `yaml:"city" json:"city,omitempty"`
-	ISP      string   `yaml:"isp" json:"isp,omitempty"`
-	Lat      *float64 `yaml:"lat" json:"lat,omitempty"`
-	Lon      *float64 `yaml:"lon" json:"lon,omitempty"`
+	Province string   `yaml:"province,omitempty" json:"province,omitempty"`
+	City     string   `yaml:"city,omitempty" json:"city,omitempty"`
+	ISP      string   `yaml:"isp,omitempty" json:"isp,omitempty"`
+	Lat      *float64 `yaml:"lat,omitempty" json:"lat,omitempty"`
+	Lon      *float64 `yaml:"lon,omitempty" json:"lon,omitempty"`
 }
 
 // Load reads an overrides file; known reports whether a node id exists.
@@ -58,7 +60,7 @@ func Parse(path string, data []byte, known func(id string) bool) (*Table, error)
 
 func parse(data []byte, known func(id string) bool) (*Table, error) {
 	var f file
-	doc, err := yamlfile.Decode(data, &f, map[string]string{"overrides.entryYAML": "overrides"})
+	doc, err := yamlfile.Decode(data, &f, map[string]string{"overrides.EntryYAML": "overrides"})
 	if err != nil {
 		if err.Error() == "empty file" {
 			return New(nil), nil
@@ -70,7 +72,7 @@ func parse(data []byte, known func(id string) bool) (*Table, error) {
 	first := map[netip.Prefix]int{}
 	for i, y := range f.Overrides {
 		at := yamlfile.Where("overrides", lines, i)
-		e, err := y.entry(known)
+		e, err := y.Entry(known)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", at, err)
 		}
@@ -86,7 +88,8 @@ func parse(data []byte, known func(id string) bool) (*Table, error) {
 	return New(entries), nil
 }
 
-func (y *entryYAML) entry(known func(id string) bool) (Entry, error) {
+// Entry validates y; known reports whether a node id exists.
+func (y *EntryYAML) Entry(known func(id string) bool) (Entry, error) {
 	e := Entry{Note: y.Note}
 	cidrs := y.CIDRs
 	if y.CIDR != "" {

@@ -19,7 +19,15 @@ const (
 	StateDown     = "down"
 	StateUnknown  = "unknown"  // probed, no result yet: usable
 	StateUnprobed = "unprobed" // no probe
+	StateDrained  = "drained"  // an operator took it out; still probed
 )
+
+// Drain is what the admin API said of a node: drained since Since, or
+// undrained at Since and ramping back over the cooldown.
+type Drain struct {
+	Drained bool
+	Since   time.Time
+}
 
 // NodeStatus is a node's health as the view saw it.
 type NodeStatus struct {
@@ -61,6 +69,9 @@ type Inputs struct {
 	// Cache keeps the prepared decisions of the views built with it,
 	// each view in a generation of its own; nil: no cache.
 	Cache *Decisions
+	// Drains by node id: a drained node is not usable, and one undrained
+	// ramps back like a node back up.
+	Drains map[string]Drain
 }
 
 // rampSteps is how many steps a cooldown ramp takes: the view is rebuilt
@@ -79,20 +90,22 @@ func NewView(in Inputs) (*View, time.Time) {
 	for i := range t.Nodes {
 		v.Nodes[i] = t.Nodes[i].Node
 		v.Status[i] = NodeStatus{State: StateUnprobed}
-		st, ok := in.Snapshot.Status(t.Nodes[i].ID)
-		if !ok {
-			continue
+		if st, ok := in.Snapshot.Status(t.Nodes[i].ID); ok {
+			v.Status[i] = NodeStatus{State: st.State.String(), Reason: st.Reason, Since: st.Since}
+			v.Nodes[i].Down = st.State == health.StateDown
+			if st.HasLoad {
+				v.Nodes[i].Load = st.Load
+			}
+			if st.State == health.StateUp && st.From == health.StateDown {
+				next = v.rampFrom(i, st.Since, in, next)
+			}
 		}
-		v.Status[i] = NodeStatus{State: st.State.String(), Reason: st.Reason, Since: st.Since}
-		v.Nodes[i].Down = st.State == health.StateDown
-		if st.HasLoad {
-			v.Nodes[i].Load = st.Load
-		}
-		if st.State == health.StateUp && st.From == health.StateDown {
-			shed, at := ramp(st.Since, in.Now, in.Cooldown)
-			v.Nodes[i].Shed = shed
-			if !at.IsZero() && (next.IsZero() || at.Before(next)) {
-				next = at
+		if d, ok := in.Drains[t.Nodes[i].ID]; ok {
+			if d.Drained {
+				v.Nodes[i].Down = true
+				v.Status[i] = NodeStatus{State: StateDrained, Reason: StateDrained, Since: d.Since}
+			} else if !v.Nodes[i].Down {
+				next = v.rampFrom(i, d.Since, in, next)
 			}
 		}
 		n := &v.Nodes[i]
@@ -100,6 +113,18 @@ func NewView(in Inputs) (*View, time.Time) {
 		v.anyShed = v.anyShed || v.shedding[i]
 	}
 	return v, next
+}
+
+// rampFrom sets node i's share of turned-away subnets for a return at
+// since, keeping the larger of two ramps, and returns the earlier of next
+// and the ramp's next step.
+func (v *View) rampFrom(i int, since time.Time, in Inputs, next time.Time) time.Time {
+	shed, at := ramp(since, in.Now, in.Cooldown)
+	v.Nodes[i].Shed = max(v.Nodes[i].Shed, shed)
+	if !at.IsZero() && (next.IsZero() || at.Before(next)) {
+		next = at
+	}
+	return next
 }
 
 // ramp is the share of subnets a node back up since turns away at now,

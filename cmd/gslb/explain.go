@@ -133,7 +133,7 @@ func report(w io.Writer, x *gslb.Explanation) {
 
 	fmt.Fprintln(w, "Nodes")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "  node\ttier\tstate\tusable\tkm\tload\tcost\trtt\tdistance\tload\tcost\tquality\tscore\t")
+	fmt.Fprintln(tw, "  node\ttier\tstate\tusable\tkm\tload\tcost\trtt\tdistance\tload\tcost\tquality\tscore")
 	for _, n := range x.Candidates {
 		usable := "yes"
 		if !n.Usable {
@@ -143,10 +143,10 @@ func report(w io.Writer, x *gslb.Explanation) {
 			usable += " *"
 		}
 		if n.Reason == gslb.ReasonFamily {
-			fmt.Fprintf(tw, "  %s\t-\t%s\t%s\t\t%.2f\t%g\t\t\t\t\t\t\t\n", n.ID, n.State, usable, n.Load, n.Cost)
+			fmt.Fprintf(tw, "  %s\t-\t%s\t%s\t\t%.2f\t%g\n", n.ID, n.State, usable, n.Load, n.Cost)
 			continue
 		}
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%.2f\t%g\t%s\t%.3f\t%.3f\t%.3f\t%.3f\t%.3f\t\n", n.ID, n.Tier, n.State, usable,
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%.2f\t%g\t%s\t%.3f\t%.3f\t%.3f\t%.3f\t%.3f\n", n.ID, n.Tier, n.State, usable,
 			opt(n.DistanceKm, "%.0f"), n.Load, n.Cost, opt(n.RTTMs, "%.0fms"),
 			n.Terms["distance"], n.Terms["load"], n.Terms["cost"], n.Terms["quality"], n.Score)
 	}

@@ -280,18 +280,18 @@ func replayReport(w io.Writer, r *replayResult, nodes, baseline string) {
 
 	fmt.Fprintln(w, "Tiers")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	head := "  tier\tqueries\tshare\t"
+	head := "  tier\tqueries\tshare"
 	if r.Baseline != nil {
-		head += "before\t"
+		head += "\tbefore"
 	}
 	fmt.Fprintln(tw, head)
 	for _, t := range scoring.Tiers() {
 		if s.Tiers[t] == 0 && (r.Baseline == nil || r.Baseline.Tiers[t] == 0) {
 			continue
 		}
-		line := fmt.Sprintf("  %s\t%d\t%s\t", t, s.Tiers[t], share(s.Tiers[t], s.Queries))
+		line := fmt.Sprintf("  %s\t%d\t%s", t, s.Tiers[t], share(s.Tiers[t], s.Queries))
 		if r.Baseline != nil {
-			line += share(r.Baseline.Tiers[t], r.Baseline.Queries) + "\t"
+			line += "\t" + share(r.Baseline.Tiers[t], r.Baseline.Queries)
 		}
 		fmt.Fprintln(tw, line)
 	}
@@ -299,9 +299,9 @@ func replayReport(w io.Writer, r *replayResult, nodes, baseline string) {
 
 	fmt.Fprintf(w, "Nodes (%s)\n", nodes)
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	head = "  node\tqueries\tshare\t"
+	head = "  node\tqueries\tshare"
 	if r.Baseline != nil {
-		head += "before\t"
+		head += "\tbefore"
 	}
 	fmt.Fprintln(tw, head)
 	ids := slices.Collect(maps.Keys(s.Nodes))
@@ -314,9 +314,9 @@ func replayReport(w io.Writer, r *replayResult, nodes, baseline string) {
 	}
 	slices.SortFunc(ids, func(a, b string) int { return cmp.Or(cmp.Compare(s.Nodes[b], s.Nodes[a]), strings.Compare(a, b)) })
 	for _, id := range ids {
-		line := fmt.Sprintf("  %s\t%d\t%s\t", id, s.Nodes[id], share(s.Nodes[id], s.Queries))
+		line := fmt.Sprintf("  %s\t%d\t%s", id, s.Nodes[id], share(s.Nodes[id], s.Queries))
 		if r.Baseline != nil {
-			line += share(r.Baseline.Nodes[id], r.Baseline.Queries) + "\t"
+			line += "\t" + share(r.Baseline.Nodes[id], r.Baseline.Queries)
 		}
 		fmt.Fprintln(tw, line)
 	}

@@ -1,0 +1,351 @@
+// Package admin is gslb's runtime control: an HTTP API to drain nodes, pin
+// networks, explain decisions and set the canary share, and the state file
+// that keeps what it changed. The API serves one Backend, a gslb block's
+// control plane; the listener is shared by address across Corefile reloads.
+package admin
+
+import (
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/netip"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	clog "github.com/coredns/coredns/plugin/pkg/log"
+
+	"github.com/gslbdns/gslb/internal/recovery"
+	"github.com/gslbdns/gslb/overrides"
+)
+
+var log = clog.NewWithPlugin("gslb")
+
+// Config is the Corefile's admin block.
+type Config struct {
+	Addr  string
+	Token string // from token_file; "" only on a loopback address
+	State string // the state file; "": changes last until a restart
+}
+
+// Node is one node as GET /v1/nodes shows it.
+type Node struct {
+	ID      string     `json:"id"`
+	State   string     `json:"state"` // the probes' verdict: up, down, unknown, or unprobed
+	Reason  string     `json:"reason,omitempty"`
+	Load    float64    `json:"load"`
+	Drained bool       `json:"drained"`
+	Since   *time.Time `json:"since,omitempty"` // of the drain when drained, else of the probe state
+	Records []string   `json:"records"`
+}
+
+// Pin is one pin as the API shows it.
+type Pin struct {
+	overrides.EntryYAML
+}
+
+// PinRequest is the body of POST /v1/pins.
+type PinRequest struct {
+	CIDR     string                  `json:"cidr"`
+	Nodes    []string                `json:"nodes,omitempty"`
+	Location *overrides.LocationYAML `json:"location,omitempty"`
+	TTL      string                  `json:"ttl,omitempty"`
+	Note     string                  `json:"note,omitempty"`
+}
+
+// Canary is the canary rollout's state.
+type Canary struct {
+	File       string  `json:"file"`
+	Percent    float64 `json:"percent"`          // the share in force
+	Configured float64 `json:"corefile_percent"` // the Corefile's PERCENT
+	RolledBack bool    `json:"rolled_back"`
+	Reason     string  `json:"reason,omitempty"`
+	Decisions  uint64  `json:"decisions"` // canary decisions since it (re)started
+	Cross      float64 `json:"cross_province_ratio"`
+	StableX    float64 `json:"stable_cross_province_ratio"`
+}
+
+// Backend is what the API controls.
+type Backend interface {
+	Nodes() []Node
+	// Drain drains or undrains a node; ErrNotFound for an unknown id.
+	Drain(id string, drained bool, who string) (Node, error)
+	Pins() []Pin
+	// AddPin validates and adds a pin; a *BadRequest says why not.
+	AddPin(req PinRequest, who string) ([]Pin, error)
+	// DeletePin removes the pin of prefix; ErrNotFound when there is none.
+	DeletePin(prefix netip.Prefix, who string) ([]Pin, error)
+	// Explain is gslb explain's content for one query; a *BadRequest for a
+	// bad address, name or type.
+	Explain(ctx context.Context, addr, name, qtype string) (any, error)
+	// Canary reports the rollout; ErrNotFound without a canary line.
+	Canary() (Canary, error)
+	// SetCanary sets the share; ErrNotFound without a canary line.
+	SetCanary(percent float64, who string) (Canary, error)
+}
+
+// ErrNotFound is a 404.
+var ErrNotFound = errors.New("not found")
+
+// BadRequest is a 400 with its reason.
+type BadRequest struct{ Reason string }
+
+func (e *BadRequest) Error() string { return e.Reason }
+
+// Badf is a BadRequest.
+func Badf(format string, a ...any) error { return &BadRequest{fmt.Sprintf(format, a...)} }
+
+// maxBody bounds a request body.
+const maxBody = 64 << 10
+
+// target is what a shared listener serves now.
+type target struct {
+	b     Backend
+	token string
+}
+
+// server is one address's listener, shared by the gslb blocks of
+// successive Corefile loads that name it.
+type server struct {
+	addr string
+	ln   net.Listener
+	http *http.Server
+	cur  atomic.Pointer[target]
+	refs []*Handle
+}
+
+// Handle is a block's hold on its address.
+type Handle struct {
+	s *server
+	t *target
+}
+
+var (
+	mu      sync.Mutex
+	servers = map[string]*server{}
+)
+
+// Acquire starts serving b on cfg.Addr, or takes over the listener a
+// previous load of the Corefile left there.
+func Acquire(cfg Config, b Backend) (*Handle, error) {
+	mu.Lock()
+	defer mu.Unlock()
+	t := &target{b: b, token: cfg.Token}
+	s := servers[cfg.Addr]
+	if s == nil {
+		ln, err := net.Listen("tcp", cfg.Addr)
+		if err != nil {
+			return nil, fmt.Errorf("admin %s: %w", cfg.Addr, err)
+		}
+		s = &server{addr: cfg.Addr, ln: ln}
+		s.http = &http.Server{Handler: s.routes(), ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second,
+			WriteTimeout: 30 * time.Second, IdleTimeout: time.Minute, MaxHeaderBytes: 16 << 10,
+			ErrorLog: nil}
+		servers[cfg.Addr] = s
+		go recovery.Do("admin", func() {
+			if err := s.http.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				log.Errorf("admin %s: %v", cfg.Addr, err)
+			}
+		})
+		log.Infof("admin API on http://%s", ln.Addr())
+	}
+	s.cur.Store(t)
+	h := &Handle{s: s, t: t}
+	s.refs = append(s.refs, h)
+	return h, nil
+}
+
+// Addr is the listener's address.
+func (h *Handle) Addr() net.Addr { return h.s.ln.Addr() }
+
+// Release gives the address up; the last holder closes the listener.
+func (h *Handle) Release() {
+	mu.Lock()
+	defer mu.Unlock()
+	s := h.s
+	for i, r := range s.refs {
+		if r == h {
+			s.refs = append(s.refs[:i], s.refs[i+1:]...)
+			break
+		}
+	}
+	if len(s.refs) > 0 {
+		if s.cur.Load() == h.t {
+			s.cur.Store(s.refs[len(s.refs)-1].t)
+		}
+		return
+	}
+	delete(servers, s.addr)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if err := s.http.Shutdown(ctx); err != nil {
+		s.http.Close()
+	}
+}
+
+func (s *server) routes() http.Handler {
+	m := http.NewServeMux()
+	m.HandleFunc("GET /v1/nodes", s.nodes)
+	m.HandleFunc("POST /v1/nodes/{id}/drain", s.change(func(t *target, r *http.Request, who string) (any, error) {
+		return t.b.Drain(r.PathValue("id"), true, who)
+	}))
+	m.HandleFunc("POST /v1/nodes/{id}/undrain", s.change(func(t *target, r *http.Request, who string) (any, error) {
+		return t.b.Drain(r.PathValue("id"), false, who)
+	}))
+	m.HandleFunc("GET /v1/pins", s.pins)
+	m.HandleFunc("POST /v1/pins", s.change(func(t *target, r *http.Request, who string) (any, error) {
+		var req PinRequest
+		if err := decode(r, &req); err != nil {
+			return nil, err
+		}
+		return t.b.AddPin(req, who)
+	}))
+	m.HandleFunc("DELETE /v1/pins/{cidr...}", s.change(func(t *target, r *http.Request, who string) (any, error) {
+		p, err := overrides.ParsePrefix(r.PathValue("cidr"))
+		if err != nil {
+			return nil, Badf("cidr: %v", err)
+		}
+		return t.b.DeletePin(p, who)
+	}))
+	m.HandleFunc("GET /v1/explain", s.explain)
+	m.HandleFunc("GET /v1/canary", s.canary)
+	m.HandleFunc("POST /v1/canary", s.change(func(t *target, r *http.Request, who string) (any, error) {
+		var req struct {
+			Percent *float64 `json:"percent"`
+		}
+		if err := decode(r, &req); err != nil {
+			return nil, err
+		}
+		if req.Percent == nil {
+			return nil, Badf("percent: missing")
+		}
+		if p := *req.Percent; p < 0 || p > 100 || p != p {
+			return nil, Badf("percent: %g is outside 0..100", p)
+		}
+		return t.b.SetCanary(*req.Percent, who)
+	}))
+	return m
+}
+
+// decode reads a JSON body strictly.
+func decode(r *http.Request, v any) error {
+	dec := json.NewDecoder(io.LimitReader(r.Body, maxBody))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return Badf("body: %v", err)
+	}
+	if dec.More() {
+		return Badf("body: more than one JSON value")
+	}
+	return nil
+}
+
+// change wraps a state-changing endpoint: the bearer token first, then
+// the change, then its new state as JSON.
+func (s *server) change(fn func(t *target, r *http.Request, who string) (any, error)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		t := s.cur.Load()
+		if t == nil {
+			http.Error(w, "gslb is not serving", http.StatusServiceUnavailable)
+			return
+		}
+		if t.token != "" && !authorized(r, t.token) {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="gslb"`)
+			writeError(w, http.StatusUnauthorized, "a valid bearer token is required")
+			log.Warningf("admin: unauthorized %s %s from %s", r.Method, r.URL.Path, r.RemoteAddr)
+			return
+		}
+		r.Body = http.MaxBytesReader(w, r.Body, maxBody)
+		v, err := fn(t, r, r.RemoteAddr)
+		reply(w, v, err)
+	}
+}
+
+func authorized(r *http.Request, token string) bool {
+	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	return ok && subtle.ConstantTimeCompare([]byte(strings.TrimSpace(got)), []byte(token)) == 1
+}
+
+func (s *server) backend(w http.ResponseWriter) Backend {
+	t := s.cur.Load()
+	if t == nil {
+		http.Error(w, "gslb is not serving", http.StatusServiceUnavailable)
+		return nil
+	}
+	return t.b
+}
+
+func (s *server) nodes(w http.ResponseWriter, _ *http.Request) {
+	if b := s.backend(w); b != nil {
+		reply(w, b.Nodes(), nil)
+	}
+}
+
+func (s *server) pins(w http.ResponseWriter, _ *http.Request) {
+	if b := s.backend(w); b != nil {
+		reply(w, b.Pins(), nil)
+	}
+}
+
+func (s *server) canary(w http.ResponseWriter, _ *http.Request) {
+	if b := s.backend(w); b != nil {
+		v, err := b.Canary()
+		reply(w, v, err)
+	}
+}
+
+func (s *server) explain(w http.ResponseWriter, r *http.Request) {
+	b := s.backend(w)
+	if b == nil {
+		return
+	}
+	q := r.URL.Query()
+	if q.Get("addr") == "" {
+		writeError(w, http.StatusBadRequest, "addr: missing (addr=ADDRESS or ADDRESS/PREFIX)")
+		return
+	}
+	v, err := b.Explain(r.Context(), q.Get("addr"), q.Get("name"), q.Get("type"))
+	reply(w, v, err)
+}
+
+func reply(w http.ResponseWriter, v any, err error) {
+	var bad *BadRequest
+	switch {
+	case errors.As(err, &bad):
+		writeError(w, http.StatusBadRequest, bad.Reason)
+	case errors.Is(err, ErrNotFound):
+		writeError(w, http.StatusNotFound, err.Error())
+	case err != nil:
+		writeError(w, http.StatusInternalServerError, err.Error())
+	default:
+		w.Header().Set("Content-Type", "application/json")
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		enc.Encode(v)
+	}
+}
+
+func writeError(w http.ResponseWriter, code int, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	json.NewEncoder(w).Encode(map[string]string{"error": msg})
+}
+
+// Loopback reports whether addr (HOST:PORT) listens on loopback only.
+func Loopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	a, err := netip.ParseAddr(host)
+	return err == nil && a.IsLoopback()
+}
