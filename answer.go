@@ -73,12 +73,12 @@ func (a *answer) negative(rcode int, scope uint8) (int, error) {
 
 // addresses answers with the A or AAAA records of the decision's nodes,
 // the winner first.
-func (a *answer) addresses(name string, qtype uint16, ttl uint32, d *policy.Decision, scope uint8) (int, error) {
+func (a *answer) addresses(name string, qtype uint16, ttl uint32, v *policy.View, d *policy.Decision, scope uint8) (int, error) {
 	p := newReply(a.r)
 	hdr := dns.RR_Header{Name: name, Rrtype: qtype, Class: dns.ClassINET, Ttl: ttl}
 	rrs := p.rrs[:0]
 	for _, i := range d.Order[:d.NOrder] {
-		n := &a.v.Table.Nodes[i]
+		n := &v.Table.Nodes[i]
 		if qtype == dns.TypeA {
 			for _, addr := range n.V4 {
 				var rr *dns.A

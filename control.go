@@ -3,10 +3,12 @@ package gslb
 import (
 	"crypto/sha256"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/gslbdns/gslb/admin"
 	"github.com/gslbdns/gslb/geo"
 	"github.com/gslbdns/gslb/health"
 	"github.com/gslbdns/gslb/internal/recovery"
@@ -35,6 +37,19 @@ type control struct {
 	checker   *health.Checker
 	decisions *policy.Decisions
 	metrics   metricsCache
+	// fixed replaces every checker's verdicts when set: the tools' "every
+	// node up", or one round of probes.
+	fixed *health.Snapshot
+
+	// The candidate table in rollout; nil without a canary line. Queries
+	// load it; the control plane replaces it when its file changes.
+	canary atomic.Pointer[canary]
+	// What the admin API changed: drains by node id, and pins, which
+	// take precedence over the overrides file.
+	drains   map[string]policy.Drain
+	pins     []overrides.EntryYAML
+	pinTable *overrides.Table
+	admin    *admin.Handle
 	// When something time-bound changes without a file or probe saying
 	// so: an override expires, a quality row goes stale, a ramp steps.
 	expiry, stale, rampStep time.Time
@@ -75,7 +90,18 @@ func newControl(o options, zones []string) (c *control, option string, err error
 		}
 		return nil, option, err
 	}
+	var cn *canary
+	if o.canary != nil {
+		ct, err := table.Load(o.canary.file, zones, o.ttl)
+		if err != nil {
+			return nil, "canary", fmt.Errorf("canary: %w", err)
+		}
+		cn = newCanary(*o.canary, ct)
+	}
 	texts := map[string][32]byte{o.nodes: t.Hash}
+	if cn != nil {
+		texts[o.canary.file] = cn.table.Hash
+	}
 	if o.overrides != "" {
 		texts[o.overrides] = ovHash
 	}
@@ -98,8 +124,15 @@ func newControl(o options, zones []string) (c *control, option string, err error
 		wake:      make(chan struct{}, 1),
 	}
 	c.checker = c.newChecker(t)
+	if cn != nil {
+		cn.checker = c.newCanaryChecker(cn)
+		c.canary.Store(cn)
+	}
+	if err := c.restoreState(); err != nil {
+		return nil, "admin", err
+	}
 	c.applyOverrides(time.Now())
-	c.publish(c.checker.Snapshot())
+	c.publish()
 	recordDBInfo(db)
 	return c, "", nil
 }
@@ -165,7 +198,23 @@ func (c *control) newChecker(t *table.Table) *health.Checker {
 			c.mu.Lock()
 			defer c.mu.Unlock()
 			if c.checker == ch {
-				c.publish(s)
+				c.publish()
+			}
+		})
+	})
+	return ch
+}
+
+// newCanaryChecker is the candidate table's checker, on the same pool:
+// the same node with the same probe shares its verdict.
+func (c *control) newCanaryChecker(cn *canary) *health.Checker {
+	var ch *health.Checker
+	ch = health.Shared().NewChecker(cn.table.Probes, func(*health.Snapshot) {
+		recovery.Do("publish", func() {
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			if cur := c.canary.Load(); cur != nil && cur.checker == ch {
+				c.publish()
 			}
 		})
 	})
@@ -175,16 +224,23 @@ func (c *control) newChecker(t *table.Table) *health.Checker {
 // publish builds and stores the view of the current table with snap's
 // verdicts, the fresh quality rows and the cooldown ramps. Callers hold
 // c.mu, or own c alone.
-func (c *control) publish(snap *health.Snapshot) {
+func (c *control) publish() {
 	now := time.Now()
 	links, fresh, stale, next := c.quality.Links(c.table.Index, now, c.opts.qualityMaxAge)
 	if c.quality != nil {
 		qualityRows.WithLabelValues("fresh").Set(float64(fresh))
 		qualityRows.WithLabelValues("stale").Set(float64(stale))
 	}
+	snap := c.fixed
+	if snap == nil {
+		snap = c.checker.Snapshot()
+	}
 	v, step := policy.NewView(policy.Inputs{Table: c.table, Snapshot: snap, Params: &c.opts.params, Links: links,
-		Serial: c.serial, Now: now, Cooldown: c.opts.cooldown, Cache: c.decisions})
+		Serial: c.serial, Now: now, Cooldown: c.opts.cooldown, Cache: c.decisions, Drains: c.drains})
 	c.view.Store(v)
+	if cstep := c.publishCanary(now); !cstep.IsZero() && (step.IsZero() || cstep.Before(step)) {
+		step = cstep
+	}
 	before := c.nextEvent()
 	c.stale, c.rampStep = next, step
 	if c.nextEvent() != before {
@@ -209,8 +265,15 @@ func (c *control) nextEvent() time.Time {
 // applyOverrides hands the locator the overrides in force at now and notes
 // when the next one expires. Callers hold c.mu, or own c alone.
 func (c *control) applyOverrides(now time.Time) {
+	pins, nextPin := c.pinTable.Active(now)
+	if pins.Len() < c.pinTable.Len() {
+		c.prunePins(now)
+	}
 	active, next := c.overrides.Active(now)
-	c.locator.SetOverrides(active)
+	c.locator.SetOverrides(pins, active)
+	if !nextPin.IsZero() && (next.IsZero() || nextPin.Before(next)) {
+		next = nextPin
+	}
 	c.expiry = next
 }
 
@@ -219,10 +282,22 @@ func (c *control) start() error {
 		c.locator.Start()
 		c.mu.Lock()
 		c.checker.Start()
-		c.publish(c.checker.Snapshot())
+		if cn := c.canary.Load(); cn != nil {
+			cn.checker.Start()
+		}
+		c.publish()
 		c.mu.Unlock()
 		go c.watch()
 	})
+	if c.opts.admin != nil && c.admin == nil {
+		h, err := admin.Acquire(*c.opts.admin, &adminBackend{c: c})
+		if err != nil {
+			return err
+		}
+		c.mu.Lock()
+		c.admin = h
+		c.mu.Unlock()
+	}
 	return nil
 }
 
@@ -232,9 +307,16 @@ func (c *control) stop() error {
 		c.startOnce.Do(func() { close(c.done) }) // never started: nothing to wait for
 		<-c.done
 		c.mu.Lock()
-		ch := c.checker
+		ch, h := c.checker, c.admin
+		c.admin = nil
 		c.mu.Unlock()
+		if h != nil {
+			h.Release()
+		}
 		ch.Stop()
+		if cn := c.canary.Load(); cn != nil {
+			cn.checker.Stop()
+		}
 		c.locator.Close()
 	})
 	return nil
@@ -268,7 +350,7 @@ func (c *control) watch() {
 				c.mu.Lock()
 				defer c.mu.Unlock()
 				c.applyOverrides(now)
-				c.publish(c.checker.Snapshot())
+				c.publish()
 			})
 		}
 	}
@@ -325,6 +407,18 @@ func (c *control) reload() {
 			}
 		}
 	}
+	var cn *canary
+	if o := c.opts.canary; o != nil {
+		if data := c.files.textChanged(o.file); data != nil {
+			ct, err := table.Parse(o.file, data, c.zones, c.opts.ttl)
+			if err != nil {
+				c.files.rejected(o.file, fmt.Errorf("canary: %w", err))
+			} else {
+				c.files.loaded(o.file)
+				cn = newCanary(*o, ct)
+			}
+		}
+	}
 	var db *geo.DB
 	if c.files.dbsChanged() {
 		d, err := geo.OpenFiles(c.opts.dbFiles())
@@ -335,13 +429,30 @@ func (c *control) reload() {
 			recordDBInfo(d)
 		}
 	}
-	if t == nil && ov == nil && qm == nil && db == nil {
+	if t == nil && ov == nil && qm == nil && db == nil && cn == nil {
 		return
+	}
+	if cn != nil {
+		old := c.swapCanary(cn)
+		old.checker.Stop()
 	}
 	if old := c.swap(t, ov, qm, db); old != nil {
 		old.Stop()
 	}
 	reloads.WithLabelValues("ok").Inc()
+}
+
+// swapCanary puts a new candidate table in rollout, and returns the one it
+// replaced, for the caller to stop outside the lock.
+func (c *control) swapCanary(cn *canary) *canary {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	cn.checker = c.newCanaryChecker(cn)
+	cn.checker.Start()
+	old := c.canary.Swap(cn)
+	log.Infof("Reloaded canary node table %s: %d nodes, %d records, %g%% of the subnets", cn.table.Path,
+		len(cn.table.Nodes), len(cn.table.Records), cn.percent())
+	return old
 }
 
 // swap publishes a new table, overrides and databases (nil: unchanged) and
@@ -380,6 +491,6 @@ func (c *control) swap(t *table.Table, ov *overrides.Table, qm *quality.Matrix, 
 		c.locator.SetDB(db)
 		log.Infof("Reloaded geo databases %v", c.opts.dbPaths())
 	}
-	c.publish(c.checker.Snapshot())
+	c.publish()
 	return old
 }

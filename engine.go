@@ -61,12 +61,14 @@ func blocks(path string) ([]*GSLB, error) {
 		return nil, err
 	}
 	var gs []*GSLB
+	// One controller for every block: they share the instance's storage,
+	// where setup notes what must be unique across blocks.
+	c := caddy.NewTestController("dns", "")
 	for i, sb := range sbs {
 		toks := sb.Tokens[pluginName]
 		if len(toks) == 0 {
 			continue
 		}
-		c := caddy.NewTestController("dns", "")
 		c.Dispenser = caddyfile.NewDispenserTokens(path, toks)
 		c.ServerBlockIndex, c.ServerBlockKeys = i, sb.Keys
 		if root := sb.Tokens["root"]; len(root) > 1 {
@@ -169,11 +171,15 @@ func NewEngine(ctx context.Context, cfg EngineConfig) (*Engine, error) {
 		ctl.locator.Start()
 	}
 	var snap *health.Snapshot
+	probes := ctl.table.Probes
+	if cn := ctl.canary.Load(); cn != nil {
+		probes = append(slices.Clone(probes), cn.table.Probes...)
+	}
 	if cfg.Probe {
-		snap = health.ProbeOnce(ctx, ctl.table.Probes, health.Options{})
+		snap = health.ProbeOnce(ctx, probes, health.Options{})
 	} else {
-		m := make(map[string]health.Status, len(ctl.table.Probes))
-		for _, t := range ctl.table.Probes {
+		m := make(map[string]health.Status, len(probes))
+		for _, t := range probes {
 			m[t.ID] = health.Status{State: health.StateUp}
 		}
 		snap = health.NewSnapshot(m)
@@ -182,7 +188,8 @@ func NewEngine(ctx context.Context, cfg EngineConfig) (*Engine, error) {
 		}
 	}
 	ctl.mu.Lock()
-	ctl.publish(snap)
+	ctl.fixed = snap
+	ctl.publish()
 	ctl.mu.Unlock()
 	return e, nil
 }

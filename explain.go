@@ -21,8 +21,9 @@ type Explanation struct {
 	Location   ExplainedLocation `json:"location"`
 	Tiers      []ExplainedTier   `json:"tiers"`
 	Candidates []ExplainedNode   `json:"candidates"`
-	Tier       string            `json:"tier"` // the rung that answered
-	Node       string            `json:"node"` // the winner; "" when none
+	Policy     string            `json:"policy"` // stable, or canary for a subnet in the canary
+	Tier       string            `json:"tier"`   // the rung that answered
+	Node       string            `json:"node"`   // the winner; "" when none
 	// PerSubnet: the client's /24 (/48) picked the winner among the
 	// contenders (a tie or the spread).
 	PerSubnet  bool          `json:"per_subnet"`
@@ -123,9 +124,10 @@ func (e *Engine) Explain(ctx context.Context, c Client, name string, qtype uint1
 	loc, steps := e.g.ctl.locator.Trace(ctx, dc.client)
 	dc.loc = loc
 	e.g.choose(v, rec, qtype, &dc)
+	v, rec = dc.v, dc.rec
 	d, traces := v.Explain(dc.query(rec, qtype))
 
-	x := &Explanation{Name: rec.Name, Type: dns.TypeToString[qtype], Tier: d.Tier.String(), TTL: rec.TTL,
+	x := &Explanation{Name: rec.Name, Type: dns.TypeToString[qtype], Tier: d.Tier.String(), TTL: rec.TTL, Policy: policyStable,
 		Contenders: d.Candidates, PerSubnet: dc.d.PerSubnet, Notes: append([]string(nil), e.Notes...)}
 	x.Client = ExplainedClient{Address: dc.client.String(), From: "remote", Subnet: loc.Key.Prefix().String()}
 	if dc.fromECS {
@@ -140,6 +142,10 @@ func (e *Engine) Explain(ctx context.Context, c Client, name string, qtype uint1
 		x.Scope = &scope
 	}
 	x.Location = explainedLocation(loc, steps)
+	if dc.inCan {
+		x.Policy = policyCanary
+		x.Notes = append(x.Notes, "the client's subnet is in the canary: decided with "+v.Table.Path)
+	}
 
 	winner := ""
 	if dc.d.Winner != nil {

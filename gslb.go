@@ -50,6 +50,12 @@ type decision struct {
 	loc     locate.Result
 	d       policy.Decision
 	scope   uint8
+	// The policy decided under: the view and record of the stable table,
+	// or of the candidate table for a subnet in the canary.
+	v      *policy.View
+	rec    *table.Record
+	canary *canary // the rollout the subnet was checked against; nil: none
+	inCan  bool
 }
 
 // ServeDNS implements plugin.Handler.
@@ -112,14 +118,26 @@ func (g *GSLB) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.Msg) (
 		return dns.RcodeServerFailure, nil
 	}
 	mx.node(dc.d.Winner.ID).Inc()
-	if dc.loc.Province != "" {
-		if dc.loc.Province == dc.d.Winner.Province && dc.loc.Country == dc.d.Winner.Country {
+	pm := &policyMetrics[0]
+	if dc.inCan {
+		pm = &policyMetrics[1]
+	}
+	pm.tiers[dc.d.Tier].Inc()
+	located := dc.loc.Province != ""
+	same := located && dc.loc.Province == dc.d.Winner.Province && dc.loc.Country == dc.d.Winner.Country
+	if located {
+		if same {
 			mx.same.Inc()
+			pm.same.Inc()
 		} else {
 			mx.cross.Inc()
+			pm.cross.Inc()
 		}
 	}
-	return a.addresses(asked, qtype, rec.TTL, &dc.d, dc.scope)
+	if dc.canary != nil {
+		dc.canary.count(dc.inCan, located, same)
+	}
+	return a.addresses(asked, qtype, dc.rec.TTL, dc.v, &dc.d, dc.scope)
 }
 
 // decide fills dc: client address, location, decision and ECS scope.
@@ -146,9 +164,21 @@ func (g *GSLB) clientOf(remote net.Addr, ecs *dns.EDNS0_SUBNET, mx *serverMetric
 	}
 }
 
-// choose decides for dc's location and sets the reply's scope.
+// choose decides for dc's location, under the canary's table when its
+// subnet is in the canary, and sets the reply's scope.
 func (g *GSLB) choose(v *policy.View, rec *table.Record, qtype uint16, dc *decision) {
-	dc.d = v.Decide(dc.query(rec, qtype))
+	dc.v, dc.rec, dc.inCan = v, rec, false
+	if cn := g.ctl.canary.Load(); cn != nil {
+		dc.canary = cn
+		if cn.picks(dc.loc.Key) {
+			if cv := cn.view.Load(); cv != nil {
+				if crec := cv.Table.Records[rec.Name]; crec != nil {
+					dc.v, dc.rec, dc.inCan = cv, crec, true
+				}
+			}
+		}
+	}
+	dc.d = dc.v.Decide(dc.query(dc.rec, qtype))
 	if dc.fromECS {
 		dc.scope = replyScope(dc.ecs, dc.loc, dc.d.PerSubnet)
 	}

@@ -56,6 +56,12 @@ var labels = []struct {
 		a, _ := ecsAddr(d.ecs)
 		return a.String() + "/" + strconv.Itoa(int(d.ecs.SourceNetmask)) + "/" + strconv.Itoa(int(d.scope))
 	}},
+	{"policy", func(d *decision) string {
+		if d.inCan {
+			return policyCanary
+		}
+		return policyStable
+	}},
 	{"country", func(d *decision) string { return d.loc.Country }},
 	{"province", func(d *decision) string { return d.loc.Province }},
 	{"city", func(d *decision) string { return d.loc.City }},

@@ -71,7 +71,51 @@ var (
 		Name:      "geo_database_build_timestamp_seconds",
 		Help:      "Build time of the loaded geo databases, from their metadata.",
 	}, []string{"db", "type"})
+
+	nodeDrained = promauto.With(metricset.Registerer).NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: plugin.Namespace,
+		Subsystem: "gslb",
+		Name:      "node_drained",
+		Help:      "Gauge that is 1 while the admin API has the node drained.",
+	}, []string{"node"})
+
+	policyDecisions = promauto.With(metricset.Registerer).NewCounterVec(prometheus.CounterOpts{
+		Namespace: plugin.Namespace,
+		Subsystem: "gslb",
+		Name:      "policy_decisions_total",
+		Help:      "Counter of A/AAAA decisions by policy (stable or canary) and tier.",
+	}, []string{"policy", "tier"})
+
+	policyProvinceMatch = promauto.With(metricset.Registerer).NewCounterVec(prometheus.CounterOpts{
+		Namespace: plugin.Namespace,
+		Subsystem: "gslb",
+		Name:      "policy_province_match_total",
+		Help:      "Counter of answers to clients with a known province by policy and result: same or cross province.",
+	}, []string{"policy", "result"})
+
+	canaryRolledBack = promauto.With(metricset.Registerer).NewGauge(prometheus.GaugeOpts{
+		Namespace: plugin.Namespace,
+		Subsystem: "gslb",
+		Name:      "canary_rolled_back",
+		Help:      "Gauge that is 1 once the canary rolled back to 0% on its cross-province ratio.",
+	})
 )
+
+// policyMetrics are the policy counters' children, resolved once: index 0
+// is stable, 1 canary.
+var policyMetrics = func() (m [2]struct {
+	tiers       [scoring.TierOverride + 1]prometheus.Counter
+	same, cross prometheus.Counter
+}) {
+	for i, p := range []string{policyStable, policyCanary} {
+		for t := range m[i].tiers {
+			m[i].tiers[t] = policyDecisions.WithLabelValues(p, scoring.Tier(t).String())
+		}
+		m[i].same = policyProvinceMatch.WithLabelValues(p, "same")
+		m[i].cross = policyProvinceMatch.WithLabelValues(p, "cross")
+	}
+	return m
+}()
 
 func recordDBInfo(db *geo.DB) {
 	dbBuild.Reset()

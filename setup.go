@@ -3,15 +3,19 @@ package gslb
 import (
 	"fmt"
 	"math"
+	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/coredns/caddy"
 	"github.com/coredns/coredns/core/dnsserver"
 	"github.com/coredns/coredns/plugin"
 
+	"github.com/gslbdns/gslb/admin"
 	"github.com/gslbdns/gslb/locate"
 	"github.com/gslbdns/gslb/scoring"
 )
@@ -62,7 +66,27 @@ type options struct {
 	cacheTTL         time.Duration
 	redis            *locate.RedisConfig
 	online           *locate.OnlineConfig
+	admin            *admin.Config
+	canary           *canaryOpts
 }
+
+// canaryOpts is the canary line: a candidate node table for a share of
+// the client subnets, and when to roll it back.
+type canaryOpts struct {
+	file    string
+	percent float64
+	// rollbackCross is how much higher than stable's the canary's
+	// cross-province ratio may be; < 0: no automatic rollback.
+	rollbackCross float64
+	rollbackMin   uint64 // canary decisions before the ratios are compared
+}
+
+// defaultRollbackMin is rollback_min's default.
+const defaultRollbackMin = 1000
+
+// adminAddrs is the instance storage key of the admin addresses a
+// Corefile's gslb blocks listen on.
+type adminAddrs struct{}
 
 func parse(c *caddy.Controller) (*GSLB, error) {
 	g, err := parseOptions(c)
@@ -272,11 +296,23 @@ func parseOptions(c *caddy.Controller) (*GSLB, error) {
 					return nil, err
 				}
 				o.online = on
+			case "admin":
+				a, err := parseAdmin(c, path)
+				if err != nil {
+					return nil, err
+				}
+				o.admin = a
+			case "canary":
+				cn, err := parseCanary(c, path)
+				if err != nil {
+					return nil, err
+				}
+				o.canary = cn
 			default:
 				return nil, c.Errf("unknown property %q", c.Val())
 			}
 			switch prop {
-			case "fallthrough", "redis", "online":
+			case "fallthrough", "redis", "online", "admin", "canary":
 			default:
 				if args := c.RemainingArgs(); len(args) != 0 {
 					return nil, c.Errf("unexpected argument %q", args[0])
@@ -292,6 +328,99 @@ func parseOptions(c *caddy.Controller) (*GSLB, error) {
 	}
 	g.opts = o
 	return g, nil
+}
+
+// parseAdmin reads `admin ADDRESS { token_file FILE; state FILE }`.
+func parseAdmin(c *caddy.Controller, path func(string) string) (*admin.Config, error) {
+	if !c.NextArg() {
+		return nil, c.Err("admin: ADDRESS is required, e.g. 127.0.0.1:9154")
+	}
+	a := &admin.Config{Addr: c.Val()}
+	if _, _, err := net.SplitHostPort(a.Addr); err != nil {
+		return nil, c.Errf("admin: %q is not HOST:PORT", a.Addr)
+	}
+	var tokenFile string
+	err := subBlock(c, func() error {
+		switch c.Val() {
+		case "token_file":
+			if !c.NextArg() {
+				return c.ArgErr()
+			}
+			tokenFile = path(c.Val())
+		case "state":
+			if !c.NextArg() {
+				return c.ArgErr()
+			}
+			a.State = path(c.Val())
+		default:
+			return c.Errf("admin: unknown property %q", c.Val())
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if tokenFile != "" {
+		data, err := os.ReadFile(tokenFile)
+		if err != nil {
+			return nil, c.Errf("admin: token_file: %v", err)
+		}
+		if a.Token = strings.TrimSpace(string(data)); a.Token == "" || strings.ContainsAny(a.Token, " \t\r\n") {
+			return nil, c.Errf("admin: token_file %s must hold one token, without blanks", tokenFile)
+		}
+	}
+	if a.Token == "" && !admin.Loopback(a.Addr) {
+		return nil, c.Errf("admin: %s is not a loopback address: token_file is required", a.Addr)
+	}
+	addrs, _ := c.Get(adminAddrs{}).(map[string]int)
+	if addrs == nil {
+		addrs = map[string]int{}
+	}
+	if line, dup := addrs[a.Addr]; dup {
+		return nil, c.Errf("admin: %s is already the admin address of the gslb block at line %d", a.Addr, line)
+	}
+	addrs[a.Addr] = c.Line()
+	c.Set(adminAddrs{}, addrs)
+	return a, nil
+}
+
+// parseCanary reads `canary FILE PERCENT { rollback_cross DELTA; rollback_min N }`.
+func parseCanary(c *caddy.Controller, path func(string) string) (*canaryOpts, error) {
+	if !c.NextArg() {
+		return nil, c.Err("canary: FILE PERCENT is required")
+	}
+	cn := &canaryOpts{file: path(c.Val()), rollbackCross: -1, rollbackMin: defaultRollbackMin}
+	if !c.NextArg() {
+		return nil, c.Err("canary: PERCENT is required")
+	}
+	p, err := strconv.ParseFloat(c.Val(), 64)
+	if err != nil || math.IsNaN(p) || p < 0 || p > 100 {
+		return nil, c.Errf("canary: PERCENT %q is not a number in 0..100", c.Val())
+	}
+	cn.percent = p
+	err = subBlock(c, func() error {
+		switch c.Val() {
+		case "rollback_cross":
+			f, err := floatArg(c, 0, 1)
+			if err != nil {
+				return err
+			}
+			cn.rollbackCross = f
+		case "rollback_min":
+			n, err := uintArg(c, 1, math.MaxInt32)
+			if err != nil {
+				return err
+			}
+			cn.rollbackMin = n
+		default:
+			return c.Errf("canary: unknown property %q", c.Val())
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return cn, nil
 }
 
 func parseRedis(c *caddy.Controller) (*locate.RedisConfig, error) {

@@ -1,0 +1,359 @@
+package gslb
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"net/netip"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gslbdns/gslb/admin"
+	"github.com/gslbdns/gslb/health"
+	"github.com/gslbdns/gslb/internal/yamlfile"
+	"github.com/gslbdns/gslb/overrides"
+	"github.com/gslbdns/gslb/policy"
+
+	"github.com/miekg/dns"
+)
+
+// adminMemory keeps, for the process, the state of admin blocks without a
+// state file, by address: a Corefile reload keeps drains and pins.
+var adminMemory sync.Map // address -> *admin.State
+
+// restoreState applies the admin state: the state file's, or what an
+// earlier load of the Corefile left for the same address. Callers own c.
+func (c *control) restoreState() error {
+	a := c.opts.admin
+	if a == nil {
+		return nil
+	}
+	st := &admin.State{}
+	if a.State != "" {
+		s, err := admin.LoadState(a.State, knownIn(c.table))
+		if err != nil {
+			return err
+		}
+		st = s
+	} else if m, ok := adminMemory.Load(a.Addr); ok {
+		st = m.(*admin.State)
+	}
+	c.drains = map[string]policy.Drain{}
+	for id, since := range st.Drained() {
+		c.drains[id] = policy.Drain{Drained: true, Since: since}
+		nodeDrained.WithLabelValues(id).Set(1)
+	}
+	if err := c.setPins(st.Pins); err != nil {
+		return err
+	}
+	if cn, e := c.canary.Load(), st.Canary; cn != nil && e != nil && e.File == cn.opts.file && e.Corefile == cn.opts.percent && !cn.rolledBack.Load() {
+		cn.share.Store(percentToShare(e.Percent))
+	}
+	return nil
+}
+
+// setPins validates pins against the current table and installs them.
+func (c *control) setPins(pins []overrides.EntryYAML) error {
+	entries := make([]overrides.Entry, 0, len(pins))
+	for i := range pins {
+		e, err := pins[i].Entry(knownIn(c.table))
+		if err != nil {
+			return fmt.Errorf("pin %s: %w", pinKey(&pins[i]), err)
+		}
+		entries = append(entries, e)
+	}
+	c.pins, c.pinTable = pins, overrides.New(entries)
+	return nil
+}
+
+// prunePins drops the pins expired at now from the state.
+func (c *control) prunePins(now time.Time) {
+	keep := c.pins[:0:0]
+	for _, p := range c.pins {
+		if p.Expires == nil || p.Expires.After(now) {
+			keep = append(keep, p)
+		} else {
+			log.Infof("admin: pin %s expired", pinKey(&p))
+		}
+	}
+	if err := c.setPins(keep); err != nil {
+		log.Errorf("admin: pins: %v", err)
+		return
+	}
+	if err := c.saveState(c.state()); err != nil {
+		log.Errorf("admin: %v", err)
+	}
+}
+
+func pinKey(p *overrides.EntryYAML) string {
+	if p.CIDR != "" {
+		return p.CIDR
+	}
+	return strings.Join(p.CIDRs, ",")
+}
+
+// state is the admin state to save. Callers hold c.mu.
+func (c *control) state() *admin.State {
+	st := &admin.State{Pins: c.pins}
+	for _, id := range slices.Sorted(maps.Keys(c.drains)) {
+		if d := c.drains[id]; d.Drained {
+			st.Drains = append(st.Drains, admin.DrainEntry{Node: id, Since: yamlfile.Time{Time: d.Since}})
+		}
+	}
+	if cn := c.canary.Load(); cn != nil && cn.share.Load() != percentToShare(cn.opts.percent) && !cn.rolledBack.Load() {
+		st.Canary = &admin.CanaryEntry{File: cn.opts.file, Corefile: cn.opts.percent, Percent: cn.percent()}
+	}
+	return st
+}
+
+// saveState writes st to the state file, or keeps it in memory without
+// one. Callers hold c.mu.
+func (c *control) saveState(st *admin.State) error {
+	a := c.opts.admin
+	if a == nil {
+		return nil
+	}
+	adminMemory.Store(a.Addr, st)
+	if a.State == "" {
+		return nil
+	}
+	if err := st.Write(a.State); err != nil {
+		return fmt.Errorf("admin state %s: %w", a.State, err)
+	}
+	return nil
+}
+
+// adminBackend is a gslb block's side of the admin API.
+type adminBackend struct{ c *control }
+
+func (b *adminBackend) Nodes() []admin.Node {
+	c := b.c
+	v := c.view.Load()
+	records := map[int][]string{}
+	for _, name := range v.Table.Names {
+		r := v.Table.Records[name]
+		for _, i := range slices.Compact(slices.Sorted(slices.Values(append(slices.Clone(r.V4), r.V6...)))) {
+			records[i] = append(records[i], name)
+		}
+	}
+	c.mu.Lock()
+	snap, drains := c.checker.Snapshot(), c.drains
+	c.mu.Unlock()
+	out := make([]admin.Node, 0, len(v.Table.Nodes))
+	for i := range v.Table.Nodes {
+		out = append(out, nodeInfo(v, snap, drains, i, records[i]))
+	}
+	return out
+}
+
+// nodeInfo is node i as the API shows it: the probes' verdict, whether it
+// is drained, and since when it is in its state (drained or probed).
+func nodeInfo(v *policy.View, snap *health.Snapshot, drains map[string]policy.Drain, i int, records []string) admin.Node {
+	id := v.Table.Nodes[i].ID
+	n := admin.Node{ID: id, State: policy.StateUnprobed, Load: v.Nodes[i].Load, Records: records}
+	if n.Records == nil {
+		n.Records = []string{}
+	}
+	var since time.Time
+	if st, ok := snap.Status(id); ok {
+		n.State, n.Reason, since = st.State.String(), st.Reason, st.Since
+	}
+	if d := drains[id]; d.Drained {
+		n.Drained, since = true, d.Since
+	}
+	if !since.IsZero() {
+		n.Since = &since
+	}
+	return n
+}
+
+func (b *adminBackend) Drain(id string, drained bool, who string) (admin.Node, error) {
+	c := b.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	i, ok := c.table.Index(id)
+	if !ok {
+		return admin.Node{}, fmt.Errorf("node %q: %w", id, admin.ErrNotFound)
+	}
+	cur, was := c.drains[id]
+	if was && cur.Drained == drained || !was && !drained {
+		return b.nodeLocked(i), nil // nothing to change
+	}
+	next := maps.Clone(c.drains)
+	if next == nil {
+		next = map[string]policy.Drain{}
+	}
+	next[id] = policy.Drain{Drained: drained, Since: time.Now()}
+	prev := c.drains
+	c.drains = next
+	if err := c.saveState(c.state()); err != nil {
+		c.drains = prev
+		return admin.Node{}, err
+	}
+	nodeDrained.WithLabelValues(id).Set(b2f(drained))
+	c.publish()
+	verb := "undrained: its clients come back over the cooldown"
+	if drained {
+		verb = "drained"
+	}
+	log.Infof("admin: node %s %s (by %s)", id, verb, who)
+	return b.nodeLocked(i), nil
+}
+
+func (b *adminBackend) nodeLocked(i int) admin.Node {
+	c := b.c
+	v := c.view.Load()
+	var records []string
+	for _, name := range v.Table.Names {
+		r := v.Table.Records[name]
+		if slices.Contains(r.V4, i) || slices.Contains(r.V6, i) {
+			records = append(records, name)
+		}
+	}
+	return nodeInfo(v, c.checker.Snapshot(), c.drains, i, records)
+}
+
+func (b *adminBackend) Pins() []admin.Pin {
+	c := b.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return pinsOf(c.pins)
+}
+
+func pinsOf(pins []overrides.EntryYAML) []admin.Pin {
+	out := make([]admin.Pin, 0, len(pins))
+	for _, p := range pins {
+		out = append(out, admin.Pin{EntryYAML: p})
+	}
+	return out
+}
+
+func (b *adminBackend) AddPin(req admin.PinRequest, who string) ([]admin.Pin, error) {
+	c := b.c
+	p, err := overrides.ParsePrefix(req.CIDR)
+	if err != nil {
+		return nil, admin.Badf("cidr: %v", err)
+	}
+	y := overrides.EntryYAML{CIDR: p.String(), Nodes: req.Nodes, Location: req.Location, Note: req.Note}
+	if req.TTL != "" {
+		d, err := time.ParseDuration(req.TTL)
+		if err != nil || d <= 0 {
+			return nil, admin.Badf("ttl: %q is not a positive duration such as 2h", req.TTL)
+		}
+		y.Expires = &yamlfile.Time{Time: time.Now().Add(d).UTC().Truncate(time.Second)}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, err := y.Entry(knownIn(c.table)); err != nil {
+		return nil, admin.Badf("%v", err)
+	}
+	// A pin of the same network replaces it.
+	next := slices.DeleteFunc(slices.Clone(c.pins), func(e overrides.EntryYAML) bool { return e.CIDR == y.CIDR })
+	next = append(next, y)
+	prev := c.pins
+	if err := c.setPins(next); err != nil {
+		return nil, admin.Badf("%v", err)
+	}
+	if err := c.saveState(c.state()); err != nil {
+		c.setPins(prev)
+		return nil, err
+	}
+	c.applyOverrides(time.Now())
+	c.publish()
+	what := "nodes " + strings.Join(y.Nodes, ",")
+	if y.Location != nil {
+		what = fmt.Sprintf("location %s/%s/%s", y.Location.Country, y.Location.Province, y.Location.ISP)
+		if len(y.Nodes) > 0 {
+			what += " and nodes " + strings.Join(y.Nodes, ",")
+		}
+	}
+	until := ""
+	if y.Expires != nil {
+		until = " until " + y.Expires.Format(time.RFC3339)
+	}
+	log.Infof("admin: pinned %s to %s%s (by %s)", y.CIDR, what, until, who)
+	return pinsOf(c.pins), nil
+}
+
+func (b *adminBackend) DeletePin(p netip.Prefix, who string) ([]admin.Pin, error) {
+	c := b.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	next := slices.DeleteFunc(slices.Clone(c.pins), func(e overrides.EntryYAML) bool { return e.CIDR == p.String() })
+	if len(next) == len(c.pins) {
+		return nil, fmt.Errorf("pin %s: %w", p, admin.ErrNotFound)
+	}
+	prev := c.pins
+	if err := c.setPins(next); err != nil {
+		return nil, err
+	}
+	if err := c.saveState(c.state()); err != nil {
+		c.setPins(prev)
+		return nil, err
+	}
+	c.applyOverrides(time.Now())
+	c.publish()
+	log.Infof("admin: unpinned %s (by %s)", p, who)
+	return pinsOf(c.pins), nil
+}
+
+func (b *adminBackend) Explain(ctx context.Context, addr, name, qtype string) (any, error) {
+	cl, err := ParseClient(addr)
+	if err != nil {
+		return nil, admin.Badf("addr: %v", err)
+	}
+	t := dns.TypeA
+	if qtype != "" {
+		var ok bool
+		if t, ok = dns.StringToType[strings.ToUpper(qtype)]; !ok || t != dns.TypeA && t != dns.TypeAAAA {
+			return nil, admin.Badf("type: %q: gslb answers A and AAAA", qtype)
+		}
+	}
+	e := &Engine{g: &GSLB{opts: b.c.opts, ctl: b.c}}
+	x, err := e.Explain(ctx, cl, name, t)
+	if err != nil {
+		return nil, admin.Badf("%v", err)
+	}
+	return x, nil
+}
+
+func (b *adminBackend) Canary() (admin.Canary, error) {
+	cn := b.c.canary.Load()
+	if cn == nil {
+		return admin.Canary{}, fmt.Errorf("no canary line in the gslb block: %w", admin.ErrNotFound)
+	}
+	return canaryState(cn), nil
+}
+
+func canaryState(cn *canary) admin.Canary {
+	cx, sx := cn.ratios()
+	s := admin.Canary{File: cn.opts.file, Percent: cn.percent(), Configured: cn.opts.percent,
+		RolledBack: cn.rolledBack.Load(), Decisions: cn.decided.Load(), Cross: cx, StableX: sx}
+	if r := cn.reason.Load(); r != nil {
+		s.Reason = *r
+	}
+	return s
+}
+
+func (b *adminBackend) SetCanary(percent float64, who string) (admin.Canary, error) {
+	c := b.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	cn := c.canary.Load()
+	if cn == nil {
+		return admin.Canary{}, fmt.Errorf("no canary line in the gslb block: %w", admin.ErrNotFound)
+	}
+	prevShare, wasBack := cn.share.Load(), cn.rolledBack.Load()
+	cn.setPercent(percent)
+	if err := c.saveState(c.state()); err != nil {
+		cn.share.Store(prevShare)
+		if wasBack {
+			cn.rolledBack.Store(true)
+		}
+		return admin.Canary{}, err
+	}
+	log.Infof("admin: canary %s at %g%% of the subnets (by %s)", cn.opts.file, cn.percent(), who)
+	return canaryState(cn), nil
+}
