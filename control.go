@@ -244,10 +244,7 @@ func (c *control) publish() {
 	before := c.nextEvent()
 	c.stale, c.rampStep = next, step
 	if c.nextEvent() != before {
-		select {
-		case c.wake <- struct{}{}:
-		default:
-		}
+		c.poke()
 	}
 }
 
@@ -274,7 +271,18 @@ func (c *control) applyOverrides(now time.Time) {
 	if !nextPin.IsZero() && (next.IsZero() || nextPin.Before(next)) {
 		next = nextPin
 	}
-	c.expiry = next
+	if next != c.expiry {
+		c.expiry = next
+		c.poke()
+	}
+}
+
+// poke wakes the watcher to recompute its next event.
+func (c *control) poke() {
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
 }
 
 func (c *control) start() error {

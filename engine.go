@@ -297,7 +297,9 @@ func (e *Engine) Decide(ctx context.Context, c Client, name string, qtype uint16
 	}
 	ecs, remote := c.query()
 	var dc decision
-	e.g.decide(ctx, v, rec, qtype, remote, ecs, e.g.ctl.metrics.of(""), &dc)
+	e.g.clientOf(remote, ecs, nil, &dc)
+	dc.loc = e.g.ctl.locator.Locate(ctx, dc.client)
+	e.g.choose(v, rec, qtype, &dc)
 	return outcomeOf(&dc), nil
 }
 

@@ -120,7 +120,7 @@ func (e *Engine) Explain(ctx context.Context, c Client, name string, qtype uint1
 	}
 	ecs, remote := c.query()
 	var dc decision
-	e.g.clientOf(remote, ecs, e.g.ctl.metrics.of(""), &dc)
+	e.g.clientOf(remote, ecs, nil, &dc)
 	loc, steps := e.g.ctl.locator.Trace(ctx, dc.client)
 	dc.loc = loc
 	e.g.choose(v, rec, qtype, &dc)

@@ -148,18 +148,22 @@ func (g *GSLB) decide(ctx context.Context, v *policy.View, rec *table.Record, qt
 }
 
 // clientOf sets the address the decision is for: the ECS address when it
-// is specific enough, else the resolver's.
+// is specific enough, else the resolver's. mx is nil for the tools.
 func (g *GSLB) clientOf(remote net.Addr, ecs *dns.EDNS0_SUBNET, mx *serverMetrics, dc *decision) {
 	dc.ecs = ecs
 	if a, ok := ecsClient(ecs, g.opts.ecsMin4, g.opts.ecsMin6); ok {
 		dc.client, dc.fromECS = a, true
-		mx.used.Inc()
+		if mx != nil {
+			mx.used.Inc()
+		}
 		return
 	}
 	dc.client = remoteAddr(remote)
-	if ecs != nil {
+	switch {
+	case mx == nil:
+	case ecs != nil:
 		mx.ignored.Inc()
-	} else {
+	default:
 		mx.absent.Inc()
 	}
 }

@@ -1,0 +1,66 @@
+package admin
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gslbdns/gslb/internal/yamlfile"
+	"github.com/gslbdns/gslb/overrides"
+)
+
+func known(id string) bool { return id == "a" || id == "b" }
+
+func TestStateRoundTrip(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state.yaml")
+	since := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	exp := yamlfile.Time{Time: since.Add(2 * time.Hour)}
+	lat, lon := 31.2, 121.5
+	want := &State{
+		Drains: []DrainEntry{{Node: "a", Since: yamlfile.Time{Time: since}}},
+		Pins: []overrides.EntryYAML{
+			{CIDR: "1.2.3.0/24", Nodes: []string{"b"}, Expires: &exp, Note: "ticket 7"},
+			{CIDR: "2001:db8::/48", Location: &overrides.LocationYAML{Country: "CN", Province: "SH", Lat: &lat, Lon: &lon}},
+		},
+		Canary: &CanaryEntry{File: "/etc/coredns/candidate.yaml", Corefile: 1, Percent: 5},
+	}
+	if err := want.Write(path); err != nil {
+		t.Fatal(err)
+	}
+	got, err := LoadState(path, known)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := got.Drained(); !d["a"].Equal(since) || len(d) != 1 {
+		t.Errorf("Drains: got %v", d)
+	}
+	if len(got.Pins) != 2 || !got.Pins[0].Expires.Equal(exp.Time) || got.Pins[0].Note != "ticket 7" || *got.Pins[1].Location.Lat != lat {
+		t.Errorf("Pins: got %+v", got.Pins)
+	}
+	if *got.Canary != *want.Canary {
+		t.Errorf("Canary: got %+v", got.Canary)
+	}
+	if empty, err := LoadState(filepath.Join(t.TempDir(), "missing.yaml"), known); err != nil || len(empty.Drains)+len(empty.Pins) != 0 {
+		t.Errorf("Expected a missing file to be an empty state, got %+v, %v", empty, err)
+	}
+}
+
+func TestStateErrors(t *testing.T) {
+	for _, tc := range []struct{ data, want string }{
+		{"drains:\n  - node: a\n    since: 2026-01-01T00:00:00Z\n  - node: c\n    since: 2026-01-01T00:00:00Z\n", `line 4: drains[1]: field node: unknown node "c"`},
+		{"drains:\n  - node: a\n", "field since: missing"},
+		{"drains:\n  - node: a\n    since: yesterday\n", `"yesterday" is not a time`},
+		{"drains:\n  - node: a\n    since: 2026-01-01T00:00:00Z\n    why: x\n", `unknown key "why"`},
+		{"pins:\n  - cidr: 1.2.3.4/24\n    nodes: [a]\n", "line 2: pins[0]"},
+		{"pins:\n  - cidr: 1.2.3.0/24\n    nodes: [z]\n", `unknown node "z"`},
+		{"pins:\n  - {cidr: 1.2.3.0/24, nodes: [a]}\n  - {cidr: 1.2.3.0/24, nodes: [b]}\n", "pinned twice"},
+		{"canary: {file: x, corefile_percent: 1, percent: 101}\n", "percent: 101 is outside 0..100"},
+		{"drain: []\n", `unknown key "drain"`},
+	} {
+		_, err := parseState([]byte(tc.data), known)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: expected an error with %q, got %v", tc.data, tc.want, err)
+		}
+	}
+}
