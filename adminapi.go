@@ -15,6 +15,7 @@ import (
 	"github.com/gslbdns/gslb/internal/yamlfile"
 	"github.com/gslbdns/gslb/overrides"
 	"github.com/gslbdns/gslb/policy"
+	"github.com/gslbdns/gslb/table"
 
 	"github.com/miekg/dns"
 )
@@ -48,24 +49,101 @@ func (c *control) restoreState() error {
 	if err := c.setPins(st.Pins); err != nil {
 		return err
 	}
-	if cn, e := c.canary.Load(), st.Canary; cn != nil && e != nil && e.File == cn.opts.file && e.Corefile == cn.opts.percent && !cn.rolledBack.Load() {
-		cn.share.Store(percentToShare(e.Percent))
+	// The API's share, or a rollback, holds while the canary line and the
+	// candidate file are those it was made for.
+	if cn, e := c.canary.Load(), st.Canary; cn != nil && e != nil && e.Identity == cn.identity {
+		if e.RolledBack {
+			cn.rollBack(e.Reason)
+		} else if !cn.rolledBack.Load() {
+			cn.share.Store(percentToShare(e.Percent))
+		}
 	}
 	return nil
+}
+
+// forgetRemoved drops the drains and pins of nodes a new table no longer
+// has, so that the state never names a node the table lacks. Callers
+// hold c.mu.
+func (c *control) forgetRemoved(t *table.Table) {
+	known := knownIn(t)
+	changed := false
+	for id := range c.drains {
+		if !known(id) {
+			if c.drains[id].Drained {
+				log.Infof("admin: node %s left the node table: no longer drained", id)
+			}
+			c.drains = maps.Clone(c.drains)
+			delete(c.drains, id)
+			nodeDrained.DeleteLabelValues(id)
+			changed = true
+		}
+	}
+	var pins []overrides.EntryYAML
+	for _, p := range c.pins {
+		kept := slices.DeleteFunc(slices.Clone(p.Nodes), func(id string) bool { return !known(id) })
+		if len(kept) != len(p.Nodes) {
+			changed = true
+			log.Infof("admin: pin %s: nodes %v left the node table", pinKey(&p), slices.DeleteFunc(slices.Clone(p.Nodes), known))
+			if len(kept) == 0 && p.Location == nil {
+				continue
+			}
+			p.Nodes = kept
+			if len(kept) == 0 {
+				p.Nodes = nil
+			}
+		}
+		pins = append(pins, p)
+	}
+	if !changed {
+		return
+	}
+	prev := c.table
+	c.table = t // setPins validates against the new table
+	if err := c.setPins(pins); err != nil {
+		log.Errorf("admin: pins: %v", err)
+	}
+	c.table = prev
+	if err := c.saveState(c.state()); err != nil {
+		log.Errorf("admin: %v", err)
+	}
+}
+
+// noteRollback is called on the query path when the canary rolls back:
+// the watcher saves the state.
+func (c *control) noteRollback() {
+	c.rolledBack.Store(true)
+	c.poke()
 }
 
 // setPins validates pins against the current table and installs them.
 func (c *control) setPins(pins []overrides.EntryYAML) error {
 	entries := make([]overrides.Entry, 0, len(pins))
+	seen := map[netip.Prefix]bool{}
 	for i := range pins {
 		e, err := pins[i].Entry(knownIn(c.table))
 		if err != nil {
 			return fmt.Errorf("pin %s: %w", pinKey(&pins[i]), err)
 		}
+		for _, p := range e.Prefixes {
+			if seen[p] {
+				return fmt.Errorf("pin %s: %s is pinned twice", pinKey(&pins[i]), p)
+			}
+			seen[p] = true
+		}
 		entries = append(entries, e)
 	}
 	c.pins, c.pinTable = pins, overrides.New(entries)
 	return nil
+}
+
+// samePrefix reports whether pin y is for network p.
+func samePrefix(y *overrides.EntryYAML, p netip.Prefix) bool {
+	for _, s := range append([]string{y.CIDR}, y.CIDRs...) {
+		if q, err := overrides.ParsePrefix(s); err == nil && q == p {
+			return true
+		}
+	}
+	return false
 }
 
 // prunePins drops the pins expired at now from the state.
@@ -102,8 +180,17 @@ func (c *control) state() *admin.State {
 			st.Drains = append(st.Drains, admin.DrainEntry{Node: id, Since: yamlfile.Time{Time: d.Since}})
 		}
 	}
-	if cn := c.canary.Load(); cn != nil && cn.share.Load() != percentToShare(cn.opts.percent) && !cn.rolledBack.Load() {
-		st.Canary = &admin.CanaryEntry{File: cn.opts.file, Corefile: cn.opts.percent, Percent: cn.percent()}
+	if cn := c.canary.Load(); cn != nil {
+		switch {
+		case cn.rolledBack.Load():
+			reason := ""
+			if r := cn.reason.Load(); r != nil {
+				reason = *r
+			}
+			st.Canary = &admin.CanaryEntry{Identity: cn.identity, File: cn.opts.file, RolledBack: true, Reason: reason}
+		case cn.share.Load() != percentToShare(cn.opts.percent):
+			st.Canary = &admin.CanaryEntry{Identity: cn.identity, File: cn.opts.file, Percent: cn.percent()}
+		}
 	}
 	return st
 }
@@ -112,7 +199,7 @@ func (c *control) state() *admin.State {
 // one. Callers hold c.mu.
 func (c *control) saveState(st *admin.State) error {
 	a := c.opts.admin
-	if a == nil {
+	if a == nil || !c.started {
 		return nil
 	}
 	adminMemory.Store(a.Addr, st)
@@ -173,6 +260,9 @@ func (b *adminBackend) Drain(id string, drained bool, who string) (admin.Node, e
 	c := b.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if !c.started {
+		return admin.Node{}, admin.ErrUnavailable
+	}
 	i, ok := c.table.Index(id)
 	if !ok {
 		return admin.Node{}, fmt.Errorf("node %q: %w", id, admin.ErrNotFound)
@@ -242,15 +332,18 @@ func (b *adminBackend) AddPin(req admin.PinRequest, who string) ([]admin.Pin, er
 		if err != nil || d <= 0 {
 			return nil, admin.Badf("ttl: %q is not a positive duration such as 2h", req.TTL)
 		}
-		y.Expires = &yamlfile.Time{Time: time.Now().Add(d).UTC().Truncate(time.Second)}
+		y.Expires = &yamlfile.Time{Time: time.Now().Add(d).UTC()}
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if !c.started {
+		return nil, admin.ErrUnavailable
+	}
 	if _, err := y.Entry(knownIn(c.table)); err != nil {
 		return nil, admin.Badf("%v", err)
 	}
 	// A pin of the same network replaces it.
-	next := slices.DeleteFunc(slices.Clone(c.pins), func(e overrides.EntryYAML) bool { return e.CIDR == y.CIDR })
+	next := slices.DeleteFunc(slices.Clone(c.pins), func(e overrides.EntryYAML) bool { return samePrefix(&e, p) })
 	next = append(next, y)
 	prev := c.pins
 	if err := c.setPins(next); err != nil {
@@ -281,7 +374,10 @@ func (b *adminBackend) DeletePin(p netip.Prefix, who string) ([]admin.Pin, error
 	c := b.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	next := slices.DeleteFunc(slices.Clone(c.pins), func(e overrides.EntryYAML) bool { return e.CIDR == p.String() })
+	if !c.started {
+		return nil, admin.ErrUnavailable
+	}
+	next := slices.DeleteFunc(slices.Clone(c.pins), func(e overrides.EntryYAML) bool { return samePrefix(&e, p) })
 	if len(next) == len(c.pins) {
 		return nil, fmt.Errorf("pin %s: %w", p, admin.ErrNotFound)
 	}
@@ -341,6 +437,9 @@ func (b *adminBackend) SetCanary(percent float64, who string) (admin.Canary, err
 	c := b.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if !c.started {
+		return admin.Canary{}, admin.ErrUnavailable
+	}
 	cn := c.canary.Load()
 	if cn == nil {
 		return admin.Canary{}, fmt.Errorf("no canary line in the gslb block: %w", admin.ErrNotFound)

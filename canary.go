@@ -38,9 +38,14 @@ type canary struct {
 	view      atomic.Pointer[policy.View]
 	identity  string // the line and the file's content
 
+	// onRollback tells the control plane, which saves the state.
+	onRollback func()
+
 	// share is the part of the subnets in the canary, in 1/10000: the
-	// line's PERCENT, the admin API's, or 0 once rolled back.
+	// line's PERCENT, the admin API's, or 0 once rolled back. Every query
+	// reads it: it is kept off the counters' cache lines.
 	share atomic.Uint32
+	_     [60]byte
 	// Since the canary started: its decisions, and the province matches
 	// of both policies, for the rollback.
 	decided                 atomic.Uint64
@@ -117,7 +122,7 @@ func (cn *canary) count(canaryPolicy, located, same bool) {
 				cn.canaryCross.Add(1)
 			}
 		}
-		if cn.opts.rollbackCross >= 0 && n >= cn.opts.rollbackMin && (n == cn.opts.rollbackMin || n%64 == 0) {
+		if cn.opts.rollbackCross >= 0 && n >= cn.opts.rollbackMin && n%32 == 0 {
 			cn.check()
 		}
 		return
@@ -151,18 +156,32 @@ func (cn *canary) check() {
 	}
 	cn.checkMu.Lock()
 	defer cn.checkMu.Unlock()
+	// Both ratios need rollback_min located answers behind them: a ratio
+	// of a few answers, or of none (stable at 100%), says nothing.
+	min := cn.opts.rollbackMin
+	if cn.canarySame.Load()+cn.canaryCross.Load() < min || cn.stableSame.Load()+cn.stableCross.Load() < min {
+		return
+	}
 	c, s := cn.ratios()
 	if cn.rolledBack.Load() || c-s <= cn.opts.rollbackCross {
 		return
 	}
 	reason := fmt.Sprintf("cross-province ratio %.4f against stable's %.4f after %d canary decisions: more than rollback_cross %g higher",
 		c, s, cn.decided.Load(), cn.opts.rollbackCross)
+	cn.rollBack(reason)
+	log.Warningf("Canary %s rolled back to 0%%: %s", cn.opts.file, reason)
+	if cn.onRollback != nil {
+		cn.onRollback()
+	}
+}
+
+// rollBack sets the share to 0 and remembers why.
+func (cn *canary) rollBack(reason string) {
 	cn.reason.Store(&reason)
 	cn.share.Store(0)
 	cn.rolledBack.Store(true)
 	rolledBackCanaries.Store(cn.identity, reason)
 	canaryRolledBack.Set(1)
-	log.Warningf("Canary %s rolled back to 0%%: %s", cn.opts.file, reason)
 }
 
 // setPercent sets the share from the admin API; it clears a rollback:

@@ -50,6 +50,12 @@ type control struct {
 	pins     []overrides.EntryYAML
 	pinTable *overrides.Table
 	admin    *admin.Handle
+	// started: this instance serves and may write the admin state; the
+	// tools' engines and instances being set up or stopped never do.
+	started bool
+	// rolledBack is set by a canary rolling back on the query path; the
+	// watcher saves the state.
+	rolledBack atomic.Bool
 	// When something time-bound changes without a file or probe saying
 	// so: an override expires, a quality row goes stale, a ramp steps.
 	expiry, stale, rampStep time.Time
@@ -126,6 +132,7 @@ func newControl(o options, zones []string) (c *control, option string, err error
 	c.checker = c.newChecker(t)
 	if cn != nil {
 		cn.checker = c.newCanaryChecker(cn)
+		cn.onRollback = c.noteRollback
 		c.canary.Store(cn)
 	}
 	if err := c.restoreState(); err != nil {
@@ -288,29 +295,60 @@ func (c *control) poke() {
 func (c *control) start() error {
 	c.startOnce.Do(func() {
 		c.locator.Start()
+		// Checkers start outside c.mu: a probe that reports meanwhile
+		// holds the checker's notify lock and waits for c.mu.
 		c.mu.Lock()
-		c.checker.Start()
-		if cn := c.canary.Load(); cn != nil {
+		ch, cn := c.checker, c.canary.Load()
+		c.mu.Unlock()
+		ch.Start()
+		if cn != nil {
 			cn.checker.Start()
 		}
+		c.mu.Lock()
 		c.publish()
 		c.mu.Unlock()
 		go c.watch()
 	})
-	if c.opts.admin != nil && c.admin == nil {
-		h, err := admin.Acquire(*c.opts.admin, &adminBackend{c: c})
-		if err != nil {
-			return err
-		}
-		c.mu.Lock()
-		c.admin = h
-		c.mu.Unlock()
+	if c.opts.admin == nil {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.admin != nil {
+		return nil
+	}
+	h, err := admin.Acquire(*c.opts.admin, &adminBackend{c: c})
+	if err != nil {
+		return err
+	}
+	c.admin = h
+	// The previous instance served the API until now: take what it
+	// changed since this one was set up.
+	if err := c.restoreState(); err != nil {
+		log.Errorf("admin: %v", err)
+	}
+	c.started = true
+	c.applyOverrides(time.Now())
+	c.publish()
+	return nil
+}
+
+// reclaim points the admin API back at this instance after a Corefile
+// reload failed: the new instance that took it over never runs.
+func (c *control) reclaim() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.admin != nil {
+		c.admin.Reclaim()
 	}
 	return nil
 }
 
 func (c *control) stop() error {
 	c.stopOnce.Do(func() {
+		c.mu.Lock()
+		c.started = false // no more state saves: the next instance owns the state
+		c.mu.Unlock()
 		close(c.stopCh)
 		c.startOnce.Do(func() { close(c.done) }) // never started: nothing to wait for
 		<-c.done
@@ -351,6 +389,13 @@ func (c *control) watch() {
 		case <-c.stopCh:
 			return
 		case <-c.wake:
+			if c.rolledBack.Swap(false) {
+				c.mu.Lock()
+				if err := c.saveState(c.state()); err != nil {
+					log.Errorf("admin: %v", err)
+				}
+				c.mu.Unlock()
+			}
 		case <-tick:
 			recovery.Do("reload", c.reload)
 		case now := <-expiry.C:
@@ -442,9 +487,14 @@ func (c *control) reload() {
 	}
 	if cn != nil {
 		old := c.swapCanary(cn)
+		cn.checker.Start()
 		old.checker.Stop()
 	}
-	if old := c.swap(t, ov, qm, db); old != nil {
+	old, fresh := c.swap(t, ov, qm, db)
+	if fresh != nil {
+		fresh.Start()
+	}
+	if old != nil {
 		old.Stop()
 	}
 	reloads.WithLabelValues("ok").Inc()
@@ -456,8 +506,9 @@ func (c *control) swapCanary(cn *canary) *canary {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	cn.checker = c.newCanaryChecker(cn)
-	cn.checker.Start()
+	cn.onRollback = c.noteRollback
 	old := c.canary.Swap(cn)
+	c.saveState(c.state()) // the previous canary's share or rollback no longer holds
 	log.Infof("Reloaded canary node table %s: %d nodes, %d records, %g%% of the subnets", cn.table.Path,
 		len(cn.table.Nodes), len(cn.table.Records), cn.percent())
 	return old
@@ -465,7 +516,7 @@ func (c *control) swapCanary(cn *canary) *canary {
 
 // swap publishes a new table, overrides and databases (nil: unchanged) and
 // returns the checker it replaced, for the caller to stop outside the lock.
-func (c *control) swap(t *table.Table, ov *overrides.Table, qm *quality.Matrix, db *geo.DB) (old *health.Checker) {
+func (c *control) swap(t *table.Table, ov *overrides.Table, qm *quality.Matrix, db *geo.DB) (old, fresh *health.Checker) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if t != nil {
@@ -473,8 +524,9 @@ func (c *control) swap(t *table.Table, ov *overrides.Table, qm *quality.Matrix, 
 		if change&table.ChangeProbes != 0 {
 			old = c.checker
 			c.checker = c.newChecker(t)
-			c.checker.Start()
+			fresh = c.checker
 		}
+		c.forgetRemoved(t)
 		if change&table.ChangeCarriers != 0 {
 			c.locator.SetCarriers(t.Carriers)
 		}
@@ -500,5 +552,5 @@ func (c *control) swap(t *table.Table, ov *overrides.Table, qm *quality.Matrix, 
 		log.Infof("Reloaded geo databases %v", c.opts.dbPaths())
 	}
 	c.publish()
-	return old
+	return old, fresh
 }

@@ -118,23 +118,29 @@ func (g *GSLB) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.Msg) (
 		return dns.RcodeServerFailure, nil
 	}
 	mx.node(dc.d.Winner.ID).Inc()
-	pm := &policyMetrics[0]
-	if dc.inCan {
-		pm = &policyMetrics[1]
-	}
-	pm.tiers[dc.d.Tier].Inc()
 	located := dc.loc.Province != ""
 	same := located && dc.loc.Province == dc.d.Winner.Province && dc.loc.Country == dc.d.Winner.Country
 	if located {
 		if same {
 			mx.same.Inc()
-			pm.same.Inc()
 		} else {
 			mx.cross.Inc()
-			pm.cross.Inc()
 		}
 	}
 	if dc.canary != nil {
+		// The policy series only count while a canary is configured.
+		pm := &policyMetrics[0]
+		if dc.inCan {
+			pm = &policyMetrics[1]
+		}
+		pm.tiers[dc.d.Tier].Inc()
+		if located {
+			if same {
+				pm.same.Inc()
+			} else {
+				pm.cross.Inc()
+			}
+		}
 		dc.canary.count(dc.inCan, located, same)
 	}
 	return a.addresses(asked, qtype, dc.rec.TTL, dc.v, &dc.d, dc.scope)
@@ -184,7 +190,10 @@ func (g *GSLB) choose(v *policy.View, rec *table.Record, qtype uint16, dc *decis
 	}
 	dc.d = dc.v.Decide(dc.query(dc.rec, qtype))
 	if dc.fromECS {
-		dc.scope = replyScope(dc.ecs, dc.loc, dc.d.PerSubnet)
+		// With a canary, the subnet chose the policy: an answer must not
+		// be cached for subnets of the other one.
+		perSubnet := dc.d.PerSubnet || dc.canary != nil && dc.canary.share.Load() > 0
+		dc.scope = replyScope(dc.ecs, dc.loc, perSubnet)
 	}
 }
 

@@ -42,6 +42,7 @@ func setup(c *caddy.Controller) error {
 	}
 	c.OnStartup(g.start)
 	c.OnShutdown(g.stop)
+	c.OnRestartFailed(g.ctl.reclaim)
 	dnsserver.GetConfig(c).AddPlugin(func(next plugin.Handler) plugin.Handler {
 		g.Next = next
 		return g
@@ -80,6 +81,9 @@ type canaryOpts struct {
 	rollbackCross float64
 	rollbackMin   uint64 // canary decisions before the ratios are compared
 }
+
+// minToken is the shortest admin token accepted.
+const minToken = 16
 
 // defaultRollbackMin is rollback_min's default.
 const defaultRollbackMin = 1000
@@ -365,22 +369,25 @@ func parseAdmin(c *caddy.Controller, path func(string) string) (*admin.Config, e
 		if err != nil {
 			return nil, c.Errf("admin: token_file: %v", err)
 		}
-		if a.Token = strings.TrimSpace(string(data)); a.Token == "" || strings.ContainsAny(a.Token, " \t\r\n") {
-			return nil, c.Errf("admin: token_file %s must hold one token, without blanks", tokenFile)
+		if a.Token = strings.TrimSpace(string(data)); len(a.Token) < minToken || strings.ContainsAny(a.Token, " \t\r\n") {
+			return nil, c.Errf("admin: token_file %s must hold one token of at least %d characters, without blanks", tokenFile, minToken)
 		}
 	}
 	if a.Token == "" && !admin.Loopback(a.Addr) {
 		return nil, c.Errf("admin: %s is not a loopback address: token_file is required", a.Addr)
 	}
-	addrs, _ := c.Get(adminAddrs{}).(map[string]int)
-	if addrs == nil {
-		addrs = map[string]int{}
+	seen, _ := c.Get(adminAddrs{}).(map[string]int)
+	if seen == nil {
+		seen = map[string]int{}
 	}
-	if line, dup := addrs[a.Addr]; dup {
+	if line, dup := seen[a.Addr]; dup {
 		return nil, c.Errf("admin: %s is already the admin address of the gslb block at line %d", a.Addr, line)
 	}
-	addrs[a.Addr] = c.Line()
-	c.Set(adminAddrs{}, addrs)
+	if line, dup := seen["state "+a.State]; dup && a.State != "" {
+		return nil, c.Errf("admin: state %s is already the state file of the gslb block at line %d", a.State, line)
+	}
+	seen[a.Addr], seen["state "+a.State] = c.Line(), c.Line()
+	c.Set(adminAddrs{}, seen)
 	return a, nil
 }
 

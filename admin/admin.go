@@ -93,6 +93,9 @@ type Backend interface {
 // ErrNotFound is a 404.
 var ErrNotFound = errors.New("not found")
 
+// ErrUnavailable is a 503: the instance is not serving (yet, or any more).
+var ErrUnavailable = errors.New("this gslb instance is not serving: retry")
+
 // BadRequest is a 400 with its reason.
 type BadRequest struct{ Reason string }
 
@@ -144,7 +147,7 @@ func Acquire(cfg Config, b Backend) (*Handle, error) {
 			return nil, fmt.Errorf("admin %s: %w", cfg.Addr, err)
 		}
 		s = &server{addr: cfg.Addr, ln: ln}
-		s.http = &http.Server{Handler: s.routes(), ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second,
+		s.http = &http.Server{Handler: s.guard(s.routes()), ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second,
 			WriteTimeout: 30 * time.Second, IdleTimeout: time.Minute, MaxHeaderBytes: 16 << 10,
 			ErrorLog: nil}
 		servers[cfg.Addr] = s
@@ -163,6 +166,22 @@ func Acquire(cfg Config, b Backend) (*Handle, error) {
 
 // Addr is the listener's address.
 func (h *Handle) Addr() net.Addr { return h.s.ln.Addr() }
+
+// Reclaim points the listener back at h's block: the block that took it
+// over belongs to a Corefile reload that failed and never runs. Holds
+// taken after h's are dropped with it.
+func (h *Handle) Reclaim() {
+	mu.Lock()
+	defer mu.Unlock()
+	s := h.s
+	for i, r := range s.refs {
+		if r == h {
+			s.refs = s.refs[:i+1]
+			break
+		}
+	}
+	s.cur.Store(h.t)
+}
 
 // Release gives the address up; the last holder closes the listener.
 func (h *Handle) Release() {
@@ -188,6 +207,30 @@ func (h *Handle) Release() {
 		s.http.Close()
 	}
 }
+
+// guard refuses cross-site requests (a browser page posting to the API)
+// and, on an API without a token, requests for another host name (DNS
+// rebinding).
+func (s *server) guard(next http.Handler) http.Handler {
+	cop := http.NewCrossOriginProtection()
+	return cop.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if t := s.cur.Load(); t != nil && t.token == "" && !Loopback(hostPort(r.Host)) {
+			writeError(w, http.StatusForbidden, "host "+strconvQuote(r.Host)+" is not a loopback address")
+			return
+		}
+		next.ServeHTTP(w, r)
+	}))
+}
+
+// hostPort makes a Host header HOST:PORT for Loopback.
+func hostPort(h string) string {
+	if _, _, err := net.SplitHostPort(h); err == nil {
+		return h
+	}
+	return net.JoinHostPort(strings.Trim(h, "[]"), "0")
+}
+
+func strconvQuote(s string) string { return fmt.Sprintf("%q", s) }
 
 func (s *server) routes() http.Handler {
 	m := http.NewServeMux()
@@ -258,7 +301,7 @@ func (s *server) change(fn func(t *target, r *http.Request, who string) (any, er
 		if t.token != "" && !authorized(r, t.token) {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="gslb"`)
 			writeError(w, http.StatusUnauthorized, "a valid bearer token is required")
-			log.Warningf("admin: unauthorized %s %s from %s", r.Method, r.URL.Path, r.RemoteAddr)
+			log.Warningf("admin: unauthorized %s %q from %s", r.Method, r.URL.Path, r.RemoteAddr)
 			return
 		}
 		r.Body = http.MaxBytesReader(w, r.Body, maxBody)
@@ -268,8 +311,9 @@ func (s *server) change(fn func(t *target, r *http.Request, who string) (any, er
 }
 
 func authorized(r *http.Request, token string) bool {
-	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	return ok && subtle.ConstantTimeCompare([]byte(strings.TrimSpace(got)), []byte(token)) == 1
+	scheme, got, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+	return ok && strings.EqualFold(scheme, "Bearer") &&
+		subtle.ConstantTimeCompare([]byte(strings.TrimSpace(got)), []byte(token)) == 1
 }
 
 func (s *server) backend(w http.ResponseWriter) Backend {
@@ -300,11 +344,19 @@ func (s *server) canary(w http.ResponseWriter, _ *http.Request) {
 	}
 }
 
+// explain needs the token when there is one: it may ask the online API.
 func (s *server) explain(w http.ResponseWriter, r *http.Request) {
-	b := s.backend(w)
-	if b == nil {
+	t := s.cur.Load()
+	if t == nil {
+		writeError(w, http.StatusServiceUnavailable, ErrUnavailable.Error())
 		return
 	}
+	if t.token != "" && !authorized(r, t.token) {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="gslb"`)
+		writeError(w, http.StatusUnauthorized, "a valid bearer token is required")
+		return
+	}
+	b := t.b
 	q := r.URL.Query()
 	if q.Get("addr") == "" {
 		writeError(w, http.StatusBadRequest, "addr: missing (addr=ADDRESS or ADDRESS/PREFIX)")
@@ -321,6 +373,8 @@ func reply(w http.ResponseWriter, v any, err error) {
 		writeError(w, http.StatusBadRequest, bad.Reason)
 	case errors.Is(err, ErrNotFound):
 		writeError(w, http.StatusNotFound, err.Error())
+	case errors.Is(err, ErrUnavailable):
+		writeError(w, http.StatusServiceUnavailable, err.Error())
 	case err != nil:
 		writeError(w, http.StatusInternalServerError, err.Error())
 	default:

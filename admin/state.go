@@ -1,6 +1,7 @@
 package admin
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -28,17 +29,20 @@ type DrainEntry struct {
 	Since yamlfile.Time `yaml:"since"`
 }
 
-// CanaryEntry is a canary share the API set. It holds only while the
-// Corefile's canary line still names File with Percent.
+// CanaryEntry is a canary share the API set, or a rollback. It holds only
+// while the canary line and the candidate file are those of Identity.
 type CanaryEntry struct {
-	File     string  `yaml:"file"`
-	Corefile float64 `yaml:"corefile_percent"` // the line's PERCENT when the API set it
-	Percent  float64 `yaml:"percent"`
+	Identity   string  `yaml:"identity"` // a digest of the canary line and the candidate file
+	File       string  `yaml:"file"`     // for the reader
+	Percent    float64 `yaml:"percent"`
+	RolledBack bool    `yaml:"rolled_back,omitempty"`
+	Reason     string  `yaml:"reason,omitempty"`
 }
 
 // LoadState reads a state file; a missing file is an empty state (the
 // first start). Errors name the file, the line, the entry and the field.
-// known reports whether a node id exists.
+// known reports whether a node id exists: drains and pins of nodes the
+// table no longer has are dropped, and logged.
 func LoadState(path string, known func(id string) bool) (*State, error) {
 	data, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
@@ -47,55 +51,86 @@ func LoadState(path string, known func(id string) bool) (*State, error) {
 	if err != nil {
 		return nil, fmt.Errorf("admin state: %w", err)
 	}
-	s, err := parseState(data, known)
+	if len(bytes.TrimSpace(data)) == 0 {
+		log.Warningf("admin state %s is empty: starting without drains or pins", path)
+	}
+	s, dropped, err := parseState(data, known)
 	if err != nil {
 		return nil, fmt.Errorf("admin state %s: %w", path, err)
+	}
+	for _, d := range dropped {
+		log.Warningf("admin state %s: %s", path, d)
 	}
 	return s, nil
 }
 
-func parseState(data []byte, known func(id string) bool) (*State, error) {
-	var s State
-	doc, err := yamlfile.Decode(data, &s, map[string]string{"admin.DrainEntry": "drains", "overrides.EntryYAML": "pins"})
+func parseState(data []byte, known func(id string) bool) (s *State, dropped []string, err error) {
+	s = &State{}
+	doc, err := yamlfile.Decode(data, s, map[string]string{"admin.DrainEntry": "drains", "overrides.EntryYAML": "pins"})
 	if err != nil {
 		if err.Error() == "empty file" {
-			return &State{}, nil
+			return &State{}, nil, nil
 		}
-		return nil, err
+		return nil, nil, err
+	}
+	if known == nil {
+		known = func(string) bool { return true }
 	}
 	lines := yamlfile.EntryLines(doc, "drains")
 	seen := map[string]int{}
+	drains := s.Drains[:0:0]
 	for i, d := range s.Drains {
 		at := yamlfile.Where("drains", lines, i)
 		switch {
 		case d.Node == "":
-			return nil, fmt.Errorf("%s: field node: missing", at)
-		case known != nil && !known(d.Node):
-			return nil, fmt.Errorf("%s: field node: unknown node %q", at, d.Node)
+			return nil, nil, fmt.Errorf("%s: field node: missing", at)
 		case d.Since.IsZero():
-			return nil, fmt.Errorf("%s: field since: missing", at)
+			return nil, nil, fmt.Errorf("%s: field since: missing", at)
 		}
 		if l, dup := seen[d.Node]; dup {
-			return nil, fmt.Errorf("%s: field node: %s is drained already, at line %d", at, d.Node, l)
+			return nil, nil, fmt.Errorf("%s: field node: %s is drained already, at line %d", at, d.Node, l)
 		}
 		seen[d.Node] = yamlfile.LineAt(lines, i)
+		if !known(d.Node) {
+			dropped = append(dropped, fmt.Sprintf("%s: node %s is not in the node table: its drain is dropped", at, d.Node))
+			continue
+		}
+		drains = append(drains, d)
 	}
+	s.Drains = drains
 	lines = yamlfile.EntryLines(doc, "pins")
 	var entries []overrides.Entry
-	for i := range s.Pins {
-		e, err := s.Pins[i].Entry(known)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", yamlfile.Where("pins", lines, i), err)
+	pins := s.Pins[:0:0]
+	for i, p := range s.Pins {
+		at := yamlfile.Where("pins", lines, i)
+		if _, err := p.Entry(nil); err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", at, err)
 		}
+		kept := slices.DeleteFunc(slices.Clone(p.Nodes), func(id string) bool { return !known(id) })
+		if len(kept) != len(p.Nodes) {
+			gone := slices.DeleteFunc(slices.Clone(p.Nodes), known)
+			if len(kept) == 0 && p.Location == nil {
+				dropped = append(dropped, fmt.Sprintf("%s: nodes %v are not in the node table: the pin is dropped", at, gone))
+				continue
+			}
+			dropped = append(dropped, fmt.Sprintf("%s: nodes %v are not in the node table: dropped from the pin", at, gone))
+			p.Nodes = kept
+			if len(kept) == 0 {
+				p.Nodes = nil
+			}
+		}
+		e, _ := p.Entry(nil)
 		entries = append(entries, e)
+		pins = append(pins, p)
 	}
+	s.Pins = pins
 	if err := checkOverlap(entries); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if c := s.Canary; c != nil && (c.Percent < 0 || c.Percent > 100) {
-		return nil, fmt.Errorf("canary: field percent: %g is outside 0..100", c.Percent)
+		return nil, nil, fmt.Errorf("canary: field percent: %g is outside 0..100", c.Percent)
 	}
-	return &s, nil
+	return s, dropped, nil
 }
 
 // checkOverlap rejects two pins of the same network.

@@ -23,7 +23,7 @@ func TestStateRoundTrip(t *testing.T) {
 			{CIDR: "1.2.3.0/24", Nodes: []string{"b"}, Expires: &exp, Note: "ticket 7"},
 			{CIDR: "2001:db8::/48", Location: &overrides.LocationYAML{Country: "CN", Province: "SH", Lat: &lat, Lon: &lon}},
 		},
-		Canary: &CanaryEntry{File: "/etc/coredns/candidate.yaml", Corefile: 1, Percent: 5},
+		Canary: &CanaryEntry{Identity: "0123abcd", File: "/etc/coredns/candidate.yaml", Percent: 5},
 	}
 	if err := want.Write(path); err != nil {
 		t.Fatal(err)
@@ -48,19 +48,42 @@ func TestStateRoundTrip(t *testing.T) {
 
 func TestStateErrors(t *testing.T) {
 	for _, tc := range []struct{ data, want string }{
-		{"drains:\n  - node: a\n    since: 2026-01-01T00:00:00Z\n  - node: c\n    since: 2026-01-01T00:00:00Z\n", `line 4: drains[1]: field node: unknown node "c"`},
 		{"drains:\n  - node: a\n", "field since: missing"},
 		{"drains:\n  - node: a\n    since: yesterday\n", `"yesterday" is not a time`},
 		{"drains:\n  - node: a\n    since: 2026-01-01T00:00:00Z\n    why: x\n", `unknown key "why"`},
 		{"pins:\n  - cidr: 1.2.3.4/24\n    nodes: [a]\n", "line 2: pins[0]"},
-		{"pins:\n  - cidr: 1.2.3.0/24\n    nodes: [z]\n", `unknown node "z"`},
 		{"pins:\n  - {cidr: 1.2.3.0/24, nodes: [a]}\n  - {cidr: 1.2.3.0/24, nodes: [b]}\n", "pinned twice"},
-		{"canary: {file: x, corefile_percent: 1, percent: 101}\n", "percent: 101 is outside 0..100"},
+		{"canary: {identity: x, file: x, percent: 101}\n", "percent: 101 is outside 0..100"},
 		{"drain: []\n", `unknown key "drain"`},
 	} {
-		_, err := parseState([]byte(tc.data), known)
+		_, _, err := parseState([]byte(tc.data), known)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%q: expected an error with %q, got %v", tc.data, tc.want, err)
 		}
+	}
+}
+
+// Drains and pins of nodes the table no longer has are dropped, not fatal:
+// a node leaves the table while drained.
+func TestStateForgetsRemovedNodes(t *testing.T) {
+	s, dropped, err := parseState([]byte(`drains:
+  - {node: a, since: 2026-01-01T00:00:00Z}
+  - {node: gone, since: 2026-01-01T00:00:00Z}
+pins:
+  - {cidr: 1.2.3.0/24, nodes: [gone]}
+  - {cidr: 1.2.4.0/24, nodes: [a, gone]}
+  - {cidr: 1.2.5.0/24, nodes: [gone], location: {country: CN, province: ZJ}}
+`), known)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Drains) != 1 || s.Drains[0].Node != "a" {
+		t.Errorf("Expected only a's drain, got %+v", s.Drains)
+	}
+	if len(s.Pins) != 2 || s.Pins[0].CIDR != "1.2.4.0/24" || len(s.Pins[0].Nodes) != 1 || s.Pins[1].Nodes != nil || s.Pins[1].Location == nil {
+		t.Errorf("Expected the pins without gone, got %+v", s.Pins)
+	}
+	if len(dropped) != 4 || !strings.Contains(dropped[0], "line 3: drains[1]") {
+		t.Errorf("Expected four notes, the first at line 3, got %q", dropped)
 	}
 }

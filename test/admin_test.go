@@ -348,12 +348,24 @@ func TestAdminState(t *testing.T) {
 
 	// A broken state file: the start fails and says where.
 	e.s.stop()
-	writeFile(t, e.dir, "state.yaml", "drains:\n  - node: hz-a\n    since: 2026-01-01T00:00:00Z\n  - node: ghost\n    since: 2026-01-01T00:00:00Z\n")
+	writeFile(t, e.dir, "state.yaml", "drains:\n  - node: hz-a\n    since: 2026-01-01T00:00:00Z\n  - node: sh\n    since: yesterday\n")
 	mu.Lock()
 	_, err = caddy.Start(input(e.text))
 	mu.Unlock()
-	if err == nil || !strings.Contains(err.Error(), "state.yaml: line 4: drains[1]") || !strings.Contains(err.Error(), `unknown node "ghost"`) {
-		t.Errorf("Expected the start to fail naming the state file's line, got %v", err)
+	if err == nil || !strings.Contains(err.Error(), "state.yaml") || !strings.Contains(err.Error(), `"yesterday" is not a time`) {
+		t.Errorf("Expected the start to fail naming the state file and the field, got %v", err)
+	}
+
+	// A node that left the table while drained: its drain is dropped, with
+	// a warning, and the server starts.
+	logs := captureLog(t)
+	writeFile(t, e.dir, "state.yaml", "drains:\n  - node: hz-a\n    since: 2026-01-01T00:00:00Z\n  - node: ghost\n    since: 2026-01-01T00:00:00Z\n")
+	e.s = startServer(t, e.text)
+	if got := e.answer(t, "www.example.org", "1.0.1.0/24"); got != "192.0.2.3" {
+		t.Errorf("Expected hz-a still drained, got %s", got)
+	}
+	if !strings.Contains(logs.String(), "line 4: drains[1]: node ghost is not in the node table: its drain is dropped") {
+		t.Errorf("Expected a warning about ghost, got\n%s", logs.String())
 	}
 }
 

@@ -3,6 +3,8 @@ package test
 import (
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -69,6 +71,7 @@ func TestCanaryShare(t *testing.T) {
 	cand := writeFile(t, dir, "candidate.yaml", canaryNodes)
 	e := startAdmin(t, "canary "+cand+" 20")
 	subnets := zjSubnets(5000)
+	before := counterSum(t, "coredns_gslb_policy_decisions_total", "policy", "canary")
 	first := inCanary(t, e, subnets)
 	if f := share(first); f < 0.17 || f > 0.23 {
 		t.Fatalf("Expected 20%% ± 3%% of the /24s in the canary, got %.1f%%", 100*f)
@@ -79,8 +82,14 @@ func TestCanaryShare(t *testing.T) {
 			t.Fatalf("%s changed policy between two queries", s)
 		}
 	}
-	if v := counterSum(t, "coredns_gslb_policy_decisions_total", "policy", "canary"); v < 1500 {
-		t.Errorf("Expected the canary's decisions counted, got %v", v)
+	n := 0
+	for _, in := range first {
+		if in {
+			n++
+		}
+	}
+	if v := counterSum(t, "coredns_gslb_policy_decisions_total", "policy", "canary") - before; v != float64(2*n) {
+		t.Errorf("Expected the canary's %d decisions (twice) counted, got %v", n, v)
 	}
 	// The metadata says which policy decided.
 	var canarySubnet, stableSubnet string
@@ -97,6 +106,13 @@ func TestCanaryShare(t *testing.T) {
 		_, l := queryLabels(t, e.s, logs, newQuery(t, "www.example.org", dns.TypeA, s))
 		if l["gslb/policy"] != want {
 			t.Errorf("%s: expected gslb/policy %s, got %v", s, want, l)
+		}
+	}
+	// The scope never covers subnets of the other policy: the database's
+	// network is a /8, the answer holds for the /24.
+	for _, sn := range []string{canarySubnet, stableSubnet} {
+		if ecs := replyECS(ask(t, e.s, "www.example.org", dns.TypeA, sn)); ecs == nil || ecs.SourceScope != 24 {
+			t.Errorf("%s: expected scope /24 with a canary, got %v", sn, ecs)
 		}
 	}
 	// img is the same in both tables: the canary's /24s get its answer too.
@@ -138,7 +154,17 @@ func TestCanaryShare(t *testing.T) {
 func TestCanaryRollback(t *testing.T) {
 	logs := captureLog(t)
 	dir := t.TempDir()
-	bad := strings.NewReplacer("nodes: [bj]\n  - name: img", "nodes: [bj]\n  - name: img").Replace(canaryNodes)
+	// The same nodes, all placed in Xinjiang.
+	bad := `nodes:
+  - {id: hz-a, ipv4: [192.0.2.1], country: CN, province: XJ, isp: telecom, lat: 43.8, lon: 87.6}
+  - {id: sh, ipv4: [192.0.2.3], country: CN, province: XJ, isp: telecom, lat: 43.8, lon: 87.6}
+  - {id: bj, ipv4: [192.0.2.4], country: CN, province: XJ, isp: telecom, lat: 43.8, lon: 87.6}
+records:
+  - name: www.example.org
+    nodes: [bj]
+  - name: img.example.org
+    nodes: [hz-a, bj]
+`
 	cand := writeFile(t, dir, "candidate.yaml", bad)
 	e := startAdmin(t, "reload 1s\ncanary "+cand+" 30 {\n rollback_cross 0.2\n rollback_min 200\n}")
 	subnets := zjSubnets(2000)
@@ -162,6 +188,16 @@ func TestCanaryRollback(t *testing.T) {
 	}
 	if !strings.Contains(logs.String(), "rolled back to 0%") {
 		t.Errorf("Expected the rollback logged")
+	}
+	// The rollback is in the state file: a restart keeps it.
+	waitFor(t, "the rollback in the state file", func() (bool, string) {
+		data, _ := os.ReadFile(filepath.Join(e.dir, "state.yaml"))
+		return strings.Contains(string(data), "rolled_back: true"), string(data)
+	})
+	e.s.stop()
+	e.s = startServer(t, e.text)
+	if f := share(inCanary(t, e, subnets[:500])); f != 0 {
+		t.Errorf("Expected the canary still rolled back after a restart, got %.1f%%", 100*f)
 	}
 
 	// A new candidate: Zhejiang stays home, the rollback is cleared.

@@ -21,13 +21,26 @@ func Write(path string, write func(io.Writer) error) error {
 		f.Close()
 		return fmt.Errorf("write %s: %w", path, err)
 	}
+	// On disk before the rename, so that a crash leaves the old file or
+	// the whole new one, not an empty one.
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return fmt.Errorf("write %s: %w", path, err)
+	}
 	if err := f.Close(); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	if err := os.Chmod(f.Name(), 0o644); err != nil {
 		return err
 	}
-	return os.Rename(f.Name(), path)
+	if err := os.Rename(f.Name(), path); err != nil {
+		return err
+	}
+	if d, err := os.Open(filepath.Dir(path)); err == nil {
+		d.Sync() // the rename itself; not every filesystem supports it
+		d.Close()
+	}
+	return nil
 }
 
 // WriteBytes creates path holding b.
