@@ -17,6 +17,7 @@ import (
 
 	"github.com/gslbdns/gslb/health"
 	"github.com/gslbdns/gslb/policy"
+	"github.com/gslbdns/gslb/scoring"
 	"github.com/gslbdns/gslb/table"
 
 	"github.com/miekg/dns"
@@ -226,10 +227,14 @@ func (e *Engine) record(v *policy.View, name string) (*table.Record, error) {
 }
 
 // Client is the address a decision is for: with Bits >= 0 it arrives as
-// the ECS option ADDRESS/Bits, else as the resolver's own address.
+// the ECS option ADDRESS/Bits, else as the resolver's own address. Remote
+// is the resolver's address when it is known and differs (a dnstap query):
+// the server falls back to it when the ECS prefix is too short.
 type Client struct {
-	Addr netip.Addr
-	Bits int
+	Addr   netip.Addr
+	Bits   int
+	Mapped bool // the ECS option carried an IPv4-mapped IPv6 address: family 2
+	Remote netip.Addr
 }
 
 // ParseClient reads ADDRESS or ADDRESS/PREFIX.
@@ -239,26 +244,36 @@ func ParseClient(s string) (Client, error) {
 		if err != nil {
 			return Client{}, fmt.Errorf("client %q: %v", s, err)
 		}
-		p = netip.PrefixFrom(p.Addr().Unmap(), p.Bits()-unmapBits(p.Addr())).Masked()
-		return Client{Addr: p.Addr(), Bits: p.Bits()}, nil
+		if p.Addr().Zone() != "" {
+			return Client{}, fmt.Errorf("client %q: a zone has no place in a prefix", s)
+		}
+		c := Client{Bits: p.Bits()}
+		if p.Addr().Is4In6() {
+			if p.Bits() < 96 {
+				return Client{}, fmt.Errorf("client %q: an IPv4-mapped prefix is /96 or longer", s)
+			}
+			c.Mapped, c.Bits = true, p.Bits()-96
+		}
+		q := netip.PrefixFrom(p.Addr().Unmap(), c.Bits).Masked()
+		if !q.IsValid() {
+			return Client{}, fmt.Errorf("client %q: not a prefix", s)
+		}
+		c.Addr = q.Addr()
+		return c, nil
 	}
 	a, err := netip.ParseAddr(s)
-	if err != nil {
+	if err != nil || a.Zone() != "" {
 		return Client{}, fmt.Errorf("client %q: not an address", s)
 	}
 	return Client{Addr: a.Unmap(), Bits: -1}, nil
 }
 
-func unmapBits(a netip.Addr) int {
-	if a.Is4In6() {
-		return 96
-	}
-	return 0
-}
-
 func (c Client) String() string {
-	if c.Bits < 0 {
+	switch {
+	case c.Bits < 0:
 		return c.Addr.String()
+	case c.Mapped:
+		return netip.PrefixFrom(netip.AddrFrom16(c.Addr.As16()), c.Bits+96).String()
 	}
 	return netip.PrefixFrom(c.Addr, c.Bits).String()
 }
@@ -266,25 +281,35 @@ func (c Client) String() string {
 // query is the ECS option and the resolver address a query for c carries.
 func (c Client) query() (*dns.EDNS0_SUBNET, net.Addr) {
 	remote := &net.UDPAddr{IP: c.Addr.AsSlice(), Port: 53}
+	if c.Remote.IsValid() {
+		remote.IP = c.Remote.AsSlice()
+	}
 	if c.Bits < 0 {
 		return nil, remote
 	}
-	fam := uint16(1)
-	if c.Addr.Is6() {
-		fam = 2
+	switch {
+	case c.Mapped:
+		a := c.Addr.As16()
+		return &dns.EDNS0_SUBNET{Code: dns.EDNS0SUBNET, Family: 2, SourceNetmask: uint8(c.Bits + 96),
+			Address: net.IP(a[:])}, remote
+	case c.Addr.Is6():
+		return &dns.EDNS0_SUBNET{Code: dns.EDNS0SUBNET, Family: 2, SourceNetmask: uint8(c.Bits),
+			Address: net.IP(c.Addr.AsSlice())}, remote
 	}
-	return &dns.EDNS0_SUBNET{Code: dns.EDNS0SUBNET, Family: fam, SourceNetmask: uint8(c.Bits),
+	return &dns.EDNS0_SUBNET{Code: dns.EDNS0SUBNET, Family: 1, SourceNetmask: uint8(c.Bits),
 		Address: net.IP(c.Addr.AsSlice())}, remote
 }
 
-// Outcome is what one query decided, for a replay.
+// Outcome is what one query decided, for a replay, counted the way the
+// server's metrics count it.
 type Outcome struct {
 	Subnet     netip.Prefix // the client's /24 (/48)
-	Tier       string
-	Node       string // "" when no node answered
-	Located    bool   // the client's province is known: the query counts for the cross-province ratio
-	Same       bool   // and the node is in it
+	Tier       string       // "" for NODATA: no node has an address of the type
+	Node       string       // the node answered with; "" for NODATA and SERVFAIL
+	Located    bool         // answered, and the client's province is known: it counts for the cross-province ratio
+	Same       bool         // and the node is in it
 	DistanceKm float64
+	Policy     string // stable, or canary
 }
 
 // Decide decides one query the way the server does; name "" is the first
@@ -300,12 +325,25 @@ func (e *Engine) Decide(ctx context.Context, c Client, name string, qtype uint16
 	e.g.clientOf(remote, ecs, nil, &dc)
 	dc.loc = e.g.ctl.locator.Locate(ctx, dc.client)
 	e.g.choose(v, rec, qtype, &dc)
-	return outcomeOf(&dc), nil
+	return e.outcomeOf(&dc), nil
 }
 
-func outcomeOf(dc *decision) Outcome {
-	o := Outcome{Subnet: dc.loc.Key.Prefix(), Tier: dc.d.Tier.String(), DistanceKm: dc.d.DistanceKm}
-	if w := dc.d.Winner; w != nil {
+func (e *Engine) outcomeOf(dc *decision) Outcome {
+	o := Outcome{Subnet: dc.loc.Key.Prefix(), DistanceKm: dc.d.DistanceKm, Policy: policyStable}
+	if dc.inCan {
+		o.Policy = policyCanary
+	}
+	w := dc.d.Winner
+	if w == nil {
+		o.DistanceKm = -1
+		return o
+	}
+	o.Tier = dc.d.Tier.String()
+	if dc.d.Tier == scoring.TierFailOpen && e.g.opts.allDownServfail {
+		o.DistanceKm = -1
+		return o
+	}
+	{
 		o.Node = w.ID
 		if dc.loc.Province != "" {
 			o.Located = true

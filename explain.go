@@ -3,7 +3,6 @@ package gslb
 import (
 	"context"
 	"math"
-	"net/netip"
 
 	"github.com/gslbdns/gslb/geo"
 	"github.com/gslbdns/gslb/locate"
@@ -182,6 +181,12 @@ func (e *Engine) Explain(ctx context.Context, c Client, name string, qtype uint1
 	}
 	x.Tiers = explainedTiers(traces, v.Nodes, d.Tier)
 
+	x.Answer = []ExplainedRR{}
+	for _, st := range steps {
+		if st.Source == "online" && st.Final {
+			x.Notes = append(x.Notes, "the online API placed the client: the server asks it in the background and uses its answer from the next query for this /24 on")
+		}
+	}
 	x.Rcode = dns.RcodeToString[dns.RcodeSuccess]
 	switch {
 	case dc.d.Winner == nil:
@@ -255,11 +260,3 @@ func placeOf(l *geo.Location) ExplainedPlace {
 
 // round keeps four decimals: enough to compare, short to read.
 func round(f float64) float64 { return math.Round(f*1e4) / 1e4 }
-
-// Prefix is the client's ECS prefix, or its address as a host prefix.
-func (c Client) Prefix() netip.Prefix {
-	if c.Bits < 0 {
-		return netip.PrefixFrom(c.Addr, c.Addr.BitLen())
-	}
-	return netip.PrefixFrom(c.Addr, c.Bits)
-}

@@ -191,6 +191,10 @@ func TestExplainMatchesServer(t *testing.T) {
 		qtype     uint16
 	}
 	var jobs []job
+	// IPv4-mapped ECS options, which the server keeps as family 2.
+	for i := range 6 {
+		clients = append(clients, fmt.Sprintf("::ffff:1.%d.%d.0/120", 1+i, 7*i))
+	}
 	for i, c := range clients {
 		j := job{ecs: c, name: "www.example.org", qtype: dns.TypeA}
 		if i%5 == 0 {
@@ -248,7 +252,7 @@ func TestExplainMatchesServer(t *testing.T) {
 		if len(r.Answer) > 0 && r.Answer[0].Header().Ttl != x.TTL {
 			t.Errorf("%s: explain TTL %d, CoreDNS %d", j.ecs, x.TTL, r.Answer[0].Header().Ttl)
 		}
-		if x.Client.From != "ecs" || x.Client.ECS != j.ecs {
+		if x.Client.From != "ecs" || x.Client.ECS != netip.MustParsePrefix(j.ecs).String() {
 			t.Errorf("%s: explain's client is %+v", j.ecs, x.Client)
 		}
 		tiers[x.Tier]++
@@ -517,6 +521,15 @@ func TestReplayText(t *testing.T) {
 		t.Errorf("Expected the moves in the report, got\n%s", out)
 	}
 
+	// The same table with its records in another order changes nothing:
+	// queries without a name are decided for the same record on both sides.
+	reordered := strings.Replace(toolNodes, "  - name: www.example.org\n", "", 1) + "  - name: www.example.org\n"
+	out, _, _ = runTool(t, "replay", "-conf", conf, "-json", "-nodes", writeFile(t, dir, "reordered.yaml", reordered), "-baseline-nodes", base, in)
+	var same replayJSON
+	if err := json.Unmarshal([]byte(out), &same); err != nil || same.Changed == nil || *same.Changed != 0 {
+		t.Errorf("Expected no change from reordering the records, got %s", out)
+	}
+
 	// A policy: the cross-province ratio must stay under a bound.
 	bound := fmt.Sprint(wantCross + 0.001)
 	if _, _, code := runTool(t, "replay", "-conf", conf, "-max-cross", bound, in); code != 0 {
@@ -607,8 +620,23 @@ func TestReplayLog(t *testing.T) {
 		}
 		return len(lines) == len(v4)+1, fmt.Sprintf("%d lines", len(lines))
 	})
-	in := writeFile(t, dir, "coredns.log", strings.Join(lines, "\n")+"\n")
-	out, stderr, code := runTool(t, "replay", "-conf", conf, "-json", in)
+	// As a real log has it: CoreDNS's startup lines first, and lines of
+	// queries gslb did not decide (client=-).
+	ask(t, s, "www.example.org", dns.TypeMX, "1.1.1.0/24")
+	ask(t, s, "nope.example.org", dns.TypeA, "1.1.1.0/24")
+	var other []string
+	waitFor(t, "the other queries logged", func() (bool, string) {
+		other = other[:0]
+		for _, l := range strings.Split(logs.String(), "\n") {
+			if strings.Contains(l, " client=-") {
+				other = append(other, l)
+			}
+		}
+		return len(other) == 2, logs.String()
+	})
+	startup := "maxprocs: Leaving GOMAXPROCS=2: CPU quota undefined\nexample.org.:53\nCoreDNS-1.15.0\nlinux/amd64, go1.26.8, \n"
+	in := writeFile(t, dir, "coredns.log", startup+strings.Join(append(lines, other...), "\n")+"\n")
+	out, stderr, code := runTool(t, "replay", "-conf", conf, "-json", "-strict", in)
 	var got replayJSON
 	if err := json.Unmarshal([]byte(out), &got); code != 0 || err != nil {
 		t.Fatalf("replay: exit %d, %v: %s\n%s", code, err, stderr, out)
@@ -686,6 +714,14 @@ func TestReplayDnstap(t *testing.T) {
 		ones[i] = 1
 	}
 	wantNodes, wantCross, _ := expected(t, s, v4, ones)
+	// An ECS shorter than ecs_min_prefix: the server decides for the
+	// resolver's address, and so must the replay. Other types are not
+	// decided.
+	for i := range 5 {
+		r := ask(t, s, "www.example.org", dns.TypeA, fmt.Sprintf("1.%d.0.0/16", 1+i))
+		wantNodes[nodeProvince[inOrder(r)[0]][0]]++
+		ask(t, s, "www.example.org", dns.TypeHTTPS, "1.1.1.0/24")
+	}
 	s.stop()
 	select {
 	case err := <-recorded:
@@ -702,16 +738,20 @@ func TestReplayDnstap(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &got); code != 0 || err != nil {
 		t.Fatalf("replay: exit %d, %v: %s\n%s", code, err, stderr, out)
 	}
-	if got.Queries != len(v4) || fmt.Sprint(got.Nodes) != fmt.Sprint(wantNodes) {
-		t.Errorf("Expected %d queries and %v, got %d and %v", len(v4), wantNodes, got.Queries, got.Nodes)
+	if got.Queries != len(v4)+5 || fmt.Sprint(got.Nodes) != fmt.Sprint(wantNodes) {
+		t.Errorf("Expected %d queries and %v, got %d and %v", len(v4)+5, wantNodes, got.Queries, got.Nodes)
 	}
 	if d := got.CrossProvinceRatio - wantCross; d > 1e-9 || d < -1e-9 {
 		t.Errorf("Expected a cross-province ratio of %v, got %v", wantCross, got.CrossProvinceRatio)
 	}
+	if !strings.Contains(out, `"other_types": 5`) {
+		t.Errorf("Expected the 5 HTTPS queries counted apart, got %s", out)
+	}
 
-	// A truncated file is an error, not a silent short count.
+	// A file cut inside a frame is an error, not a silent short count. (Cut
+	// between frames, it reads as a recording that stopped there.)
 	data, _ := os.ReadFile(file)
-	cut := writeFile(t, dir, "cut.dnstap", string(data[:len(data)/2]))
+	cut := writeFile(t, dir, "cut.dnstap", string(data[:len(data)-3]))
 	if _, stderr, code := runTool(t, "replay", "-conf", conf, cut); code != 1 || !strings.Contains(stderr, "cut.dnstap") {
 		t.Errorf("Expected a truncated dnstap file to fail, got %d %q", code, stderr)
 	}

@@ -131,9 +131,9 @@ func report(w io.Writer, x *gslb.Explanation) {
 		}[x.Tier])
 	}
 
-	fmt.Fprintln(w, "Nodes")
+	fmt.Fprintln(w, "Nodes     (raw km, load, cost and rtt | the score's terms, weighted into the score; * the winner)")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "  node\ttier\tstate\tusable\tkm\tload\tcost\trtt\tdistance\tload\tcost\tquality\tscore")
+	fmt.Fprintln(tw, "  node\ttier\tstate\tusable\tkm\tload\tcost\trtt\t| distance\tload\tcost\tquality\t= score")
 	for _, n := range x.Candidates {
 		usable := "yes"
 		if !n.Usable {
@@ -146,7 +146,7 @@ func report(w io.Writer, x *gslb.Explanation) {
 			fmt.Fprintf(tw, "  %s\t-\t%s\t%s\t\t%.2f\t%g\n", n.ID, n.State, usable, n.Load, n.Cost)
 			continue
 		}
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%.2f\t%g\t%s\t%.3f\t%.3f\t%.3f\t%.3f\t%.3f\n", n.ID, n.Tier, n.State, usable,
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%.2f\t%g\t%s\t| %.3f\t%.3f\t%.3f\t%.3f\t= %.3f\n", n.ID, n.Tier, n.State, usable,
 			opt(n.DistanceKm, "%.0f"), n.Load, n.Cost, opt(n.RTTMs, "%.0fms"),
 			n.Terms["distance"], n.Terms["load"], n.Terms["cost"], n.Terms["quality"], n.Score)
 	}

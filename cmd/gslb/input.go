@@ -6,11 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/netip"
 	"os"
 	"strconv"
 	"strings"
 
 	dnstap "github.com/dnstap/golang-dnstap"
+	framestream "github.com/farsightsec/golang-framestream"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/gslbdns/gslb"
@@ -26,14 +28,20 @@ type query struct {
 	count  int
 }
 
-// lineError is a malformed line or frame of an input.
+// lineError is a malformed line (or dnstap frame) of an input.
 type lineError struct {
 	file string
-	line int
+	what string // "line" or "frame"
+	n    int
 	err  error
 }
 
-func (e *lineError) Error() string { return fmt.Sprintf("%s:%d: %v", e.file, e.line, e.err) }
+func (e *lineError) Error() string {
+	if e.what == "frame" {
+		return fmt.Sprintf("%s: frame %d: %v", e.file, e.n, e.err)
+	}
+	return fmt.Sprintf("%s:%d: %v", e.file, e.n, e.err)
+}
 
 // Input formats.
 const (
@@ -42,11 +50,28 @@ const (
 	formatDnstap = "dnstap"
 )
 
+// Limits on hostile input.
+const (
+	maxLine  = 1 << 20 // a longer line is reported and skipped
+	maxCount = 1 << 40 // a text line's count
+	maxFrame = 1 << 20 // framestream's own default bound
+	sniff    = 64      // lines looked at to tell a log from a text file
+)
+
+// ignored counts what an input held that is not a gslb decision to replay.
+type ignored struct {
+	other    int // log lines of no query (startup, errors), or of a query gslb did not decide (client=-)
+	types    int // queries of another type than A and AAAA
+	noQuery  int // dnstap frames without the query message (recorded without "full")
+	response int // dnstap frames of responses and of other message types
+}
+
 // readInput sends each query of the file to fn, and each malformed line
 // to bad; it stops at the first error bad returns. The format is detected:
 // a dnstap frame stream starts with a control frame (four zero bytes); a
-// line with client= is a log line; anything else is text.
-func readInput(path string, fn func(query), bad func(*lineError) error) (format string, err error) {
+// file with client= in its first lines is a CoreDNS log; anything else is
+// text.
+func readInput(path string, fn func(query), bad func(*lineError) error, ign *ignored) (format string, err error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return "", err
@@ -55,44 +80,90 @@ func readInput(path string, fn func(query), bad func(*lineError) error) (format 
 	br := bufio.NewReaderSize(f, 1<<16)
 	head, _ := br.Peek(4)
 	if len(head) == 4 && bytes.Equal(head, []byte{0, 0, 0, 0}) {
-		return formatDnstap, readDnstap(path, br, fn, bad)
+		return formatDnstap, readDnstap(path, br, fn, bad, ign)
 	}
-	sc := bufio.NewScanner(br)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	format = ""
-	for n := 1; sc.Scan(); n++ {
-		line := strings.TrimSpace(sc.Text())
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
+	format = formatText
+	if peek, _ := br.Peek(min(br.Size(), 1<<16)); bytes.Contains(firstLines(peek, sniff), []byte("client=")) {
+		format = formatLog
+	}
+	for n := 1; ; n++ {
+		raw, long, err := readLine(br)
+		if err == io.EOF && raw == nil {
+			return format, nil
 		}
-		if format == "" {
-			format = formatText
-			if strings.Contains(line, "client=") {
-				format = formatLog
-			}
+		if err != nil && err != io.EOF {
+			return format, fmt.Errorf("%s: %w", path, err)
 		}
-		var q query
-		var err error
-		if format == formatLog {
-			q, err = parseLogLine(line)
-		} else {
-			q, err = parseTextLine(line)
-		}
-		if err != nil {
-			if err := bad(&lineError{path, n, err}); err != nil {
+		if long {
+			if err := bad(&lineError{path, "line", n, fmt.Errorf("longer than %d bytes", maxLine)}); err != nil {
 				return format, err
 			}
 			continue
 		}
+		line := strings.TrimSpace(string(raw))
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		var q query
+		if format == formatLog {
+			var ok bool
+			if q, ok, err = parseLogLine(line); err == nil && !ok {
+				ign.other++
+				continue
+			}
+		} else {
+			q, err = parseTextLine(line)
+		}
+		if err != nil {
+			if err := bad(&lineError{path, "line", n, err}); err != nil {
+				return format, err
+			}
+			continue
+		}
+		if q.qtype != dns.TypeA && q.qtype != dns.TypeAAAA {
+			ign.types += q.count
+			continue
+		}
 		fn(q)
 	}
-	if err := sc.Err(); err != nil {
-		return format, fmt.Errorf("%s: %w", path, err)
+}
+
+// firstLines is the start of b up to its n-th newline.
+func firstLines(b []byte, n int) []byte {
+	end := 0
+	for range n {
+		i := bytes.IndexByte(b[end:], '\n')
+		if i < 0 {
+			return b
+		}
+		end += i + 1
 	}
-	if format == "" {
-		format = formatText
+	return b[:end]
+}
+
+// readLine reads one line, at most maxLine bytes of it; long reports a
+// longer line, whose rest is discarded.
+func readLine(br *bufio.Reader) (line []byte, long bool, err error) {
+	for {
+		chunk, isPrefix, err := br.ReadLine()
+		if len(line)+len(chunk) > maxLine {
+			long = true
+		} else {
+			line = append(line, chunk...)
+		}
+		if err != nil {
+			if len(line) > 0 || long {
+				return line, long, nil
+			}
+			return nil, false, err
+		}
+		if !isPrefix {
+			if line == nil {
+				line = []byte{}
+			}
+			return line, long, nil
+		}
 	}
-	return format, nil
 }
 
 // parseTextLine reads "ADDRESS[/PREFIX] [COUNT]".
@@ -108,8 +179,8 @@ func parseTextLine(line string) (query, error) {
 	q := query{client: c, qtype: dns.TypeA, count: 1}
 	if len(f) == 2 {
 		n, err := strconv.Atoi(f[1])
-		if err != nil || n < 1 {
-			return query{}, fmt.Errorf("count %q is not a whole number above 0", f[1])
+		if err != nil || n < 1 || n > maxCount {
+			return query{}, fmt.Errorf("count %q is not a whole number in 1..%d", f[1], maxCount)
 		}
 		q.count = n
 	}
@@ -118,23 +189,31 @@ func parseTextLine(line string) (query, error) {
 
 // parseLogLine reads a log line of the README's format: client=ADDRESS,
 // via=ecs|remote, ecs=ADDRESS/SOURCE/SCOPE, and the query's type and name
-// where "{type} {name}" left them.
-func parseLogLine(line string) (query, error) {
+// where "{type} {name}" left them, before the first key=value. ok is false
+// for a line of no gslb decision: no client= (startup, errors), or
+// client=- (a query gslb did not decide).
+func parseLogLine(line string) (q query, ok bool, err error) {
 	f := strings.Fields(line)
 	kv := map[string]string{}
-	q := query{qtype: dns.TypeA, count: 1}
+	q = query{qtype: dns.TypeA, count: 1}
+	head := true
 	for i, tok := range f {
-		if k, v, ok := strings.Cut(tok, "="); ok {
-			kv[k] = v
+		if k, v, isKV := strings.Cut(tok, "="); isKV {
+			head = false
+			if _, dup := kv[k]; !dup {
+				kv[k] = v
+			}
 			continue
 		}
-		if (tok == "A" || tok == "AAAA") && i+1 < len(f) && strings.HasSuffix(f[i+1], ".") {
-			q.qtype, q.name = dns.StringToType[tok], f[i+1]
+		if head && i+1 < len(f) && strings.HasSuffix(f[i+1], ".") && !strings.Contains(f[i+1], "=") {
+			if t, known := dns.StringToType[tok]; known {
+				q.qtype, q.name = t, f[i+1]
+			}
 		}
 	}
-	client, ok := kv["client"]
-	if !ok || client == "-" || client == "" {
-		return query{}, errors.New("no client=ADDRESS")
+	client, has := kv["client"]
+	if !has || client == "-" || client == "" {
+		return query{}, false, nil
 	}
 	if kv["via"] == "ecs" && kv["ecs"] != "" && kv["ecs"] != "-" {
 		// ADDRESS/SOURCE/SCOPE: the option as the query had it.
@@ -144,98 +223,115 @@ func parseLogLine(line string) (query, error) {
 		}
 		c, err := gslb.ParseClient(p)
 		if err != nil {
-			return query{}, fmt.Errorf("ecs=%s: %v", kv["ecs"], err)
+			return query{}, false, fmt.Errorf("ecs=%q: %v", kv["ecs"], err)
 		}
 		q.client = c
-		return q, nil
+		return q, true, nil
 	}
 	c, err := gslb.ParseClient(client)
 	if err != nil {
-		return query{}, err
+		return query{}, false, err
 	}
 	if c.Bits >= 0 {
-		return query{}, fmt.Errorf("client=%s: want an address", client)
+		return query{}, false, fmt.Errorf("client=%q: want an address", client)
 	}
 	q.client = c
-	return q, nil
+	return q, true, nil
 }
 
-// readDnstap reads the queries of a dnstap frame-stream file: the ECS
-// option of each query message when it has one, else the query address.
-// Responses and frames of other types are skipped.
-func readDnstap(path string, r io.Reader, fn func(query), bad func(*lineError) error) error {
+// readDnstap reads the client queries of a dnstap frame-stream file: the
+// ECS option of each query message when it has one, with the query address
+// as the resolver's. Responses and other message types are skipped.
+func readDnstap(path string, r io.Reader, fn func(query), bad func(*lineError) error, ign *ignored) error {
 	fr, err := dnstap.NewReader(r, nil)
 	if err != nil {
 		return fmt.Errorf("%s: not a dnstap file: %v", path, err)
 	}
-	buf := make([]byte, 1<<16)
+	buf := make([]byte, maxFrame)
 	for n := 1; ; n++ {
 		k, err := fr.ReadFrame(buf)
 		if errors.Is(err, io.EOF) {
 			return nil
 		}
-		if err != nil {
-			return fmt.Errorf("%s: frame %d: %v", path, n, err)
-		}
-		q, ok, err := dnstapQuery(buf[:k])
-		if err != nil {
-			if err := bad(&lineError{path, n, err}); err != nil {
+		if errors.Is(err, framestream.ErrDataFrameTooLarge) {
+			if err := bad(&lineError{path, "frame", n, err}); err != nil {
 				return err
 			}
 			continue
 		}
-		if ok {
-			fn(q)
+		if err != nil {
+			return fmt.Errorf("%s: frame %d: %v", path, n, err)
 		}
+		q, ok, err := dnstapQuery(buf[:k], ign)
+		if err != nil {
+			if err := bad(&lineError{path, "frame", n, err}); err != nil {
+				return err
+			}
+			continue
+		}
+		if !ok {
+			continue
+		}
+		if q.qtype != dns.TypeA && q.qtype != dns.TypeAAAA {
+			ign.types++
+			continue
+		}
+		fn(q)
 	}
 }
 
-// dnstapQuery reads one frame; ok is false for a frame that is not a query.
-func dnstapQuery(frame []byte) (q query, ok bool, err error) {
+// dnstapQuery reads one frame; ok is false for a frame that is not a
+// client query.
+func dnstapQuery(frame []byte, ign *ignored) (q query, ok bool, err error) {
 	var d dnstap.Dnstap
 	if err := proto.Unmarshal(frame, &d); err != nil {
-		return query{}, false, fmt.Errorf("frame: %v", err)
+		return query{}, false, fmt.Errorf("not a dnstap message: %v", err)
 	}
 	m := d.GetMessage()
-	if d.GetType() != dnstap.Dnstap_MESSAGE || m == nil {
+	if d.GetType() != dnstap.Dnstap_MESSAGE || m == nil || m.GetType() != dnstap.Message_CLIENT_QUERY {
+		ign.response++
 		return query{}, false, nil
 	}
-	switch m.GetType() {
-	case dnstap.Message_CLIENT_QUERY, dnstap.Message_AUTH_QUERY, dnstap.Message_RESOLVER_QUERY,
-		dnstap.Message_FORWARDER_QUERY, dnstap.Message_STUB_QUERY, dnstap.Message_TOOL_QUERY:
-	default:
+	raw := m.GetQueryMessage()
+	if len(raw) == 0 {
+		// Recorded without "full": no name, no type, no ECS.
+		ign.noQuery++
 		return query{}, false, nil
 	}
-	q = query{qtype: dns.TypeA, count: 1}
-	if raw := m.GetQueryMessage(); len(raw) > 0 {
-		msg := new(dns.Msg)
-		if err := msg.Unpack(raw); err != nil {
-			return query{}, false, fmt.Errorf("query message: %v", err)
-		}
-		if len(msg.Question) > 0 {
-			q.name, q.qtype = msg.Question[0].Name, msg.Question[0].Qtype
-		}
-		if o := msg.IsEdns0(); o != nil {
-			for _, opt := range o.Option {
-				if e, isECS := opt.(*dns.EDNS0_SUBNET); isECS && e.SourceNetmask > 0 {
-					c, err := gslb.ParseClient(fmt.Sprintf("%s/%d", e.Address, e.SourceNetmask))
-					if err != nil {
-						return query{}, false, fmt.Errorf("ECS: %v", err)
-					}
-					q.client = c
-					return q, true, nil
+	var remote netip.Addr
+	if a, isIP := netip.AddrFromSlice(m.GetQueryAddress()); isIP {
+		remote = a.Unmap()
+	}
+	msg := new(dns.Msg)
+	if err := msg.Unpack(raw); err != nil {
+		return query{}, false, fmt.Errorf("query message: %v", err)
+	}
+	if len(msg.Question) == 0 {
+		return query{}, false, errors.New("query message without a question")
+	}
+	q = query{name: msg.Question[0].Name, qtype: msg.Question[0].Qtype, count: 1}
+	if o := msg.IsEdns0(); o != nil {
+		for _, opt := range o.Option {
+			if e, isECS := opt.(*dns.EDNS0_SUBNET); isECS && e.SourceNetmask > 0 {
+				var addr netip.Addr
+				if e.Family == 1 {
+					addr, _ = netip.AddrFromSlice(e.Address.To4())
+				} else {
+					addr, _ = netip.AddrFromSlice(e.Address.To16()) // an IPv4-mapped one stays IPv6
 				}
+				c, err := gslb.ParseClient(fmt.Sprintf("%s/%d", addr, e.SourceNetmask))
+				if err != nil {
+					return query{}, false, fmt.Errorf("ECS: %v", err)
+				}
+				c.Remote = remote
+				q.client = c
+				return q, true, nil
 			}
 		}
 	}
-	addr := m.GetQueryAddress()
-	if len(addr) != 4 && len(addr) != 16 {
+	if !remote.IsValid() {
 		return query{}, false, errors.New("no query address and no ECS")
 	}
-	c, err := gslb.ParseClient(ipString(addr))
-	if err != nil {
-		return query{}, false, err
-	}
-	q.client = c
+	q.client = gslb.Client{Addr: remote, Bits: -1}
 	return q, true, nil
 }

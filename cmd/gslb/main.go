@@ -83,15 +83,30 @@ func (c *common) register(fs *flag.FlagSet, engine bool) {
 	}
 }
 
-// parse parses args, printing the error and the usage on a bad one.
+// parse parses args, flags before or after the arguments, printing the
+// error and the usage on a bad one; "--" ends the flags.
 func parse(fs *flag.FlagSet, args []string, stderr io.Writer) (ok bool, status int) {
 	fs.SetOutput(stderr)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return false, exitOK
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return false, exitOK
+			}
+			return false, exitUsage
 		}
-		return false, exitUsage
+		rest := fs.Args()
+		if len(rest) == 0 {
+			break
+		}
+		if len(args) > len(rest) && args[len(args)-len(rest)-1] == "--" {
+			pos = append(pos, rest...) // after "--": all arguments
+			break
+		}
+		pos = append(pos, rest[0])
+		args = rest[1:]
 	}
+	fs.Parse(append([]string{"--"}, pos...)) // leaves the arguments in fs.Args()
 	return true, exitOK
 }
 

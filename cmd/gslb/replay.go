@@ -30,11 +30,13 @@ type stats struct {
 	CrossProvinceRatio float64        `json:"cross_province_ratio"`
 	Nodes              map[string]int `json:"nodes"`
 	MeanDistanceKm     float64        `json:"mean_distance_km"`
+	// NoData counts queries no node of the record could answer (no address
+	// of the type): the server answers NODATA and counts no tier.
+	NoData int `json:"nodata"`
 
-	same, cross   int
-	km            float64
-	withDistance  int
-	unmatchedName int
+	same, cross  int
+	km           float64
+	withDistance int
 }
 
 func newStats() *stats { return &stats{Tiers: map[string]int{}, Nodes: map[string]int{}} }
@@ -42,6 +44,10 @@ func newStats() *stats { return &stats{Tiers: map[string]int{}, Nodes: map[strin
 // add counts n queries that decided o, like the plugin's metrics do.
 func (s *stats) add(o gslb.Outcome, n int) {
 	s.Queries += n
+	if o.Tier == "" {
+		s.NoData += n
+		return
+	}
 	s.Tiers[o.Tier] += n
 	if o.Node != "" {
 		s.Nodes[o.Node] += n
@@ -68,23 +74,39 @@ func (s *stats) finish() {
 	}
 }
 
-// move is one subnet whose node changed from the baseline.
+// move is one subnet whose node changed from the baseline, for one name
+// and type.
 type move struct {
 	Subnet  string `json:"subnet"`
 	From    string `json:"from"`
 	To      string `json:"to"`
 	Tier    string `json:"tier"`
+	Name    string `json:"name"`
+	Type    string `json:"type"`
 	queries int
 }
 
 // replayResult is what replay -json prints.
 type replayResult struct {
 	*stats
-	Skipped  int     `json:"skipped"`
-	Baseline *stats  `json:"baseline,omitempty"`
-	Changed  *int    `json:"changed,omitempty"`
-	Moves    *[]move `json:"moves,omitempty"`
+	Skipped  int      `json:"skipped"`
+	Ignored  ignoredJ `json:"ignored"`
+	Notes    []string `json:"notes,omitempty"`
+	Baseline *stats   `json:"baseline,omitempty"`
+	Changed  *int     `json:"changed,omitempty"`
+	Moves    *[]move  `json:"moves,omitempty"`
 }
+
+// ignoredJ is what the inputs held that was not replayed.
+type ignoredJ struct {
+	OtherNames int `json:"other_names"` // queries for names that are not records
+	OtherTypes int `json:"other_types"` // queries of other types than A and AAAA
+	OtherLines int `json:"other_lines"` // log lines of no gslb decision
+	NoQuery    int `json:"no_query"`    // dnstap frames without the query message
+}
+
+// maxReported is how many skipped lines are reported one by one.
+const maxReported = 20
 
 func replay(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var c common
@@ -110,7 +132,9 @@ format is detected.`)
 		fs.Usage()
 		return exitUsage
 	}
-	if *maxCross > 1 {
+	maxCrossSet := false
+	fs.Visit(func(f *flag.Flag) { maxCrossSet = maxCrossSet || f.Name == "max-cross" })
+	if maxCrossSet && !(*maxCross >= 0 && *maxCross <= 1) {
 		fmt.Fprintf(stderr, "gslb replay: -max-cross %g is not a fraction in 0..1\n", *maxCross)
 		return exitUsage
 	}
@@ -128,10 +152,18 @@ format is detected.`)
 		}
 		defer base.Close()
 	}
-	if *name != "" {
-		// An unknown name is an error before any input is read.
-		if err := e.CheckName(*name); err != nil {
-			return fail(stderr, err)
+	// The name of queries that carry none (text lines, and every query with
+	// -name): the table under test's first record, the same for both sides.
+	fixed := *name
+	if fixed == "" && len(e.Records()) > 0 {
+		fixed = e.Records()[0]
+	}
+	for _, en := range []*gslb.Engine{e, base} {
+		if en == nil {
+			continue
+		}
+		if err := en.CheckName(fixed); err != nil {
+			return fail(stderr, fmt.Errorf("%s: %w", en.NodesFile(), err))
 		}
 	}
 	known := map[string]bool{}
@@ -140,28 +172,32 @@ format is detected.`)
 	}
 
 	cur, before := newStats(), newStats()
+	type moveKey struct {
+		subnet netip.Prefix
+		name   string
+		qtype  uint16
+	}
 	type change struct {
 		from, to, tier string
 		queries        int
 	}
-	changes := map[netip.Prefix]*change{}
+	changes := map[moveKey]*change{}
+	changedSubnets := map[netip.Prefix]bool{}
 	skipped := 0
+	var ign ignored
+	otherNames := 0
 	var decideErr error
 	each := func(q query) {
 		if decideErr != nil {
 			return
 		}
-		n := *name
-		if n == "" && q.name != "" {
-			if known[strings.ToLower(q.name)] {
-				n = q.name
-			} else {
-				cur.unmatchedName += q.count
+		n := fixed
+		if *name == "" && q.name != "" {
+			n = strings.ToLower(q.name)
+			if !known[n] {
+				otherNames += q.count
 				return
 			}
-		}
-		if q.qtype != dns.TypeA && q.qtype != dns.TypeAAAA {
-			q.qtype = dns.TypeA
 		}
 		o, err := e.Decide(ctx, q.client, n, q.qtype)
 		if err != nil {
@@ -174,15 +210,17 @@ format is detected.`)
 		}
 		b, err := base.Decide(ctx, q.client, n, q.qtype)
 		if err != nil {
-			decideErr = err
+			decideErr = fmt.Errorf("baseline %s: %w", *baselineNodes, err)
 			return
 		}
 		before.add(b, q.count)
 		if b.Node != o.Node {
-			ch := changes[o.Subnet]
+			k := moveKey{o.Subnet, n, q.qtype}
+			ch := changes[k]
 			if ch == nil {
 				ch = &change{from: b.Node, to: o.Node, tier: o.Tier}
-				changes[o.Subnet] = ch
+				changes[k] = ch
+				changedSubnets[o.Subnet] = true
 			}
 			ch.queries += q.count
 		}
@@ -192,34 +230,47 @@ format is detected.`)
 		if *strict {
 			return le
 		}
-		fmt.Fprintf(stderr, "gslb replay: skipped %v\n", le)
+		if skipped <= maxReported {
+			fmt.Fprintf(stderr, "gslb replay: skipped %v\n", le)
+		}
 		return nil
 	}
 	for _, in := range fs.Args() {
-		if _, err := readInput(in, each, bad); err != nil {
+		if _, err := readInput(in, each, bad, &ign); err != nil {
 			return fail(stderr, err)
 		}
 		if decideErr != nil {
 			return fail(stderr, decideErr)
 		}
 	}
+	if skipped > maxReported {
+		fmt.Fprintf(stderr, "gslb replay: skipped %d more malformed lines\n", skipped-maxReported)
+	}
 	cur.finish()
 	before.finish()
-	if cur.unmatchedName > 0 {
-		fmt.Fprintf(stderr, "gslb replay: %d queries for names that are not records of %s were not decided (-name decides them for one)\n",
-			cur.unmatchedName, e.NodesFile())
+	notes := append([]string(nil), e.Notes...)
+	if otherNames > 0 {
+		notes = append(notes, fmt.Sprintf("%d queries for names that are not records of %s were not decided (-name decides every query for one name)", otherNames, e.NodesFile()))
+	}
+	if ign.noQuery > 0 {
+		notes = append(notes, fmt.Sprintf("%d dnstap queries without their message were not decided: record with `dnstap ... full`", ign.noQuery))
+	}
+	if ign.types > 0 {
+		notes = append(notes, fmt.Sprintf("%d queries of other types than A and AAAA were not decided", ign.types))
 	}
 
-	res := replayResult{stats: cur, Skipped: skipped}
+	res := replayResult{stats: cur, Skipped: skipped, Notes: notes,
+		Ignored: ignoredJ{OtherNames: otherNames, OtherTypes: ign.types, OtherLines: ign.other, NoQuery: ign.noQuery}}
 	var moves []move
 	if base != nil {
-		for p, ch := range changes {
-			moves = append(moves, move{Subnet: p.String(), From: orNone(ch.from), To: orNone(ch.to), Tier: ch.tier, queries: ch.queries})
+		for k, ch := range changes {
+			moves = append(moves, move{Subnet: k.subnet.String(), From: orNone(ch.from), To: orNone(ch.to), Tier: orNone(ch.tier),
+				Name: k.name, Type: dns.TypeToString[k.qtype], queries: ch.queries})
 		}
 		slices.SortFunc(moves, func(a, b move) int {
-			return cmp.Or(cmp.Compare(b.queries, a.queries), cmpSubnet(a.Subnet, b.Subnet))
+			return cmp.Or(cmp.Compare(b.queries, a.queries), cmpSubnet(a.Subnet, b.Subnet), strings.Compare(a.Name, b.Name), strings.Compare(a.Type, b.Type))
 		})
-		n := len(changes)
+		n := len(changedSubnets)
 		res.Baseline, res.Changed = before, &n
 		top := moves[:min(len(moves), maxMoves)]
 		if top == nil {
@@ -236,7 +287,14 @@ format is detected.`)
 	} else {
 		replayReport(stdout, &res, e.NodesFile(), *baselineNodes)
 	}
-	if *maxCross >= 0 && cur.CrossProvinceRatio > *maxCross {
+	switch {
+	case cur.Queries == 0:
+		fmt.Fprintln(stderr, "gslb replay: no query was decided: is the input a text file, a log with client=, or a dnstap file recorded with full?")
+		return exitError
+	case maxCrossSet && cur.same+cur.cross == 0:
+		fmt.Fprintln(stderr, "gslb replay: -max-cross: no answered query had a known province, so there is no ratio to hold")
+		return exitError
+	case maxCrossSet && cur.CrossProvinceRatio > *maxCross:
 		fmt.Fprintf(stderr, "gslb replay: cross-province ratio %.4f is above -max-cross %g\n", cur.CrossProvinceRatio, *maxCross)
 		return exitCross
 	}
@@ -263,9 +321,12 @@ func replayReport(w io.Writer, r *replayResult, nodes, baseline string) {
 	s := r.stats
 	fmt.Fprintf(w, "Queries               %d", s.Queries)
 	if r.Skipped > 0 {
-		fmt.Fprintf(w, " (%d malformed lines skipped)", r.Skipped)
+		fmt.Fprintf(w, " (%d malformed lines or frames skipped)", r.Skipped)
 	}
 	fmt.Fprintln(w)
+	if s.NoData > 0 {
+		fmt.Fprintf(w, "NODATA                %d (no node of the record has an address of the type)\n", s.NoData)
+	}
 	located := s.same + s.cross
 	fmt.Fprintf(w, "Cross-province ratio  %.2f%% (%d of %d queries with a known province)\n", 100*s.CrossProvinceRatio, s.cross, located)
 	if s.withDistance > 0 {
@@ -275,7 +336,11 @@ func replayReport(w io.Writer, r *replayResult, nodes, baseline string) {
 	}
 	if r.Baseline != nil {
 		b := r.Baseline
-		fmt.Fprintf(w, "Baseline              %s: cross-province %.2f%%, mean distance %.0f km\n", baseline, 100*b.CrossProvinceRatio, b.MeanDistanceKm)
+		dist := "-"
+		if b.withDistance > 0 {
+			dist = fmt.Sprintf("%.0f km", b.MeanDistanceKm)
+		}
+		fmt.Fprintf(w, "Baseline              %s: cross-province %.2f%%, mean distance %s\n", baseline, 100*b.CrossProvinceRatio, dist)
 	}
 
 	fmt.Fprintln(w, "Tiers")
@@ -285,7 +350,13 @@ func replayReport(w io.Writer, r *replayResult, nodes, baseline string) {
 		head += "\tbefore"
 	}
 	fmt.Fprintln(tw, head)
-	for _, t := range scoring.Tiers() {
+	tiers := scoring.Tiers()
+	for t := range s.Tiers {
+		if !slices.Contains(tiers, t) {
+			tiers = append(tiers, t)
+		}
+	}
+	for _, t := range tiers {
 		if s.Tiers[t] == 0 && (r.Baseline == nil || r.Baseline.Tiers[t] == 0) {
 			continue
 		}
@@ -325,8 +396,11 @@ func replayReport(w io.Writer, r *replayResult, nodes, baseline string) {
 	if r.Changed != nil {
 		fmt.Fprintf(w, "Changed               %d subnets changed node\n", *r.Changed)
 		for _, m := range *r.Moves {
-			fmt.Fprintf(w, "  %s: %s → %s, %s (%d queries)\n", m.Subnet, m.From, m.To, m.Tier, m.queries)
+			fmt.Fprintf(w, "  %s: %s → %s, %s (%d queries, %s %s)\n", m.Subnet, m.From, m.To, m.Tier, m.queries, m.Name, m.Type)
 		}
+	}
+	for _, n := range r.Notes {
+		fmt.Fprintf(w, "Note                  %s\n", n)
 	}
 }
 
