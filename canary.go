@@ -11,6 +11,7 @@ import (
 	"github.com/gslbdns/gslb/health"
 	"github.com/gslbdns/gslb/locate"
 	"github.com/gslbdns/gslb/policy"
+	"github.com/gslbdns/gslb/scoring"
 	"github.com/gslbdns/gslb/table"
 )
 
@@ -97,17 +98,7 @@ func (cn *canary) picks(k locate.Key) bool {
 	if share == 0 {
 		return false
 	}
-	return mix64(uint64(k)^canarySalt)%canaryBasis < uint64(share)
-}
-
-// mix64 is SplitMix64's finalizer: every bit of the key moves the bucket.
-func mix64(x uint64) uint64 {
-	x ^= x >> 30
-	x *= 0xbf58476d1ce4e5b9
-	x ^= x >> 27
-	x *= 0x94d049bb133111eb
-	x ^= x >> 31
-	return x
+	return scoring.Mix64(uint64(k)^canarySalt)%canaryBasis < uint64(share)
 }
 
 // count notes one decision's province match under its policy and, every

@@ -153,15 +153,7 @@ func ask(t *testing.T, s *server, name string, qtype uint16, ecs string) *dns.Ms
 
 // answers returns the A/AAAA addresses of r, sorted.
 func answers(r *dns.Msg) []string {
-	var out []string
-	for _, rr := range r.Answer {
-		switch rr := rr.(type) {
-		case *dns.A:
-			out = append(out, rr.A.String())
-		case *dns.AAAA:
-			out = append(out, rr.AAAA.String())
-		}
-	}
+	out := inOrder(r)
 	sort.Strings(out)
 	return out
 }

@@ -168,6 +168,16 @@ func toolClients(n int) []string {
 	return out
 }
 
+// toolV4Clients are the IPv4 ones of toolClients(n), each with a count of 1.
+func toolV4Clients(n int) (v4 []string, ones []int) {
+	for _, c := range toolClients(n) {
+		if strings.Contains(c, ".") {
+			v4, ones = append(v4, c), append(ones, 1)
+		}
+	}
+	return v4, ones
+}
+
 type explained struct {
 	Name   string
 	Client struct{ Address, From, ECS, Subnet string }
@@ -594,17 +604,7 @@ func TestReplayLog(t *testing.T) {
 }`, readmeLogFormat(t), city, asn, nodes)
 	conf := writeFile(t, dir, "Corefile", text)
 	s := startServer(t, text)
-	clients := toolClients(150)
-	var v4 []string
-	for _, c := range clients {
-		if strings.Contains(c, ".") {
-			v4 = append(v4, c)
-		}
-	}
-	ones := make([]int, len(v4))
-	for i := range ones {
-		ones[i] = 1
-	}
+	v4, ones := toolV4Clients(150)
 	wantNodes, wantCross, _ := expected(t, s, v4, ones)
 	// A query without ECS is logged with the resolver's address, which
 	// has no location.
@@ -702,17 +702,7 @@ func TestReplayDnstap(t *testing.T) {
 	case <-time.After(waitTimeout):
 		t.Fatal("CoreDNS did not connect to the dnstap socket")
 	}
-	clients := toolClients(120)
-	var v4 []string
-	for _, c := range clients {
-		if strings.Contains(c, ".") {
-			v4 = append(v4, c)
-		}
-	}
-	ones := make([]int, len(v4))
-	for i := range ones {
-		ones[i] = 1
-	}
+	v4, ones := toolV4Clients(120)
 	wantNodes, wantCross, _ := expected(t, s, v4, ones)
 	// An ECS shorter than ecs_min_prefix: the server decides for the
 	// resolver's address, and so must the replay. Other types are not
