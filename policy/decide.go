@@ -52,17 +52,33 @@ func (v *View) Decide(q *Query) Decision {
 // preparation of the client's location.
 func (v *View) decide(q *Query, cand []int) scoring.Decision {
 	if v.cache == nil || v.anyShed && slices.ContainsFunc(cand, func(i int) bool { return v.shedding[i] }) {
-		return scoring.Decide(v.input(q, cand))
+		return v.full(q, cand)
 	}
 	h := hashKey(q.Record, q.QType, &q.Client)
 	p := v.cache.get(v.gen, h, q.Record, q.QType, &q.Client)
 	if p == nil {
-		p = scoring.Prepare(v.input(q, cand))
-		if !p.PerSubnet() {
-			v.cache.put(v.gen, h, q.Record, q.QType, &q.Client, p)
-		}
+		p = v.prepare(q, cand, h)
 	}
 	return p.Pick(q.Subnet)
+}
+
+// full decides without the cache, out of line like prepare.
+//
+//go:noinline
+func (v *View) full(q *Query, cand []int) scoring.Decision {
+	return scoring.Decide(v.input(q, cand))
+}
+
+// prepare is a cache miss: out of line, so that a hit runs on a small
+// stack frame (a query's goroutine grows its stack by copying it).
+//
+//go:noinline
+func (v *View) prepare(q *Query, cand []int, h uint64) *scoring.Prepared {
+	p := scoring.Prepare(v.input(q, cand))
+	if !p.PerSubnet() {
+		v.cache.put(v.gen, h, q.Record, q.QType, &q.Client, p)
+	}
+	return p
 }
 
 // input copies the query's client, so that only a miss allocates.
