@@ -420,57 +420,36 @@ func untilOrHour(t time.Time) time.Duration {
 // reload loads the files that changed and settled, outside the lock, and
 // swaps them in. A bad file is rejected and the previous one keeps serving.
 func (c *control) reload() {
-	var t *table.Table
-	if data := c.files.textChanged(c.opts.nodes); data != nil {
-		nt, err := table.Parse(c.opts.nodes, data, c.zones, c.opts.ttl)
-		if err != nil {
-			c.files.rejected(c.opts.nodes, err)
-		} else {
-			c.files.loaded(c.opts.nodes)
-			t = nt
-		}
-	}
+	t, _ := reloadText(c.files, c.opts.nodes, func(data []byte) (*table.Table, error) {
+		return table.Parse(c.opts.nodes, data, c.zones, c.opts.ttl)
+	})
 	var ov *overrides.Table
 	if c.opts.overrides != "" {
-		if data := c.files.textChanged(c.opts.overrides); data != nil {
-			c.mu.Lock()
-			cur := c.table
-			c.mu.Unlock()
-			if t != nil {
-				cur = t
+		ov, _ = reloadText(c.files, c.opts.overrides, func(data []byte) (*overrides.Table, error) {
+			cur := t
+			if cur == nil {
+				c.mu.Lock()
+				cur = c.table
+				c.mu.Unlock()
 			}
-			o, err := overrides.Parse(c.opts.overrides, data, knownIn(cur))
-			if err != nil {
-				c.files.rejected(c.opts.overrides, err)
-			} else {
-				c.files.loaded(c.opts.overrides)
-				ov = o
-			}
-		}
+			return overrides.Parse(c.opts.overrides, data, knownIn(cur))
+		})
 	}
 	var qm *quality.Matrix
 	if c.opts.quality != "" {
-		if data := c.files.textChanged(c.opts.quality); data != nil {
-			m, err := quality.Parse(c.opts.quality, data)
-			if err != nil {
-				c.files.rejected(c.opts.quality, err)
-			} else {
-				c.files.loaded(c.opts.quality)
-				qm = m
-			}
-		}
+		qm, _ = reloadText(c.files, c.opts.quality, func(data []byte) (*quality.Matrix, error) {
+			return quality.Parse(c.opts.quality, data)
+		})
 	}
 	var cn *canary
 	if o := c.opts.canary; o != nil {
-		if data := c.files.textChanged(o.file); data != nil {
+		cn, _ = reloadText(c.files, o.file, func(data []byte) (*canary, error) {
 			ct, err := table.Parse(o.file, data, c.zones, c.opts.ttl)
 			if err != nil {
-				c.files.rejected(o.file, fmt.Errorf("canary: %w", err))
-			} else {
-				c.files.loaded(o.file)
-				cn = newCanary(*o, ct)
+				return nil, fmt.Errorf("canary: %w", err)
 			}
-		}
+			return newCanary(*o, ct), nil
+		})
 	}
 	var db *geo.DB
 	if c.files.dbsChanged() {

@@ -91,6 +91,23 @@ func (w *watcher) rejected(path string, err error) {
 	w.fail(path, err)
 }
 
+// reloadText parses path's content once it changed and settled. ok is
+// false when it did not change, or when parse rejected it: the previous
+// content keeps serving.
+func reloadText[T any](w *watcher, path string, parse func([]byte) (T, error)) (v T, ok bool) {
+	data := w.textChanged(path)
+	if data == nil {
+		return v, false
+	}
+	v, err := parse(data)
+	if err != nil {
+		w.rejected(path, err)
+		return v, false
+	}
+	w.loaded(path)
+	return v, true
+}
+
 // dbsChanged reports whether a database file changed and settled.
 func (w *watcher) dbsChanged() bool {
 	changed := false
