@@ -124,7 +124,7 @@ func (e *Engine) Explain(ctx context.Context, c Client, name string, qtype uint1
 	dc.loc = loc
 	e.g.choose(v, rec, qtype, &dc)
 	v, rec = dc.v, dc.rec
-	d, traces := v.Explain(dc.query(rec, qtype))
+	d, traces := dc.d, v.Trace(dc.query(rec, qtype))
 
 	x := &Explanation{Name: rec.Name, Type: dns.TypeToString[qtype], Tier: d.Tier.String(), TTL: rec.TTL, Policy: policyStable,
 		Contenders: d.Candidates, PerSubnet: dc.d.PerSubnet, Notes: append([]string(nil), e.Notes...)}

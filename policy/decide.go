@@ -109,14 +109,12 @@ func (v *View) pinned(q *Query, cand []int) scoring.Decision {
 	return d
 }
 
-// Explain decides q as Decide does, and traces every node of the record
-// with an address of the queried family as the ladder saw it.
-func (v *View) Explain(q *Query) (Decision, []scoring.NodeTrace) {
-	d := v.Decide(q)
+// Trace is what the ladder saw of every node of the record with an
+// address of the queried family, for a decision Decide made on q.
+func (v *View) Trace(q *Query) []scoring.NodeTrace {
 	cand := q.Record.V4
 	if q.QType == dns.TypeAAAA {
 		cand = q.Record.V6
 	}
-	_, traces := scoring.Explain(v.input(q, cand))
-	return d, traces
+	return scoring.Trace(v.input(q, cand))
 }

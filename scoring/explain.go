@@ -21,10 +21,12 @@ const (
 	ReasonShed       = "shed"
 )
 
-// Explain makes the decision Decide makes and traces every candidate: its
-// tier, whether it was usable and why not, and its score's terms.
-func Explain(in *Input) (Decision, []NodeTrace) {
-	d := Decide(in)
+// Explain makes the decision Decide makes and traces every candidate.
+func Explain(in *Input) (Decision, []NodeTrace) { return Decide(in), Trace(in) }
+
+// Trace traces every candidate of in: its tier, whether it was usable and
+// why not, and its score's terms.
+func Trace(in *Input) []NodeTrace {
 	p := in.Params
 	if p == nil {
 		p = &DefaultParams
@@ -46,7 +48,7 @@ func Explain(in *Input) (Decision, []NodeTrace) {
 		t.DistanceKm = s.values(t.Node, &in.Nodes[t.Node], &t.Terms)
 		t.Score, t.RTTMs = s.w.dot(&t.Terms), s.rtt
 	}
-	return d, traces
+	return traces
 }
 
 // why is usable with its reason.
