@@ -215,7 +215,7 @@ func (s *server) guard(next http.Handler) http.Handler {
 	cop := http.NewCrossOriginProtection()
 	return cop.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if t := s.cur.Load(); t != nil && t.token == "" && !Loopback(hostPort(r.Host)) {
-			writeError(w, http.StatusForbidden, "host "+strconvQuote(r.Host)+" is not a loopback address")
+			writeError(w, http.StatusForbidden, fmt.Sprintf("host %q is not a loopback address", r.Host))
 			return
 		}
 		next.ServeHTTP(w, r)
@@ -230,7 +230,6 @@ func hostPort(h string) string {
 	return net.JoinHostPort(strings.Trim(h, "[]"), "0")
 }
 
-func strconvQuote(s string) string { return fmt.Sprintf("%q", s) }
 
 func (s *server) routes() http.Handler {
 	m := http.NewServeMux()
