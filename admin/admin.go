@@ -230,7 +230,6 @@ func hostPort(h string) string {
 	return net.JoinHostPort(strings.Trim(h, "[]"), "0")
 }
 
-
 func (s *server) routes() http.Handler {
 	m := http.NewServeMux()
 	m.HandleFunc("GET /v1/nodes", s.nodes)

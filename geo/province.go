@@ -1,6 +1,9 @@
 package geo
 
-import "strings"
+import (
+	"fmt"
+	"strings"
+)
 
 type cnProvince struct {
 	code, numeric, en, zh string
@@ -82,6 +85,24 @@ func fold(s string) string {
 		}
 	}
 	return b.String()
+}
+
+// NormalizePlace checks a country code and an optional province, as the
+// node table and the overrides write them, and returns the country, its
+// continent and the province's code. An error names the field.
+func NormalizePlace(country, province string) (cc, continent, prov string, err error) {
+	cc = strings.ToUpper(strings.TrimSpace(country))
+	if continent = ContinentOf(cc); continent == "" {
+		return "", "", "", fmt.Errorf("country: %q is not an ISO 3166-1 alpha-2 code", country)
+	}
+	if province != "" {
+		p, ok := NormalizeProvince(cc, province)
+		if !ok {
+			return "", "", "", fmt.Errorf("province: unknown province %q for country %s", province, cc)
+		}
+		prov = p
+	}
+	return cc, continent, prov, nil
 }
 
 // NormalizeProvince maps a province spelling to its ISO 3166-2 subdivision

@@ -149,16 +149,9 @@ func ParsePrefix(s string) (netip.Prefix, error) {
 // coordinates, a province's clients are placed at its capital.
 func (y *LocationYAML) Location() (geo.Location, error) {
 	var l geo.Location
-	l.Country = strings.ToUpper(strings.TrimSpace(y.Country))
-	if l.Continent = geo.ContinentOf(l.Country); l.Continent == "" {
-		return l, fmt.Errorf("country: %q is not an ISO 3166-1 alpha-2 code", y.Country)
-	}
-	if y.Province != "" {
-		p, ok := geo.NormalizeProvince(l.Country, y.Province)
-		if !ok {
-			return l, fmt.Errorf("province: unknown province %q for country %s", y.Province, l.Country)
-		}
-		l.Province = p
+	var err error
+	if l.Country, l.Continent, l.Province, err = geo.NormalizePlace(y.Country, y.Province); err != nil {
+		return l, err
 	}
 	l.City = strings.TrimSpace(y.City)
 	l.ISP = strings.TrimSpace(y.ISP) // the carrier table maps it

@@ -246,19 +246,12 @@ func buildNode(e *nodeEntry) (Node, error) {
 	if len(n.V4)+len(n.V6) == 0 {
 		return n, errors.New("field ipv4/ipv6: the node has no address")
 	}
-	n.Country = strings.ToUpper(strings.TrimSpace(e.Country))
-	if n.Country == "" {
+	if strings.TrimSpace(e.Country) == "" {
 		return n, errors.New("field country: missing")
 	}
-	if n.Continent = geo.ContinentOf(n.Country); n.Continent == "" {
-		return n, fmt.Errorf("field country: %q is not an ISO 3166-1 alpha-2 code", e.Country)
-	}
-	if e.Province != "" {
-		p, ok := geo.NormalizeProvince(n.Country, e.Province)
-		if !ok {
-			return n, fmt.Errorf("field province: unknown province %q for country %s", e.Province, n.Country)
-		}
-		n.Province = p
+	var err error
+	if n.Country, n.Continent, n.Province, err = geo.NormalizePlace(e.Country, e.Province); err != nil {
+		return n, fmt.Errorf("field %w", err)
 	}
 	n.City = e.City
 	n.ISP = geo.NormalizeCarrier(e.ISP)
