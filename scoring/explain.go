@@ -21,9 +21,6 @@ const (
 	ReasonShed       = "shed"
 )
 
-// Explain makes the decision Decide makes and traces every candidate.
-func Explain(in *Input) (Decision, []NodeTrace) { return Decide(in), Trace(in) }
-
 // Trace traces every candidate of in: its tier, whether it was usable and
 // why not, and its score's terms.
 func Trace(in *Input) []NodeTrace {
