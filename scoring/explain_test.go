@@ -2,8 +2,9 @@ package scoring
 
 import "testing"
 
-// Trace agrees with the decision Decide makes: the winner is usable, on the winning rung, with the best score
-// there; an unusable node says why.
+// Trace agrees with the decision Decide makes: the winner is usable and on
+// the winning rung, no usable node is on a better one, and an unusable node
+// says why.
 func TestTraceAgreesWithDecide(t *testing.T) {
 	nodes := zjTelecom(0.30, 0.95, 0.30)
 	nodes = append(nodes,
