@@ -276,7 +276,7 @@ func buildNode(e *nodeEntry) (Node, error) {
 		return n, errors.New("field ipv4/ipv6: the node has no address")
 	}
 	if strings.TrimSpace(e.Country) == "" {
-		return n, errors.New("field country: missing")
+		return n, errors.New("field country: missing; country is required, an ISO 3166-1 alpha-2 code such as CN")
 	}
 	var err error
 	if n.Country, n.Continent, n.Province, err = geo.NormalizePlace(e.Country, e.Province); err != nil {
