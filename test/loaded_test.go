@@ -1,0 +1,91 @@
+package test
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gslbdns/gslb/geo"
+	"github.com/gslbdns/gslb/table"
+)
+
+// TestLoadedLog: an instance says at startup what it serves from (each
+// database with its type and build date, the node table's counts, the
+// overrides, quality and canary files' counts), and a file reload names
+// only what changed.
+func TestLoadedLog(t *testing.T) {
+	logs := captureLog(t)
+	dir := t.TempDir()
+	example, err := os.ReadFile(repoFile(t, "nodes.example.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodes := writeFile(t, dir, "nodes.yaml", string(example))
+	cand := writeFile(t, dir, "candidate.yaml", string(example))
+	ov := writeFile(t, dir, "overrides.yaml", "overrides:\n  - {cidr: 1.0.1.0/24, nodes: [bj-unicom]}\n  - {cidr: 1.0.2.0/24, nodes: [sh-telecom]}\n")
+	now := time.Now().UTC().Format(time.RFC3339)
+	q := writeFile(t, dir, "quality.yaml", fmt.Sprintf("quality:\n  - {from: {province: ZJ, isp: telecom}, node: hz-telecom, rtt_ms: 8, loss: 0, measured: %s}\n", now))
+	startServer(t, gslbCorefile(t, nodes, "overrides "+ov+"\nquality "+q+"\ncanary "+cand+" 10\nreload 1s"))
+
+	city, asn := repoFile(t, "demo/gslb-demo-City.mmdb"), repoFile(t, "demo/gslb-demo-ASN.mmdb")
+	db, err := geo.OpenFiles(geo.Files{City: city, ASN: asn})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tbl, err := table.Load(nodes, []string{"example.org."}, 60)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for _, m := range db.Info() {
+		opt := map[string]string{"city": "geoip", "asn": "asn"}[m.Kind]
+		want = append(want, fmt.Sprintf("%s %s (%s, built %s)", opt, m.Path, m.DatabaseType,
+			time.Unix(int64(m.BuildEpoch), 0).UTC().Format(time.DateOnly)))
+	}
+	counts := fmt.Sprintf("%d nodes, %d records", len(tbl.Nodes), len(tbl.Records))
+	want = append(want,
+		"node table "+nodes+": "+counts,
+		"overrides "+ov+": 2 entries",
+		"quality "+q+": 1 rows",
+		"canary node table "+cand+": "+counts+", 10% of the subnets",
+		"(gslb example.org.)")
+	line := logs.line(t, "Loaded ")
+	for _, w := range want {
+		if !strings.Contains(line, w) {
+			t.Errorf("Startup line lacks %q: %s", w, line)
+		}
+	}
+	if !strings.Contains(line, "[INFO]") {
+		t.Errorf("Startup line is not at INFO: %s", line)
+	}
+	if n := strings.Count(logs.String(), "Loaded "); n != 1 {
+		t.Errorf("%d startup lines for one gslb block, want 1", n)
+	}
+
+	// Only the overrides change: the reload line names only them.
+	writeFile(t, dir, "overrides.yaml", "overrides:\n  - {cidr: 1.0.1.0/24, nodes: [bj-unicom]}\n  - {cidr: 1.0.2.0/24, nodes: [sh-telecom]}\n  - {cidr: 1.0.3.0/24, nodes: [gz-mobile]}\n")
+	line = logs.line(t, "Reloaded ")
+	if !strings.Contains(line, "Reloaded overrides "+ov+": 3 entries (gslb example.org.)") {
+		t.Errorf("Reload line %q, want only the overrides with 3 entries", line)
+	}
+	for _, other := range []string{"node table", "geoip", "quality", "canary"} {
+		if strings.Contains(line, other) {
+			t.Errorf("Reload line names %s, which did not change: %s", other, line)
+		}
+	}
+
+	// Then only the node table's records: one more line, naming only it.
+	logs.Reset()
+	more := strings.Replace(string(example), "  - name: api.example.org", "  - name: img.example.org\n  - name: api.example.org", 1)
+	if more == string(example) {
+		t.Fatal("nodes.example.yaml has no api.example.org record to add one before")
+	}
+	writeFile(t, dir, "nodes.yaml", more)
+	line = logs.line(t, "Reloaded ")
+	wantLine := fmt.Sprintf("Reloaded node table %s (records changed): %d nodes, %d records (gslb example.org.)", nodes, len(tbl.Nodes), len(tbl.Records)+1)
+	if !strings.Contains(line, wantLine) {
+		t.Errorf("Reload line %q, want %q", line, wantLine)
+	}
+}
