@@ -27,7 +27,7 @@ func TestLoadedLog(t *testing.T) {
 	ov := writeFile(t, dir, "overrides.yaml", "overrides:\n  - {cidr: 1.0.1.0/24, nodes: [bj-unicom]}\n  - {cidr: 1.0.2.0/24, nodes: [sh-telecom]}\n")
 	now := time.Now().UTC().Format(time.RFC3339)
 	q := writeFile(t, dir, "quality.yaml", fmt.Sprintf("quality:\n  - {from: {province: ZJ, isp: telecom}, node: hz-telecom, rtt_ms: 8, loss: 0, measured: %s}\n", now))
-	startServer(t, gslbCorefile(t, nodes, "overrides "+ov+"\nquality "+q+"\ncanary "+cand+" 10\nreload 1s"))
+	s := startServer(t, gslbCorefile(t, nodes, "overrides "+ov+"\nquality "+q+"\ncanary "+cand+" 10\nreload 1s"))
 
 	city, asn := repoFile(t, "demo/gslb-demo-City.mmdb"), repoFile(t, "demo/gslb-demo-ASN.mmdb")
 	db, err := geo.OpenFiles(geo.Files{City: city, ASN: asn})
@@ -87,5 +87,19 @@ func TestLoadedLog(t *testing.T) {
 	wantLine := fmt.Sprintf("Reloaded node table %s (records changed): %d nodes, %d records (gslb example.org.)", nodes, len(tbl.Nodes), len(tbl.Records)+1)
 	if !strings.Contains(line, wantLine) {
 		t.Errorf("Reload line %q, want %q", line, wantLine)
+	}
+
+	// A Corefile reload starts a new instance, which says what it loaded.
+	logs.Reset()
+	s.restart(t, gslbCorefile(t, nodes, "overrides "+ov+"\nreload 1s"))
+	line = logs.line(t, "Loaded ")
+	for _, w := range []string{"node table " + nodes + ": " + fmt.Sprintf("%d nodes, %d records", len(tbl.Nodes), len(tbl.Records)+1),
+		"overrides " + ov + ": 3 entries", "geoip " + city} {
+		if !strings.Contains(line, w) {
+			t.Errorf("Line after a Corefile reload lacks %q: %s", w, line)
+		}
+	}
+	if strings.Contains(line, "quality") || strings.Contains(line, "canary") {
+		t.Errorf("Line after a Corefile reload names files the new instance does not use: %s", line)
 	}
 }
