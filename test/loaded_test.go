@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/gslbdns/gslb/geo"
+	"github.com/gslbdns/gslb/geo/mmdbgen"
+	"github.com/gslbdns/gslb/internal/testsupport"
 	"github.com/gslbdns/gslb/table"
 )
 
@@ -101,5 +103,37 @@ func TestLoadedLog(t *testing.T) {
 	}
 	if strings.Contains(line, "quality") || strings.Contains(line, "canary") {
 		t.Errorf("Line after a Corefile reload names files the new instance does not use: %s", line)
+	}
+}
+
+// TestLoadedLogDatabases: a database update logs a reload line naming the
+// databases with their type and build date, and nothing else.
+func TestLoadedLogDatabases(t *testing.T) {
+	logs := captureLog(t)
+	dir := t.TempDir()
+	city, asn := steeringDBs(t, dir)
+	nodes := writeFile(t, dir, "nodes.yaml", "nodes:\n  - {id: db-hz, ipv4: [192.0.2.1], country: CN, province: ZJ, lat: 30.27, lon: 120.16}\nrecords:\n  - name: www.example.org\n")
+	startServer(t, corefile(city, asn, nodes, "reload 1s"))
+	if line := logs.line(t, "Loaded "); !strings.Contains(line, "node table "+nodes+": 1 nodes, 1 records") {
+		t.Errorf("Startup line: %s", line)
+	}
+	testsupport.WriteDBs(t, dir, []mmdbgen.City{
+		{Network: "58.0.0.0/12", Country: "CN", Province: "ZJ", City: "Hangzhou", Lat: 30.27, Lon: 120.16},
+		{Network: "59.0.0.0/16", Country: "CN", Province: "SH", City: "Shanghai", Lat: 31.23, Lon: 121.47},
+		{Network: "60.0.0.0/16", Country: "CN", Province: "BJ", City: "Beijing", Lat: 39.9, Lon: 116.4},
+	}, []mmdbgen.ASN{{Network: "58.0.0.0/12", ASN: 4134, Org: "CHINANET"}})
+	line := logs.line(t, "Reloaded ")
+	db, err := geo.OpenFiles(geo.Files{City: city, ASN: asn})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range db.Info() {
+		want := fmt.Sprintf("%s (%s, built %s)", m.Path, m.DatabaseType, time.Unix(int64(m.BuildEpoch), 0).UTC().Format(time.DateOnly))
+		if !strings.Contains(line, want) {
+			t.Errorf("Reload line lacks %q: %s", want, line)
+		}
+	}
+	if !strings.HasPrefix(line[strings.Index(line, "Reloaded "):], "Reloaded geoip "+city) || strings.Contains(line, "node table") {
+		t.Errorf("Reload line %q, want only the databases", line)
 	}
 }
