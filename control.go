@@ -306,6 +306,7 @@ func (c *control) start() error {
 		}
 		c.mu.Lock()
 		c.publish()
+		log.Info(c.loadedLine())
 		c.mu.Unlock()
 		go c.watch()
 	})
@@ -464,12 +465,15 @@ func (c *control) reload() {
 	if t == nil && ov == nil && qm == nil && db == nil && cn == nil {
 		return
 	}
+	var changed []string
 	if cn != nil {
 		old := c.swapCanary(cn)
 		cn.checker.Start()
 		old.checker.Stop()
+		changed = append(changed, describeCanary(cn))
 	}
-	old, fresh := c.swap(t, ov, qm, db)
+	old, fresh, parts := c.swap(t, ov, qm, db)
+	log.Info(c.reloadedLine(append(parts, changed...)))
 	if fresh != nil {
 		fresh.Start()
 	}
@@ -488,14 +492,13 @@ func (c *control) swapCanary(cn *canary) *canary {
 	cn.onRollback = c.noteRollback
 	old := c.canary.Swap(cn)
 	c.saveState(c.state()) // the previous canary's share or rollback no longer holds
-	log.Infof("Reloaded canary node table %s: %d nodes, %d records, %g%% of the subnets", cn.table.Path,
-		len(cn.table.Nodes), len(cn.table.Records), cn.percent())
 	return old
 }
 
 // swap publishes a new table, overrides and databases (nil: unchanged) and
-// returns the checker it replaced, for the caller to stop outside the lock.
-func (c *control) swap(t *table.Table, ov *overrides.Table, qm *quality.Matrix, db *geo.DB) (old, fresh *health.Checker) {
+// returns the checker it replaced, for the caller to stop outside the lock,
+// and what changed, for the log.
+func (c *control) swap(t *table.Table, ov *overrides.Table, qm *quality.Matrix, db *geo.DB) (old, fresh *health.Checker, changed []string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if t != nil {
@@ -514,22 +517,22 @@ func (c *control) swap(t *table.Table, ov *overrides.Table, qm *quality.Matrix, 
 		}
 		c.table = t
 		c.serial = max(c.serial+1, uint32(time.Now().Unix()))
-		log.Infof("Reloaded node table %s (%s changed): %d nodes, %d records", t.Path, change, len(t.Nodes), len(t.Records))
+		changed = append(changed, describeTable("node table", t, change.String()))
 	}
 	if ov != nil {
 		c.overrides = ov
 		c.applyOverrides(time.Now())
-		log.Infof("Reloaded overrides %s: %d entries", c.opts.overrides, ov.Len())
+		changed = append(changed, describeOverrides(c.opts.overrides, ov))
 	}
 	if qm != nil {
 		c.quality = qm
-		log.Infof("Reloaded quality %s: %d rows", c.opts.quality, len(qm.Rows))
+		changed = append(changed, describeQuality(c.opts.quality, qm))
 	}
 	if db != nil {
 		c.db = db
 		c.locator.SetDB(db)
-		log.Infof("Reloaded geo databases %v", c.opts.dbPaths())
+		changed = append(changed, describeDB(db))
 	}
 	c.publish()
-	return old, fresh
+	return old, fresh, changed
 }

@@ -28,7 +28,7 @@ func init() { plugin.Register(pluginName, setup) }
 const (
 	defaultTTL     = 60
 	defaultECSMin4 = 24
-	defaultECSMin6 = 56
+	defaultECSMin6 = 48 // the unit of the cache, the canary and the online API: an ECS /48 is a whole unit
 	defaultReload  = 30 * time.Second
 
 	defaultCooldown      = time.Minute
@@ -178,13 +178,17 @@ func parseOptions(c *caddy.Controller) (*GSLB, error) {
 				}
 				o.ttl = uint32(n)
 			case "ecs_min_prefix":
-				v4, err := uintArg(c, 0, 32)
-				if err != nil {
-					return nil, err
+				args := c.RemainingArgs()
+				if len(args) != 2 {
+					return nil, c.Errf("ecs_min_prefix: needs two prefix lengths, V4 and V6 (e.g. ecs_min_prefix %d %d), got %d", defaultECSMin4, defaultECSMin6, len(args))
 				}
-				v6, err := uintArg(c, 0, 128)
-				if err != nil {
-					return nil, err
+				v4, err4 := strconv.ParseUint(args[0], 10, 8)
+				v6, err6 := strconv.ParseUint(args[1], 10, 8)
+				if err4 != nil || v4 > 32 {
+					return nil, c.Errf("ecs_min_prefix: V4 %q is not a whole number in 0..32", args[0])
+				}
+				if err6 != nil || v6 > 128 {
+					return nil, c.Errf("ecs_min_prefix: V6 %q is not a whole number in 0..128", args[1])
 				}
 				o.ecsMin4, o.ecsMin6 = uint8(v4), uint8(v6)
 			case "weights":

@@ -54,7 +54,9 @@ online https://geo.example.net/v1/{ip} {
 		{"bad ttl", "gslb example.org {\n" + base + "ttl 0\n}", "ttl"},
 		{"ttl junk", "gslb example.org {\n" + base + "ttl soon\n}", "ttl"},
 		{"ecs v4 too long", "gslb example.org {\n" + base + "ecs_min_prefix 33 56\n}", "ecs_min_prefix"},
-		{"ecs missing v6", "gslb example.org {\n" + base + "ecs_min_prefix 24\n}", "Wrong argument count"},
+		{"ecs missing v6", "gslb example.org {\n" + base + "ecs_min_prefix 24\n}", "ecs_min_prefix: needs two prefix lengths, V4 and V6"},
+		{"ecs three", "gslb example.org {\n" + base + "ecs_min_prefix 24 48 56\n}", "needs two prefix lengths, V4 and V6"},
+		{"ecs v6 too long", "gslb example.org {\n" + base + "ecs_min_prefix 24 129\n}", `V6 "129" is not a whole number in 0..128`},
 		{"weights negative", "gslb example.org {\n" + base + "weights -1 0 0\n}", "weights"},
 		{"weights zero", "gslb example.org {\n" + base + "weights 0 0 0\n}", "at least one weight"},
 		{"max_load above 1", "gslb example.org {\n" + base + "max_load 1.5\n}", "max_load"},
@@ -122,8 +124,8 @@ func TestSetupDefaults(t *testing.T) {
 	dir := fixture(t, fixtureNodes)
 	g := newTestGSLB(t, dir, "gslb example.org {\ngeoip city.mmdb\nnodes nodes.yaml\n}")
 	o := g.opts
-	if o.ttl != 60 || o.ecsMin4 != 24 || o.ecsMin6 != 56 {
-		t.Errorf("Expected ttl 60 and ecs_min_prefix 24 56, got %d %d %d", o.ttl, o.ecsMin4, o.ecsMin6)
+	if o.ttl != 60 || o.ecsMin4 != 24 || o.ecsMin6 != 48 {
+		t.Errorf("Expected ttl 60 and ecs_min_prefix 24 48, got %d %d %d", o.ttl, o.ecsMin4, o.ecsMin6)
 	}
 	if o.params != scoring.DefaultParams {
 		t.Errorf("Expected default weights and max_load, got %+v", o.params)

@@ -1,6 +1,7 @@
 package geo
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 )
@@ -92,6 +93,9 @@ func fold(s string) string {
 // continent and the province's code. An error names the field.
 func NormalizePlace(country, province string) (cc, continent, prov string, err error) {
 	cc = strings.ToUpper(strings.TrimSpace(country))
+	if cc == "" {
+		return "", "", "", errors.New("country: missing; country is required, an ISO 3166-1 alpha-2 code such as CN")
+	}
 	if continent = ContinentOf(cc); continent == "" {
 		return "", "", "", fmt.Errorf("country: %q is not an ISO 3166-1 alpha-2 code", country)
 	}

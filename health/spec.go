@@ -22,7 +22,7 @@ type Spec struct {
 	ExpectBody   string    `yaml:"expect_body"`   // substring of the body
 	LoadField    string    `yaml:"load_field"`    // numeric JSON field 0..1
 	Interval     Duration  `yaml:"interval"`      // default 5s
-	Timeout      Duration  `yaml:"timeout"`       // default 2s
+	Timeout      Duration  `yaml:"timeout"`       // default 2s, at most half the interval
 	Rise         int       `yaml:"rise"`          // default 2
 	Fall         int       `yaml:"fall"`          // default 3
 	HoldDown     *Duration `yaml:"hold_down"`     // default 2m; 0s switches hold-down off
@@ -101,7 +101,9 @@ func (s Spec) WithDefaults(d Spec) Spec {
 		k.defaults(&s, d)
 	}
 	s.Interval = orDuration(s.Interval, d.Interval, DefaultInterval)
-	s.Timeout = orDuration(s.Timeout, d.Timeout, DefaultTimeout)
+	// The built-in timeout must not conflict with a short interval the
+	// operator set: it follows the interval down to half of it.
+	s.Timeout = orDuration(s.Timeout, d.Timeout, min(DefaultTimeout, time.Duration(s.Interval)/2))
 	if s.HoldDown == nil {
 		s.HoldDown = d.HoldDown
 	}

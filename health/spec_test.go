@@ -75,6 +75,27 @@ func TestWithDefaults(t *testing.T) {
 				Rise: DefaultRise, Fall: 1, HoldDown: durp(DefaultHoldDown)},
 		},
 	}
+	// The built-in timeout follows a short interval: at most half of it.
+	short := Spec{Type: "tcp", Interval: Duration(time.Second), Timeout: Duration(500 * time.Millisecond),
+		Rise: DefaultRise, Fall: DefaultFall, HoldDown: durp(DefaultHoldDown)}
+	tests = append(tests, []struct {
+		name     string
+		spec     Spec
+		defaults Spec
+		want     Spec
+	}{
+		{"short interval in the defaults", Spec{}, Spec{Interval: Duration(time.Second)}, short},
+		{"short interval in the spec", Spec{Interval: Duration(time.Second)}, Spec{}, short},
+		{"a set timeout wins", Spec{Interval: Duration(time.Second)}, Spec{Timeout: Duration(300 * time.Millisecond)},
+			Spec{Type: "tcp", Interval: Duration(time.Second), Timeout: Duration(300 * time.Millisecond),
+				Rise: DefaultRise, Fall: DefaultFall, HoldDown: durp(DefaultHoldDown)}},
+	}...)
+	for _, interval := range []time.Duration{MinInterval, time.Second, 4 * time.Second, time.Hour} {
+		s := Spec{Address: "a:1", Interval: Duration(interval)}.WithDefaults(Spec{})
+		if err := s.Validate(); err != nil {
+			t.Errorf("interval %s with the default timeout: %v", interval, err)
+		}
+	}
 	for _, tc := range tests {
 		got := tc.spec.WithDefaults(tc.defaults)
 		if !reflect.DeepEqual(got, tc.want) {

@@ -18,6 +18,7 @@ func TestParseErrors(t *testing.T) {
 		{"nothing to do", "overrides:\n  - cidr: 203.0.113.0/24\n    note: hi\n", "field location/nodes"},
 		{"unknown node", "overrides:\n  - cidr: 203.0.113.0/24\n    nodes: [nobody]\n", `line 2: overrides[0]: field nodes: unknown node "nobody"`},
 		{"empty nodes", "overrides:\n  - cidr: 203.0.113.0/24\n    nodes: []\n", "field nodes: an empty list"},
+		{"no country", "overrides:\n  - cidr: 203.0.113.0/24\n    location: {province: ZJ}\n", "field location.country: missing; country is required"},
 		{"bad country", "overrides:\n  - cidr: 203.0.113.0/24\n    location: {country: XX}\n", "field location.country"},
 		{"bad province", "overrides:\n  - cidr: 203.0.113.0/24\n    location: {country: CN, province: Atlantis}\n", "field location.province"},
 		{"lat without lon", "overrides:\n  - cidr: 203.0.113.0/24\n    location: {country: CN, lat: 30}\n", "field location.lat/lon"},

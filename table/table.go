@@ -85,11 +85,12 @@ func parse(data []byte, zones []string, defaultTTL uint32) (*Table, error) {
 	}
 	t := &Table{Records: make(map[string]*Record), Hash: sha256.Sum256(data)}
 	index, err := t.addNodes(&f, yamlfile.EntryLines(doc, "nodes"))
+	err = atField(func(i int, path ...string) int { return yamlfile.FieldLine(doc, "nodes", i, path...) }, err)
 	if err != nil {
 		return nil, err
 	}
 	if err := t.addRecords(&f, index, yamlfile.EntryLines(doc, "records"), zones, defaultTTL); err != nil {
-		return nil, err
+		return nil, atField(func(i int, path ...string) int { return yamlfile.FieldLine(doc, "records", i, path...) }, err)
 	}
 	if t.Topology, err = scoring.ParseTopology(f.Neighbors, f.Regions); err != nil {
 		return nil, err
@@ -107,6 +108,34 @@ func parse(data []byte, zones []string, defaultTTL uint32) (*Table, error) {
 	return t, nil
 }
 
+// entryError is an error in entry i of a list, at "line N: list[i] ...: msg".
+type entryError struct {
+	i       int
+	at, msg string
+}
+
+func (e *entryError) Error() string { return e.at + ": " + e.msg }
+
+// atField moves an entry error's line from the entry's first line to the
+// line of the field it names ("field lat: ...", "probe.timeout: ...").
+func atField(fieldLine func(i int, path ...string) int, err error) error {
+	var ee *entryError
+	if !errors.As(err, &ee) {
+		return err
+	}
+	name := strings.TrimPrefix(ee.msg, "field ")
+	end := strings.IndexAny(name, ":[/ ")
+	if end <= 0 {
+		return err
+	}
+	line := fieldLine(ee.i, strings.Split(name[:end], ".")...)
+	if line == 0 {
+		return err
+	}
+	_, rest, _ := strings.Cut(ee.at, ": ")
+	return fmt.Errorf("line %d: %s: %s", line, rest, ee.msg)
+}
+
 // addNodes builds the nodes and their probes; it returns each id's index.
 func (t *Table) addNodes(f *file, lines []int) (map[string]int, error) {
 	if len(f.Nodes) == 0 {
@@ -121,10 +150,10 @@ func (t *Table) addNodes(f *file, lines []int) (map[string]int, error) {
 		}
 		n, err := buildNode(e)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", at, err)
+			return nil, &entryError{i, at, err.Error()}
 		}
 		if j, dup := index[n.ID]; dup {
-			return nil, fmt.Errorf("%s: field id: duplicate id %q, first at line %d", at, n.ID, yamlfile.LineAt(lines, j))
+			return nil, &entryError{i, at, fmt.Sprintf("field id: duplicate id %q, first at line %d", n.ID, yamlfile.LineAt(lines, j))}
 		}
 		index[n.ID] = i
 		if e.Probe != nil {
@@ -136,7 +165,7 @@ func (t *Table) addNodes(f *file, lines []int) (map[string]int, error) {
 			}
 			s := e.Probe.WithDefaults(f.ProbeDefaults).ForNode(first)
 			if err := s.Validate(); err != nil {
-				return nil, fmt.Errorf("%s: %w", at, err)
+				return nil, &entryError{i, at, err.Error()}
 			}
 			t.Probes = append(t.Probes, health.Target{ID: n.ID, Spec: s})
 		}
@@ -154,28 +183,28 @@ func (t *Table) addRecords(f *file, index map[string]int, lines []int, zones []s
 		e := &f.Records[i]
 		at := yamlfile.Where("records", lines, i)
 		if e.Name == "" {
-			return fmt.Errorf("%s: field name: missing", at)
+			return &entryError{i, at, "field name: missing"}
 		}
 		if _, ok := dns.IsDomainName(e.Name); !ok {
-			return fmt.Errorf("%s: field name: %q is not a domain name", at, e.Name)
+			return &entryError{i, at, fmt.Sprintf("field name: %q is not a domain name", e.Name)}
 		}
 		name := strings.ToLower(dns.Fqdn(e.Name))
 		at += " (name " + name + ")"
 		if plugin.Zones(zones).Matches(name) == "" {
-			return fmt.Errorf("%s: field name: outside the zones %s", at, strings.Join(zones, " "))
+			return &entryError{i, at, fmt.Sprintf("field name: outside the zones %s", strings.Join(zones, " "))}
 		}
 		if _, dup := t.Records[name]; dup {
-			return fmt.Errorf("%s: field name: duplicate record", at)
+			return &entryError{i, at, "field name: duplicate record"}
 		}
 		r := &Record{Name: name, TTL: defaultTTL}
 		if e.TTL != nil {
 			if *e.TTL == 0 || *e.TTL > math.MaxInt32 {
-				return fmt.Errorf("%s: field ttl: %d is not in 1..%d", at, *e.TTL, math.MaxInt32)
+				return &entryError{i, at, fmt.Sprintf("field ttl: %d is not in 1..%d", *e.TTL, math.MaxInt32)}
 			}
 			r.TTL = *e.TTL
 		}
 		if e.Nodes != nil && len(e.Nodes) == 0 {
-			return fmt.Errorf("%s: field nodes: an empty list; leave the field out to use every node", at)
+			return &entryError{i, at, "field nodes: an empty list; leave the field out to use every node"}
 		}
 		members := make([]int, 0, len(t.Nodes))
 		if len(e.Nodes) == 0 {
@@ -187,10 +216,10 @@ func (t *Table) addRecords(f *file, index map[string]int, lines []int, zones []s
 		for _, id := range e.Nodes {
 			j, ok := index[id]
 			if !ok {
-				return fmt.Errorf("%s: field nodes: unknown node %q", at, id)
+				return &entryError{i, at, fmt.Sprintf("field nodes: unknown node %q", id)}
 			}
 			if seen[j] {
-				return fmt.Errorf("%s: field nodes: node %q listed twice", at, id)
+				return &entryError{i, at, fmt.Sprintf("field nodes: node %q listed twice", id)}
 			}
 			seen[j] = true
 			members = append(members, j)
@@ -247,7 +276,7 @@ func buildNode(e *nodeEntry) (Node, error) {
 		return n, errors.New("field ipv4/ipv6: the node has no address")
 	}
 	if strings.TrimSpace(e.Country) == "" {
-		return n, errors.New("field country: missing")
+		return n, errors.New("field country: missing; country is required, an ISO 3166-1 alpha-2 code such as CN")
 	}
 	var err error
 	if n.Country, n.Continent, n.Province, err = geo.NormalizePlace(e.Country, e.Province); err != nil {

@@ -112,6 +112,36 @@ probe_defaults:
 
 // TestParseTableHostile: input that once crashed the server or was
 // accepted although it makes no sense.
+// TestParseTableFieldLine: an error in a block-style entry cites the line of
+// the field, not the entry's first line.
+func TestParseTableFieldLine(t *testing.T) {
+	const head = "nodes:\n  - id: a\n    ipv4: [192.0.2.1]\n    country: CN\n"
+	const rec = "records:\n  - name: www.example.org\n"
+	tests := []struct {
+		name, yaml, want string
+	}{
+		{"lat", head + "    lat: 91\n    lon: 1\n" + rec, "line 5: nodes[0] (id a): field lat: 91 is outside"},
+		{"lon", head + "    lat: 1\n    lon: 181\n" + rec, "line 6: nodes[0] (id a): field lon"},
+		{"ipv4 item", "nodes:\n  - id: a\n    country: CN\n    ipv4:\n      - 192.0.2.300\n    lat: 1\n    lon: 1\n" + rec, "line 4: nodes[0] (id a): field ipv4[0]"},
+		{"province", head + "    province: Atlantis\n    lat: 1\n    lon: 1\n" + rec, "line 5: nodes[0] (id a): field province"},
+		{"cost", head + "    lat: 1\n    lon: 1\n    cost: -1\n" + rec, "line 7: nodes[0] (id a): field cost"},
+		{"probe key", head + "    lat: 1\n    lon: 1\n    probe:\n      address: 192.0.2.1:80\n      interval: 1ms\n" + rec, "line 9: nodes[0] (id a): probe.interval"},
+		{"probe key from defaults", head + "    lat: 1\n    lon: 1\n    probe:\n      address: 192.0.2.1:80\n" + rec + "probe_defaults: {interval: 1ms}\n", "line 7: nodes[0] (id a): probe.interval"},
+		{"no coordinates: the entry", head + rec, "line 2: nodes[0] (id a): field lat/lon"},
+		{"duplicate id", head + "    lat: 1\n    lon: 1\n  - lat: 1\n    lon: 1\n    id: a\n    ipv4: [192.0.2.2]\n    country: CN\n" + rec, "line 9: nodes[1] (id a): field id: duplicate"},
+		{"record ttl", "nodes:\n  - {id: a, ipv4: [192.0.2.1], country: CN, lat: 1, lon: 1}\nrecords:\n  - name: www.example.org\n    ttl: 0\n", "line 5: records[0] (name www.example.org.): field ttl"},
+		{"record node", "nodes:\n  - {id: a, ipv4: [192.0.2.1], country: CN, lat: 1, lon: 1}\nrecords:\n  - name: www.example.org\n    ttl: 5\n    nodes: [b]\n", "line 6: records[0] (name www.example.org.): field nodes: unknown node"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := parse([]byte(tc.yaml), testZones, 60)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Expected an error containing %q, got %v", tc.want, err)
+			}
+		})
+	}
+}
+
 func TestParseTableHostile(t *testing.T) {
 	const node = "  - {id: a, ipv4: [192.0.2.1], country: CN, province: ZJ, lat: 30, lon: 120}\n"
 	const rec = "records:\n  - name: www.example.org\n"
@@ -123,7 +153,7 @@ func TestParseTableHostile(t *testing.T) {
 		{"aliased probe", "nodes:\n  - {id: a, ipv4: [192.0.2.1], country: CN, lat: 1, lon: 1, probe: &p {address: \"192.0.2.1:80\"}}\n" +
 			"  - {id: b, ipv4: [192.0.2.2], country: CN, lat: 1, lon: 1, probe: *p}\n" + rec, ""},
 		{"alias to a scalar", "nodes: &n 3\nrecords: *n\n", "line 1: cannot unmarshal"},
-		{"explicit empty node list", "nodes:\n" + node + "records:\n  - name: www.example.org\n    nodes: []\n", `line 4: records[0] (name www.example.org.): field nodes: an empty list`},
+		{"explicit empty node list", "nodes:\n" + node + "records:\n  - name: www.example.org\n    nodes: []\n", `line 5: records[0] (name www.example.org.): field nodes: an empty list`},
 		{"ttl above 2^31-1", "nodes:\n" + node + "records:\n  - name: www.example.org\n    ttl: 4000000000\n", "field ttl: 4000000000 is not in 1..2147483647"},
 		{"probe interval too short", "nodes:\n  - {id: a, ipv4: [192.0.2.1], country: CN, lat: 1, lon: 1, probe: {address: \"192.0.2.1:80\", interval: 1ms}}\n" + rec, "line 2: nodes[0] (id a): probe.interval: 1ms is shorter than 100ms"},
 		{"probe timeout at the interval", "nodes:\n  - {id: a, ipv4: [192.0.2.1], country: CN, lat: 1, lon: 1, probe: {address: \"192.0.2.1:80\", interval: 1s, timeout: 1s}}\n" + rec, "probe.timeout"},
@@ -134,6 +164,10 @@ func TestParseTableHostile(t *testing.T) {
 		{"tcp defaults with an http probe", "nodes:\n  - {id: a, ipv4: [192.0.2.1], country: CN, lat: 1, lon: 1, probe: {url: \"http://192.0.2.1/\"}}\n" + rec +
 			"probe_defaults: {address: \"192.0.2.9:80\"}\n", ""},
 		{"bad name server", "nodes:\n" + node + rec + "nameservers: [\"bad name..\"]\n", "nameservers[0]"},
+		// A short interval alone lowers the built-in timeout instead of conflicting with it.
+		{"interval 1s in probe_defaults alone", "nodes:\n  - {id: a, ipv4: [192.0.2.1], country: CN, lat: 1, lon: 1, probe: {address: \"192.0.2.1:80\"}}\n" + rec +
+			"probe_defaults: {interval: 1s}\n", ""},
+		{"interval 100ms in the probe alone", "nodes:\n  - {id: a, ipv4: [192.0.2.1], country: CN, lat: 1, lon: 1, probe: {address: \"192.0.2.1:80\", interval: 100ms}}\n" + rec, ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

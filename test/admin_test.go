@@ -302,6 +302,7 @@ func TestAdminPins(t *testing.T) {
 		{`{"cidr": "1.0.1.0/24", "nodes": ["sh"], "color": "red"}`, `unknown field \"color\"`},
 		{`not json`, "body"},
 		{`{"cidr": "1.0.1.0/24", "location": {"country": "CN", "province": "Atlantis"}}`, "province"},
+		{`{"cidr": "1.0.1.0/24", "location": {"province": "BJ", "isp": "telecom"}}`, "location.country: missing; country is required"},
 	} {
 		code, body := e.call(t, "POST", "/v1/pins", e.token, tc.body)
 		if code != 400 || !strings.Contains(body, tc.want) {

@@ -33,7 +33,9 @@ func TestAnswers(t *testing.T) {
 		{"api.example.org", dns.TypeA, "8.8.8.0/24", "203.0.113.50", 30, 24},
 		{"www.example.org", dns.TypeAAAA, "202.101.172.0/24", "2001:db8::10", 45, 24},
 		{"www.example.org", dns.TypeAAAA, "2001:da8:0:100::/56", "2001:db8::30", 45, 32},
-		// Coarser than ecs_min_prefix (24 56): the resolver's address decides, scope 0.
+		// A /48, the unit of the cache, is trusted by default (ecs_min_prefix 24 48).
+		{"www.example.org", dns.TypeAAAA, "2001:da8::/48", "2001:db8::30", 45, 32},
+		// Coarser than ecs_min_prefix (24 48): the resolver's address decides, scope 0.
 		{"www.example.org", dns.TypeA, "202.101.0.0/16", "", 45, 0},
 		{"www.example.org", dns.TypeA, "", "", 45, 0},
 	}

@@ -39,6 +39,14 @@ func TestDashboard(t *testing.T) {
 		t.Errorf("Expected a Prometheus datasource variable named datasource, got %+v", d.Templating.List)
 	}
 
+	// An instance variable scopes every panel to the chosen CoreDNS servers.
+	if !slices.ContainsFunc(d.Templating.List, func(v struct{ Name, Type, Query string }) bool {
+		return v.Name == "instance" && v.Type == "query" && strings.Contains(v.Query, "label_values(coredns_gslb_") && strings.HasSuffix(v.Query, ", instance)")
+	}) {
+		t.Errorf("Expected a query variable named instance over the gslb series' instance label, got %+v", d.Templating.List)
+	}
+	selector := regexp.MustCompile(`coredns_gslb_[a-z0-9_]+(\{[^}]*\})?`)
+
 	registered := metricset.Names()
 	if len(registered) < 20 {
 		t.Fatalf("Expected the plugin's metrics to be registered, got %v", registered)
@@ -55,6 +63,11 @@ func TestDashboard(t *testing.T) {
 			t.Errorf("Panel %q has no query", p.Title)
 		}
 		for _, tg := range p.Targets {
+			for _, sel := range selector.FindAllString(tg.Expr, -1) {
+				if !strings.Contains(sel, `instance=~"$instance"`) {
+					t.Errorf("Panel %q: %s is not scoped to the instance variable", p.Title, sel)
+				}
+			}
 			names := metric.FindAllString(tg.Expr, -1)
 			if len(names) == 0 {
 				t.Errorf("Panel %q: %q names no gslb metric", p.Title, tg.Expr)
@@ -74,7 +87,7 @@ func TestDashboard(t *testing.T) {
 		}
 	}
 	for _, want := range []string{"Cross-province ratio", "Tier mix", "Geo database age", "Online geo API",
-		"Redis errors", "Nodes up and load", "Fail-open decisions", "Decision duration p99"} {
+		"Redis errors", "Nodes up and load", "Fail-open decisions", "Decision duration p99", "Policy: canary vs stable"} {
 		if !slices.Contains(titles, want) {
 			t.Errorf("Expected a panel %q, got %q", want, titles)
 		}

@@ -115,6 +115,43 @@ func EntryLines(doc *yaml.Node, key string) []int {
 	return nil
 }
 
+// FieldLine returns the line of the key at path inside element i of the
+// top-level sequence list, as deep as the path is present (a probe key set
+// only in probe_defaults gives the line of probe), else the element's line,
+// else 0.
+func FieldLine(doc *yaml.Node, list string, i int, path ...string) int {
+	doc = resolve(doc)
+	if doc == nil {
+		return 0
+	}
+	var n *yaml.Node
+	for k := 0; k+1 < len(doc.Content); k += 2 {
+		if doc.Content[k].Value == list {
+			n = resolve(doc.Content[k+1])
+			break
+		}
+	}
+	if n == nil || n.Kind != yaml.SequenceNode || i >= len(n.Content) {
+		return 0
+	}
+	n = resolve(n.Content[i])
+	line := n.Line
+	for _, key := range path {
+		var next *yaml.Node
+		for k := 0; n.Kind == yaml.MappingNode && k+1 < len(n.Content); k += 2 {
+			if n.Content[k].Value == key {
+				line, next = n.Content[k].Line, resolve(n.Content[k+1])
+				break
+			}
+		}
+		if next == nil {
+			break
+		}
+		n = next
+	}
+	return line
+}
+
 // resolve follows an alias to its anchored node.
 func resolve(n *yaml.Node) *yaml.Node {
 	for i := 0; n != nil && n.Kind == yaml.AliasNode && i < 16; i++ {

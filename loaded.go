@@ -1,0 +1,75 @@
+package gslb
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/gslbdns/gslb/geo"
+	"github.com/gslbdns/gslb/overrides"
+	"github.com/gslbdns/gslb/quality"
+	"github.com/gslbdns/gslb/table"
+)
+
+// What an instance loaded, for one info line at startup and one per
+// reload: an operator sees which files and databases serve, and how much
+// of each, without the metrics.
+
+// loadedLine is the startup line: everything the instance serves from.
+// Callers hold c.mu, or own c alone.
+func (c *control) loadedLine() string {
+	parts := []string{describeDB(c.db), describeTable("node table", c.table, "")}
+	if c.overrides != nil {
+		parts = append(parts, describeOverrides(c.opts.overrides, c.overrides))
+	}
+	if c.quality != nil {
+		parts = append(parts, describeQuality(c.opts.quality, c.quality))
+	}
+	if cn := c.canary.Load(); cn != nil {
+		parts = append(parts, describeCanary(cn))
+	}
+	return "Loaded " + strings.Join(parts, "; ") + c.zonesSuffix()
+}
+
+// reloadedLine names only what a reload changed.
+func (c *control) reloadedLine(parts []string) string {
+	return "Reloaded " + strings.Join(parts, "; ") + c.zonesSuffix()
+}
+
+func (c *control) zonesSuffix() string { return " (gslb " + strings.Join(c.zones, " ") + ")" }
+
+var dbOptions = map[string]string{"city": "geoip", "asn": "asn", "ipdb": "ipdb"}
+
+// describeDB names each database with its type and build date.
+func describeDB(db *geo.DB) string {
+	var parts []string
+	for _, m := range db.Info() {
+		built := "build date unknown"
+		if m.BuildEpoch > 0 {
+			built = "built " + time.Unix(int64(m.BuildEpoch), 0).UTC().Format(time.DateOnly)
+		}
+		parts = append(parts, fmt.Sprintf("%s %s (%s, %s)", dbOptions[m.Kind], m.Path, m.DatabaseType, built))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// describeTable counts a node table's nodes and records; change, when
+// set, says which parts a reload changed.
+func describeTable(what string, t *table.Table, change string) string {
+	if change != "" {
+		change = " (" + change + " changed)"
+	}
+	return fmt.Sprintf("%s %s%s: %d nodes, %d records", what, t.Path, change, len(t.Nodes), len(t.Records))
+}
+
+func describeOverrides(path string, ov *overrides.Table) string {
+	return fmt.Sprintf("overrides %s: %d entries", path, ov.Len())
+}
+
+func describeQuality(path string, qm *quality.Matrix) string {
+	return fmt.Sprintf("quality %s: %d rows", path, len(qm.Rows))
+}
+
+func describeCanary(cn *canary) string {
+	return fmt.Sprintf("%s, %g%% of the subnets", describeTable("canary node table", cn.table, ""), cn.percent())
+}
