@@ -8,7 +8,7 @@ import (
 	"slices"
 	"time"
 
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 
 	"github.com/gslbdns/gslb/internal/atomicfile"
 	"github.com/gslbdns/gslb/internal/yamlfile"

@@ -11,7 +11,7 @@ import (
 	"strconv"
 	"time"
 
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 )
 
 // Decode reads data into v, rejecting keys the schema doesn't know, and
