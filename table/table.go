@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"math"
 	"net/netip"
-	"os"
 	"strings"
 
 	"github.com/coredns/coredns/plugin"
@@ -60,7 +59,7 @@ type Table struct {
 // Load reads and validates a node table. Every error names the file, and
 // the line, entry and field where it can.
 func Load(path string, zones []string, defaultTTL uint32) (*Table, error) {
-	data, err := os.ReadFile(path)
+	data, err := yamlfile.ReadFile(path, yamlfile.DefaultMaxSize)
 	if err != nil {
 		return nil, fmt.Errorf("node table: %w", err)
 	}
@@ -79,7 +78,7 @@ func Parse(path string, data []byte, zones []string, defaultTTL uint32) (*Table,
 
 func parse(data []byte, zones []string, defaultTTL uint32) (*Table, error) {
 	var f file
-	doc, err := yamlfile.Decode(data, &f, map[string]string{"table.nodeEntry": "nodes", "table.recordEntry": "records"})
+	doc, err := yamlfile.Decode(data, &f)
 	if err != nil {
 		return nil, err
 	}

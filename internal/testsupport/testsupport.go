@@ -5,8 +5,10 @@ package testsupport
 
 import (
 	"bytes"
+	"fmt"
 	"net/netip"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -120,4 +122,18 @@ func WriteIPDB(t testing.TB, dir string, rows []IPDBRow) string {
 		t.Fatalf("ipdbgen: %v", err)
 	}
 	return p
+}
+
+// AliasBomb is the alias bomb as YAML lines to append to a file:
+// list is a top-level key that holds a list, and the second line uses an
+// alias as a mapping key whose value expands to 10^9 scalars.
+func AliasBomb(list string) string {
+	var b strings.Builder
+	b.WriteString(list + ": [&k bogus]\n*k : [&a0 [x,x,x,x,x,x,x,x,x,x]")
+	for i := 1; i <= 8; i++ {
+		ref := strings.Repeat(fmt.Sprintf("*a%d,", i-1), 10)
+		fmt.Fprintf(&b, ", &a%d [%s]", i, ref[:len(ref)-1])
+	}
+	b.WriteString("]\n")
+	return b.String()
 }
