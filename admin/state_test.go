@@ -95,11 +95,11 @@ pins:
 // expanding it; a state file over the limit is refused before it is read.
 func TestStateRejectsAliases(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "state.yaml")
-	if err := os.WriteFile(path, []byte(testsupport.AliasBomb("drains")), 0o600); err != nil {
+	if err := os.WriteFile(path, []byte("drains:\n  - node: &k bogus\n"+testsupport.AliasBomb("    ")), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := LoadState(path, 0, known); err == nil || !strings.Contains(err.Error(), path+": line 2: an alias (*k) is not allowed") {
-		t.Fatalf("Expected the alias refused at line 2, got %v", err)
+	if _, err := LoadState(path, 0, known); err == nil || !strings.Contains(err.Error(), path+": line 3: an alias (*k) is not allowed") {
+		t.Fatalf("Expected the alias refused at line 3, got %v", err)
 	}
 	if _, err := LoadState(path, 100, known); err == nil || !strings.Contains(err.Error(), "over the size limit of 100 bytes") {
 		t.Fatalf("Expected the file refused over its size limit, got %v", err)

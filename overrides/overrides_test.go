@@ -164,7 +164,7 @@ func TestLookupAllocs(t *testing.T) {
 // TestParseRejectsAliases: the alias bomb is refused at its line, without
 // expanding it.
 func TestParseRejectsAliases(t *testing.T) {
-	y := "overrides:\n  - {cidr: 1.0.1.0/24, nodes: [a]}\n" + testsupport.AliasBomb("extra")
+	y := "overrides:\n  - cidr: 1.0.1.0/24\n    nodes: [&k bogus]\n" + testsupport.AliasBomb("    ")
 	_, err := Parse("o.yaml", []byte(y), known)
 	if err == nil || !strings.Contains(err.Error(), "overrides o.yaml: line 4: an alias (*k) is not allowed") {
 		t.Fatalf("Expected the alias refused at line 4, got %v", err)

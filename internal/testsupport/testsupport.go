@@ -124,12 +124,13 @@ func WriteIPDB(t testing.TB, dir string, rows []IPDBRow) string {
 	return p
 }
 
-// AliasBomb is the alias bomb as YAML lines to append to a file:
-// list is a top-level key that holds a list, and the second line uses an
-// alias as a mapping key whose value expands to 10^9 scalars.
-func AliasBomb(list string) string {
+// AliasBomb is the alias bomb: a line, indented by indent, whose
+// mapping key is the alias *k and whose value expands to 10^9 scalars. The
+// caller anchors &k on a string the schema accepts before it, so that the
+// alias key is the file's first error.
+func AliasBomb(indent string) string {
 	var b strings.Builder
-	b.WriteString(list + ": [&k bogus]\n*k : [&a0 [x,x,x,x,x,x,x,x,x,x]")
+	b.WriteString(indent + "*k : [&a0 [x,x,x,x,x,x,x,x,x,x]")
 	for i := 1; i <= 8; i++ {
 		ref := strings.Repeat(fmt.Sprintf("*a%d,", i-1), 10)
 		fmt.Fprintf(&b, ", &a%d [%s]", i, ref[:len(ref)-1])

@@ -26,7 +26,7 @@ type doc struct {
 // expansion, whatever it names; the bomb included.
 func TestDecodeRejectsAliases(t *testing.T) {
 	tests := []struct{ name, yaml, want string }{
-		{"bomb", "other: x\n" + testsupport.AliasBomb("items"), "line 3: an alias (*k) is not allowed"},
+		{"bomb", "other: x\nitems:\n  - name: &k bogus\n" + testsupport.AliasBomb("    "), "line 4: an alias (*k) is not allowed"},
 		{"list aliased", "items: &i\n  - name: a\nother: *i\n", "line 3: an alias (*i)"},
 		{"merge key", "items:\n  - &e {name: a}\n  - {<<: *e}\n", "line 3: an alias (*e)"},
 	}
