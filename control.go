@@ -433,7 +433,7 @@ func (c *control) reload() {
 		return table.Parse(c.opts.nodes, data, c.zones, c.opts.ttl)
 	})
 	var ov *overrides.Table
-	if c.opts.overrides != "" {
+	if c.opts.overrides != "" && !c.stopping() {
 		ov, _ = reloadText(c.files, c.opts.overrides, func(data []byte) (*overrides.Table, error) {
 			cur := t
 			if cur == nil {
@@ -445,13 +445,13 @@ func (c *control) reload() {
 		})
 	}
 	var qm *quality.Matrix
-	if c.opts.quality != "" {
+	if c.opts.quality != "" && !c.stopping() {
 		qm, _ = reloadText(c.files, c.opts.quality, func(data []byte) (*quality.Matrix, error) {
 			return quality.Parse(c.opts.quality, data)
 		})
 	}
 	var cn *canary
-	if o := c.opts.canary; o != nil {
+	if o := c.opts.canary; o != nil && !c.stopping() {
 		cn, _ = reloadText(c.files, o.file, func(data []byte) (*canary, error) {
 			ct, err := table.Parse(o.file, data, c.zones, c.opts.ttl)
 			if err != nil {
@@ -486,6 +486,17 @@ func (c *control) reload() {
 		old.Stop()
 	}
 	reloads.WithLabelValues("ok").Inc()
+}
+
+// stopping reports whether stop was called: a reload pass then parses no
+// further file, so that shutdown waits for one parse at most.
+func (c *control) stopping() bool {
+	select {
+	case <-c.stopCh:
+		return true
+	default:
+		return false
+	}
 }
 
 // swapCanary puts a new candidate table in rollout, and returns the one it

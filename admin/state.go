@@ -55,6 +55,7 @@ func LoadState(path string, limit int64, known func(id string) bool) (*State, er
 	if len(bytes.TrimSpace(data)) == 0 {
 		log.Warningf("admin state %s is empty: starting without drains or pins", path)
 	}
+	defer yamlfile.Release(len(data))
 	s, dropped, err := parseState(data, known)
 	if err != nil {
 		return nil, fmt.Errorf("admin state %s: %w", path, err)

@@ -50,6 +50,7 @@ func Load(path string, known func(id string) bool) (*Table, error) {
 // Parse validates an overrides file read from path. Errors name the file,
 // the line, the entry and the field.
 func Parse(path string, data []byte, known func(id string) bool) (*Table, error) {
+	defer yamlfile.Release(len(data))
 	t, err := parse(data, known)
 	if err != nil {
 		return nil, fmt.Errorf("overrides %s: %w", path, err)

@@ -60,6 +60,7 @@ func Load(path string) (*Matrix, error) {
 // Parse validates a quality file read from path. Errors name the file, the
 // line, the entry and the field.
 func Parse(path string, data []byte) (*Matrix, error) {
+	defer yamlfile.Release(len(data))
 	m, err := parse(data)
 	if err != nil {
 		return nil, fmt.Errorf("quality %s: %w", path, err)

@@ -68,6 +68,7 @@ func Load(path string, zones []string, defaultTTL uint32) (*Table, error) {
 
 // Parse validates a node table read from path.
 func Parse(path string, data []byte, zones []string, defaultTTL uint32) (*Table, error) {
+	defer yamlfile.Release(len(data))
 	t, err := parse(data, zones, defaultTTL)
 	if err != nil {
 		return nil, fmt.Errorf("node table %s: %w", path, err)

@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"reflect"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"time"
@@ -200,6 +201,16 @@ func join(path, key string) string {
 		return key
 	}
 	return path + "." + key
+}
+
+// Release hands the memory a parse of size bytes used back to the system
+// when the file was large: the node tree is some 20 times the file's size,
+// and the runtime would keep it for minutes. Callers defer it once the
+// parsed file is in its compact form.
+func Release(size int) {
+	if size >= 1<<20 {
+		debug.FreeOSMemory()
+	}
 }
 
 // EntryLines returns the line of each element of the top-level list key.
