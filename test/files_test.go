@@ -38,7 +38,8 @@ func startFails(t *testing.T, corefile string) error {
 
 // TestAliasBombRejected: the alias bomb in the quality file is
 // rejected on reload at its line, an overrides change made meanwhile is
-// loaded, and the server shuts down promptly; at startup the bomb in the
+// loaded, a Corefile reload fails fast while the running instance keeps
+// serving, and the server shuts down promptly; at startup the bomb in the
 // overrides, quality, state or candidate file is an error naming the file
 // and the line.
 func TestAliasBombRejected(t *testing.T) {
@@ -61,7 +62,8 @@ func TestAliasBombRejected(t *testing.T) {
 
 	ov := writeFile(t, dir, "overrides.yaml", filesPin("hz-telecom"))
 	q := writeFile(t, dir, "quality.yaml", filesQualityValid)
-	s := startServer(t, gslbCorefile(t, nodes, fmt.Sprintf("overrides %s\nquality %s\nreload 1s", ov, q)))
+	cf := gslbCorefile(t, nodes, fmt.Sprintf("overrides %s\nquality %s\nreload 1s", ov, q))
+	s := startServer(t, cf)
 	if got := answerOf(ask(t, s, "www.example.org", dns.TypeA, filesZJ)); got != filesHZ {
 		t.Fatalf("Expected the pinned %s, got %q", filesHZ, got)
 	}
@@ -72,6 +74,22 @@ func TestAliasBombRejected(t *testing.T) {
 		got := answerOf(ask(t, s, "www.example.org", dns.TypeA, filesZJ))
 		return got == filesBJ, got
 	})
+
+	// A Corefile reload (SIGUSR1) meanwhile fails fast, naming the file,
+	// and the running instance keeps serving.
+	mu.Lock()
+	inst, err := s.inst.Restart(input(cf))
+	mu.Unlock()
+	if err == nil {
+		s.inst = inst
+		t.Fatalf("A Corefile reload with the alias bomb in %s succeeded", q)
+	}
+	if !strings.Contains(err.Error(), q+": line 3: an alias (*k) is not allowed") {
+		t.Errorf("Corefile reload error %q does not name the file and the alias", err)
+	}
+	if got := answerOf(ask(t, s, "www.example.org", dns.TypeA, filesZJ)); got != filesBJ {
+		t.Fatalf("After the failed Corefile reload: answer %q, want %s", got, filesBJ)
+	}
 
 	stopped := make(chan struct{})
 	go func() { s.stop(); close(stopped) }()
