@@ -33,7 +33,7 @@ func (c *control) restoreState() error {
 	}
 	st := &admin.State{}
 	if a.State != "" {
-		s, err := admin.LoadState(a.State, knownIn(c.table))
+		s, err := admin.LoadState(a.State, c.opts.maxFileSize, knownIn(c.table))
 		if err != nil {
 			return err
 		}

@@ -71,7 +71,7 @@ type control struct {
 // newControl loads everything a query needs and starts no goroutine. On
 // error, option is the Corefile option whose file or settings failed.
 func newControl(o options, zones []string) (c *control, option string, err error) {
-	t, err := table.Load(o.nodes, zones, o.ttl)
+	t, err := loadTable("node table", o.nodes, zones, o)
 	if err != nil {
 		return nil, "nodes", err
 	}
@@ -79,11 +79,11 @@ func newControl(o options, zones []string) (c *control, option string, err error
 	if err != nil {
 		return nil, dbOption(err), err
 	}
-	ov, ovHash, err := loadOverrides(o.overrides, t)
+	ov, ovHash, err := loadOverrides(o.overrides, o.maxFileSize, t)
 	if err != nil {
 		return nil, "overrides", err
 	}
-	qm, qHash, err := loadQuality(o.quality)
+	qm, qHash, err := loadQuality(o.quality, o.maxFileSize)
 	if err != nil {
 		return nil, "quality", err
 	}
@@ -98,7 +98,7 @@ func newControl(o options, zones []string) (c *control, option string, err error
 	}
 	var cn *canary
 	if o.canary != nil {
-		ct, err := table.Load(o.canary.file, zones, o.ttl)
+		ct, err := loadTable("node table", o.canary.file, zones, o)
 		if err != nil {
 			return nil, "canary", fmt.Errorf("canary: %w", err)
 		}
@@ -124,7 +124,7 @@ func newControl(o options, zones []string) (c *control, option string, err error
 		quality:   qm,
 		decisions: policy.NewDecisions(),
 		serial:    uint32(time.Now().Unix()),
-		files:     newWatcher(texts, o.dbPaths()),
+		files:     newWatcher(texts, o.dbPaths(), o.maxFileSize),
 		stopCh:    make(chan struct{}),
 		done:      make(chan struct{}),
 		wake:      make(chan struct{}, 1),
@@ -167,11 +167,11 @@ func dbOption(err error) string {
 
 // loadOverrides reads the overrides file ("" for none), checking its pins
 // against t's nodes.
-func loadOverrides(path string, t *table.Table) (*overrides.Table, [32]byte, error) {
+func loadOverrides(path string, limit int64, t *table.Table) (*overrides.Table, [32]byte, error) {
 	if path == "" {
 		return nil, [32]byte{}, nil
 	}
-	data, err := readFile("overrides", path)
+	data, err := readFile("overrides", path, limit)
 	if err != nil {
 		return nil, [32]byte{}, err
 	}
@@ -180,16 +180,25 @@ func loadOverrides(path string, t *table.Table) (*overrides.Table, [32]byte, err
 }
 
 // loadQuality reads the quality file ("" for none).
-func loadQuality(path string) (*quality.Matrix, [32]byte, error) {
+func loadQuality(path string, limit int64) (*quality.Matrix, [32]byte, error) {
 	if path == "" {
 		return nil, [32]byte{}, nil
 	}
-	data, err := readFile("quality", path)
+	data, err := readFile("quality", path, limit)
 	if err != nil {
 		return nil, [32]byte{}, err
 	}
 	m, err := quality.Parse(path, data)
 	return m, sha256.Sum256(data), err
+}
+
+// loadTable reads a node table (the stable one or a canary's candidate).
+func loadTable(kind, path string, zones []string, o options) (*table.Table, error) {
+	data, err := readFile(kind, path, o.maxFileSize)
+	if err != nil {
+		return nil, err
+	}
+	return table.Parse(path, data, zones, o.ttl)
 }
 
 func knownIn(t *table.Table) func(string) bool {
@@ -425,7 +434,7 @@ func (c *control) reload() {
 		return table.Parse(c.opts.nodes, data, c.zones, c.opts.ttl)
 	})
 	var ov *overrides.Table
-	if c.opts.overrides != "" {
+	if c.opts.overrides != "" && !c.stopping() {
 		ov, _ = reloadText(c.files, c.opts.overrides, func(data []byte) (*overrides.Table, error) {
 			cur := t
 			if cur == nil {
@@ -437,13 +446,13 @@ func (c *control) reload() {
 		})
 	}
 	var qm *quality.Matrix
-	if c.opts.quality != "" {
+	if c.opts.quality != "" && !c.stopping() {
 		qm, _ = reloadText(c.files, c.opts.quality, func(data []byte) (*quality.Matrix, error) {
 			return quality.Parse(c.opts.quality, data)
 		})
 	}
 	var cn *canary
-	if o := c.opts.canary; o != nil {
+	if o := c.opts.canary; o != nil && !c.stopping() {
 		cn, _ = reloadText(c.files, o.file, func(data []byte) (*canary, error) {
 			ct, err := table.Parse(o.file, data, c.zones, c.opts.ttl)
 			if err != nil {
@@ -481,6 +490,17 @@ func (c *control) reload() {
 		old.Stop()
 	}
 	reloads.WithLabelValues("ok").Inc()
+}
+
+// stopping reports whether stop was called: a reload pass then parses no
+// further file, so that shutdown waits for one parse at most.
+func (c *control) stopping() bool {
+	select {
+	case <-c.stopCh:
+		return true
+	default:
+		return false
+	}
 }
 
 // swapCanary puts a new candidate table in rollout, and returns the one it

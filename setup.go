@@ -16,6 +16,7 @@ import (
 	"github.com/coredns/coredns/plugin"
 
 	"github.com/gslbdns/gslb/admin"
+	"github.com/gslbdns/gslb/internal/yamlfile"
 	"github.com/gslbdns/gslb/locate"
 	"github.com/gslbdns/gslb/scoring"
 )
@@ -65,6 +66,7 @@ type options struct {
 	reload           time.Duration
 	cacheSize        int
 	cacheTTL         time.Duration
+	maxFileSize      int64 // of each YAML file
 	redis            *locate.RedisConfig
 	online           *locate.OnlineConfig
 	admin            *admin.Config
@@ -127,6 +129,7 @@ func parseOptions(c *caddy.Controller) (*GSLB, error) {
 		qualityMaxAge: defaultQualityMaxAge,
 		cacheSize:     locate.DefaultCacheSize,
 		cacheTTL:      locate.DefaultCacheTTL,
+		maxFileSize:   yamlfile.DefaultMaxSize,
 	}
 	g := &GSLB{}
 	root := dnsserver.GetConfig(c).Root
@@ -286,6 +289,12 @@ func parseOptions(c *caddy.Controller) (*GSLB, error) {
 					return nil, err
 				}
 				o.cacheSize = int(n)
+			case "max_file_size":
+				n, err := sizeArg(c)
+				if err != nil {
+					return nil, err
+				}
+				o.maxFileSize = n
 			case "cache_ttl":
 				d, err := durationArg(c, time.Second)
 				if err != nil {
@@ -605,6 +614,25 @@ func uintArg(c *caddy.Controller, lo, hi uint64) (uint64, error) {
 		return 0, c.Errf("%s: %q is not a whole number in %d..%d", name, c.Val(), lo, hi)
 	}
 	return n, nil
+}
+
+// sizeArg reads a size of 1KiB..4GiB: bytes, or a number with KiB, MiB or GiB.
+func sizeArg(c *caddy.Controller) (int64, error) {
+	name := c.Val()
+	if !c.NextArg() {
+		return 0, c.ArgErr()
+	}
+	s, unit := c.Val(), int64(1)
+	for suffix, u := range map[string]int64{"KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30} {
+		if n, ok := strings.CutSuffix(s, suffix); ok {
+			s, unit = n, u
+		}
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n < 1 || n > 4<<30/unit || n*unit < 1<<10 {
+		return 0, c.Errf("%s: %q is not a size in 1KiB..4GiB, such as 16MiB", name, c.Val())
+	}
+	return n * unit, nil
 }
 
 func floatArg(c *caddy.Controller, lo, hi float64) (float64, error) {

@@ -294,3 +294,44 @@ func TestSetupSteering(t *testing.T) {
 		}
 	}
 }
+
+// TestSetupMaxFileSize: max_file_size takes bytes or KiB/MiB/GiB, defaults
+// to 16 MiB, and a file over it fails startup naming the file, its size
+// and the limit.
+func TestSetupMaxFileSize(t *testing.T) {
+	dir := fixture(t, fixtureNodes)
+	block := func(extra string) string {
+		return "gslb example.org {\ngeoip city.mmdb\nnodes nodes.yaml\n" + extra + "\n}"
+	}
+	if got := newTestGSLB(t, dir, block("")).opts.maxFileSize; got != 16<<20 {
+		t.Errorf("Expected a default of 16 MiB, got %d", got)
+	}
+	for in, want := range map[string]int64{"4096": 4096, "64KiB": 64 << 10, "32MiB": 32 << 20, "4GiB": 4 << 30} {
+		if got := newTestGSLB(t, dir, block("max_file_size "+in)).opts.maxFileSize; got != want {
+			t.Errorf("max_file_size %s: expected %d, got %d", in, want, got)
+		}
+	}
+	for _, in := range []string{"0", "1000", "5GiB", "16MB", "-1KiB", "big", ""} {
+		c := caddy.NewTestController("dns", block("max_file_size "+in))
+		dnsserver.GetConfig(c).Root = dir
+		if g, err := parse(c); err == nil {
+			g.stop()
+			t.Errorf("max_file_size %q: expected an error", in)
+		}
+	}
+	big := filepath.Join(dir, "big.yaml")
+	data := fixtureNodes + "# " + strings.Repeat("x", 2048) + "\n"
+	if err := os.WriteFile(big, []byte(data), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c := caddy.NewTestController("dns", "gslb example.org {\ngeoip city.mmdb\nnodes big.yaml\nmax_file_size 2KiB\n}")
+	dnsserver.GetConfig(c).Root = dir
+	g, err := parse(c)
+	want := fmt.Sprintf("%s: %d bytes, over the size limit of 2048 bytes (max_file_size)", big, len(data))
+	if err == nil {
+		g.stop()
+	}
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("Expected %q, got %v", want, err)
+	}
+}

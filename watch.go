@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"time"
+
+	"github.com/gslbdns/gslb/internal/yamlfile"
 )
 
 // watcher tells which watched files changed. A change counts once the file
@@ -20,6 +22,7 @@ type watcher struct {
 	pending map[string]fileStamp
 	dbs     []string
 	lastErr map[string]string
+	limit   int64 // each text file's size limit
 }
 
 type textState struct {
@@ -42,9 +45,9 @@ func stamp(path string) fileStamp {
 
 // newWatcher watches the text files (path -> hash of the loaded content)
 // and the databases.
-func newWatcher(texts map[string][32]byte, dbs []string) *watcher {
+func newWatcher(texts map[string][32]byte, dbs []string, limit int64) *watcher {
 	w := &watcher{texts: map[string]*textState{}, stamps: map[string]fileStamp{},
-		pending: map[string]fileStamp{}, dbs: dbs, lastErr: map[string]string{}}
+		pending: map[string]fileStamp{}, dbs: dbs, lastErr: map[string]string{}, limit: limit}
 	for p, h := range texts {
 		w.texts[p] = &textState{loaded: h}
 	}
@@ -57,7 +60,7 @@ func newWatcher(texts map[string][32]byte, dbs []string) *watcher {
 // textChanged returns path's content when it changed and settled.
 func (w *watcher) textChanged(path string) []byte {
 	st := w.texts[path]
-	data, err := os.ReadFile(path)
+	data, err := yamlfile.ReadFile(path, w.limit)
 	if err != nil {
 		w.fail(path, err)
 		return nil
@@ -137,8 +140,9 @@ func (w *watcher) fail(path string, err error) {
 }
 
 // readFile reads one of the watched files; an error says which (kind).
-func readFile(kind, path string) ([]byte, error) {
-	data, err := os.ReadFile(path)
+// A file over limit bytes is refused before it is read.
+func readFile(kind, path string, limit int64) ([]byte, error) {
+	data, err := yamlfile.ReadFile(path, limit)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", kind, err)
 	}

@@ -4,11 +4,12 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"net/netip"
 	"os"
 	"slices"
 	"time"
 
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 
 	"github.com/gslbdns/gslb/internal/atomicfile"
 	"github.com/gslbdns/gslb/internal/yamlfile"
@@ -40,11 +41,11 @@ type CanaryEntry struct {
 }
 
 // LoadState reads a state file; a missing file is an empty state (the
-// first start). Errors name the file, the line, the entry and the field.
+// first start); a file over limit bytes is refused. Errors name the file, the line, the entry and the field.
 // known reports whether a node id exists: drains and pins of nodes the
 // table no longer has are dropped, and logged.
-func LoadState(path string, known func(id string) bool) (*State, error) {
-	data, err := os.ReadFile(path)
+func LoadState(path string, limit int64, known func(id string) bool) (*State, error) {
+	data, err := yamlfile.ReadFile(path, limit)
 	if errors.Is(err, os.ErrNotExist) {
 		return &State{}, nil
 	}
@@ -54,6 +55,7 @@ func LoadState(path string, known func(id string) bool) (*State, error) {
 	if len(bytes.TrimSpace(data)) == 0 {
 		log.Warningf("admin state %s is empty: starting without drains or pins", path)
 	}
+	defer yamlfile.Release(len(data))
 	s, dropped, err := parseState(data, known)
 	if err != nil {
 		return nil, fmt.Errorf("admin state %s: %w", path, err)
@@ -66,9 +68,9 @@ func LoadState(path string, known func(id string) bool) (*State, error) {
 
 func parseState(data []byte, known func(id string) bool) (s *State, dropped []string, err error) {
 	s = &State{}
-	doc, err := yamlfile.Decode(data, s, map[string]string{"admin.DrainEntry": "drains", "overrides.EntryYAML": "pins"})
+	doc, err := yamlfile.Decode(data, s)
 	if err != nil {
-		if err.Error() == "empty file" {
+		if errors.Is(err, yamlfile.ErrEmpty) {
 			return &State{}, nil, nil
 		}
 		return nil, nil, err
@@ -133,15 +135,16 @@ func parseState(data []byte, known func(id string) bool) (s *State, dropped []st
 	return s, dropped, nil
 }
 
-// checkOverlap rejects two pins of the same network.
+// checkOverlap rejects two pins of the same network, naming the first
+// network seen again; a set keeps it linear in the number of networks.
 func checkOverlap(entries []overrides.Entry) error {
-	var seen []string
+	seen := map[netip.Prefix]struct{}{}
 	for _, e := range entries {
 		for _, p := range e.Prefixes {
-			if slices.Contains(seen, p.String()) {
+			if _, dup := seen[p]; dup {
 				return fmt.Errorf("pins: %s is pinned twice", p)
 			}
-			seen = append(seen, p.String())
+			seen[p] = struct{}{}
 		}
 	}
 	return nil

@@ -1,11 +1,14 @@
 package admin
 
 import (
+	"net/netip"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/gslbdns/gslb/internal/testsupport"
 	"github.com/gslbdns/gslb/internal/yamlfile"
 	"github.com/gslbdns/gslb/overrides"
 )
@@ -28,7 +31,7 @@ func TestStateRoundTrip(t *testing.T) {
 	if err := want.Write(path); err != nil {
 		t.Fatal(err)
 	}
-	got, err := LoadState(path, known)
+	got, err := LoadState(path, 0, known)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,7 +44,7 @@ func TestStateRoundTrip(t *testing.T) {
 	if *got.Canary != *want.Canary {
 		t.Errorf("Canary: got %+v", got.Canary)
 	}
-	if empty, err := LoadState(filepath.Join(t.TempDir(), "missing.yaml"), known); err != nil || len(empty.Drains)+len(empty.Pins) != 0 {
+	if empty, err := LoadState(filepath.Join(t.TempDir(), "missing.yaml"), 0, known); err != nil || len(empty.Drains)+len(empty.Pins) != 0 {
 		t.Errorf("Expected a missing file to be an empty state, got %+v, %v", empty, err)
 	}
 }
@@ -85,5 +88,38 @@ pins:
 	}
 	if len(dropped) != 4 || !strings.Contains(dropped[0], "line 3: drains[1]") {
 		t.Errorf("Expected four notes, the first at line 3, got %q", dropped)
+	}
+}
+
+// TestStateRejectsAliases: the alias bomb is refused at its line, without
+// expanding it; a state file over the limit is refused before it is read.
+func TestStateRejectsAliases(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state.yaml")
+	if err := os.WriteFile(path, []byte("drains:\n  - node: &k bogus\n"+testsupport.AliasBomb("    ")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LoadState(path, 0, known); err == nil || !strings.Contains(err.Error(), path+": line 3: an alias (*k) is not allowed") {
+		t.Fatalf("Expected the alias refused at line 3, got %v", err)
+	}
+	if _, err := LoadState(path, 100, known); err == nil || !strings.Contains(err.Error(), "over the size limit of 100 bytes") {
+		t.Fatalf("Expected the file refused over its size limit, got %v", err)
+	}
+}
+
+// TestCheckOverlapLarge: 200k pins are checked in linear time, and the
+// network pinned twice is named.
+func TestCheckOverlapLarge(t *testing.T) {
+	const n = 200_000
+	entries := make([]overrides.Entry, 0, n+1)
+	for i := range n {
+		p := netip.PrefixFrom(netip.AddrFrom4([4]byte{byte(1 + i>>16), byte(i >> 8), byte(i), 0}), 24)
+		entries = append(entries, overrides.Entry{Prefixes: []netip.Prefix{p}})
+	}
+	if err := checkOverlap(entries); err != nil {
+		t.Fatalf("Expected distinct networks to pass, got %v", err)
+	}
+	entries = append(entries, overrides.Entry{Prefixes: []netip.Prefix{netip.MustParsePrefix("1.1.2.0/24"), netip.MustParsePrefix("1.0.5.0/24")}})
+	if err := checkOverlap(entries); err == nil || err.Error() != "pins: 1.1.2.0/24 is pinned twice" {
+		t.Fatalf("Expected 1.1.2.0/24 pinned twice, got %v", err)
 	}
 }

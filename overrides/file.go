@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"net/netip"
-	"os"
 	"strings"
 
 	"github.com/gslbdns/gslb/geo"
@@ -41,7 +40,7 @@ type LocationYAML struct {
 
 // Load reads an overrides file; known reports whether a node id exists.
 func Load(path string, known func(id string) bool) (*Table, error) {
-	data, err := os.ReadFile(path)
+	data, err := yamlfile.ReadFile(path, yamlfile.DefaultMaxSize)
 	if err != nil {
 		return nil, fmt.Errorf("overrides: %w", err)
 	}
@@ -51,6 +50,7 @@ func Load(path string, known func(id string) bool) (*Table, error) {
 // Parse validates an overrides file read from path. Errors name the file,
 // the line, the entry and the field.
 func Parse(path string, data []byte, known func(id string) bool) (*Table, error) {
+	defer yamlfile.Release(len(data))
 	t, err := parse(data, known)
 	if err != nil {
 		return nil, fmt.Errorf("overrides %s: %w", path, err)
@@ -60,9 +60,9 @@ func Parse(path string, data []byte, known func(id string) bool) (*Table, error)
 
 func parse(data []byte, known func(id string) bool) (*Table, error) {
 	var f file
-	doc, err := yamlfile.Decode(data, &f, map[string]string{"overrides.EntryYAML": "overrides"})
+	doc, err := yamlfile.Decode(data, &f)
 	if err != nil {
-		if err.Error() == "empty file" {
+		if errors.Is(err, yamlfile.ErrEmpty) {
 			return New(nil), nil
 		}
 		return nil, err

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gslbdns/gslb/internal/testsupport"
 )
 
 func known(id string) bool { return id == "gz-telecom" || id == "hz-telecom" }
@@ -157,5 +159,15 @@ func TestLookupAllocs(t *testing.T) {
 	ts := []*Table{tb}
 	if n := testing.AllocsPerRun(100, func() { Lookup(ts, a) }); n != 0 {
 		t.Errorf("Lookup allocates %v times", n)
+	}
+}
+
+// TestParseRejectsAliases: the alias bomb is refused at its line, without
+// expanding it.
+func TestParseRejectsAliases(t *testing.T) {
+	y := "overrides:\n  - cidr: 1.0.1.0/24\n    nodes: [&k bogus]\n" + testsupport.AliasBomb("    ")
+	_, err := Parse("o.yaml", []byte(y), known)
+	if err == nil || !strings.Contains(err.Error(), "overrides o.yaml: line 4: an alias (*k) is not allowed") {
+		t.Fatalf("Expected the alias refused at line 4, got %v", err)
 	}
 }

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"os"
 	"strings"
 	"time"
 
@@ -51,7 +50,7 @@ type fromYAML struct {
 
 // Load reads a quality file.
 func Load(path string) (*Matrix, error) {
-	data, err := os.ReadFile(path)
+	data, err := yamlfile.ReadFile(path, yamlfile.DefaultMaxSize)
 	if err != nil {
 		return nil, fmt.Errorf("quality: %w", err)
 	}
@@ -61,6 +60,7 @@ func Load(path string) (*Matrix, error) {
 // Parse validates a quality file read from path. Errors name the file, the
 // line, the entry and the field.
 func Parse(path string, data []byte) (*Matrix, error) {
+	defer yamlfile.Release(len(data))
 	m, err := parse(data)
 	if err != nil {
 		return nil, fmt.Errorf("quality %s: %w", path, err)
@@ -70,9 +70,9 @@ func Parse(path string, data []byte) (*Matrix, error) {
 
 func parse(data []byte) (*Matrix, error) {
 	var f file
-	doc, err := yamlfile.Decode(data, &f, map[string]string{"quality.rowYAML": "quality"})
+	doc, err := yamlfile.Decode(data, &f)
 	if err != nil {
-		if err.Error() == "empty file" {
+		if errors.Is(err, yamlfile.ErrEmpty) {
 			return &Matrix{}, nil
 		}
 		return nil, err

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gslbdns/gslb/internal/testsupport"
 )
 
 const sample = `quality:
@@ -77,5 +79,14 @@ func TestParseErrors(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "q.yaml") {
 			t.Errorf("%s: got %v, want an error naming q.yaml and containing %q", tc.name, err, tc.want)
 		}
+	}
+}
+
+// TestParseRejectsAliases: the alias bomb is refused at its line, without
+// expanding it.
+func TestParseRejectsAliases(t *testing.T) {
+	_, err := Parse("q.yaml", []byte("quality:\n  - node: &k bogus\n"+testsupport.AliasBomb("    ")))
+	if err == nil || !strings.Contains(err.Error(), "quality q.yaml: line 3: an alias (*k) is not allowed") {
+		t.Fatalf("Expected the alias refused at line 3, got %v", err)
 	}
 }

@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"math"
 	"net/netip"
-	"os"
 	"strings"
 
 	"github.com/coredns/coredns/plugin"
@@ -60,7 +59,7 @@ type Table struct {
 // Load reads and validates a node table. Every error names the file, and
 // the line, entry and field where it can.
 func Load(path string, zones []string, defaultTTL uint32) (*Table, error) {
-	data, err := os.ReadFile(path)
+	data, err := yamlfile.ReadFile(path, yamlfile.DefaultMaxSize)
 	if err != nil {
 		return nil, fmt.Errorf("node table: %w", err)
 	}
@@ -69,6 +68,7 @@ func Load(path string, zones []string, defaultTTL uint32) (*Table, error) {
 
 // Parse validates a node table read from path.
 func Parse(path string, data []byte, zones []string, defaultTTL uint32) (*Table, error) {
+	defer yamlfile.Release(len(data))
 	t, err := parse(data, zones, defaultTTL)
 	if err != nil {
 		return nil, fmt.Errorf("node table %s: %w", path, err)
@@ -79,18 +79,18 @@ func Parse(path string, data []byte, zones []string, defaultTTL uint32) (*Table,
 
 func parse(data []byte, zones []string, defaultTTL uint32) (*Table, error) {
 	var f file
-	doc, err := yamlfile.Decode(data, &f, map[string]string{"table.nodeEntry": "nodes", "table.recordEntry": "records"})
+	doc, err := yamlfile.Decode(data, &f)
 	if err != nil {
 		return nil, err
 	}
 	t := &Table{Records: make(map[string]*Record), Hash: sha256.Sum256(data)}
 	index, err := t.addNodes(&f, yamlfile.EntryLines(doc, "nodes"))
-	err = atField(func(i int, path ...string) int { return yamlfile.FieldLine(doc, "nodes", i, path...) }, err)
+	err = atField(func(i int, path ...string) int { return yamlfile.FieldLine(data, "nodes", i, path...) }, err)
 	if err != nil {
 		return nil, err
 	}
 	if err := t.addRecords(&f, index, yamlfile.EntryLines(doc, "records"), zones, defaultTTL); err != nil {
-		return nil, atField(func(i int, path ...string) int { return yamlfile.FieldLine(doc, "records", i, path...) }, err)
+		return nil, atField(func(i int, path ...string) int { return yamlfile.FieldLine(data, "records", i, path...) }, err)
 	}
 	if t.Topology, err = scoring.ParseTopology(f.Neighbors, f.Regions); err != nil {
 		return nil, err

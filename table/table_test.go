@@ -3,6 +3,8 @@ package table
 import (
 	"strings"
 	"testing"
+
+	"github.com/gslbdns/gslb/internal/testsupport"
 )
 
 var testZones = []string{"example.org."}
@@ -148,11 +150,13 @@ func TestParseTableHostile(t *testing.T) {
 	tests := []struct {
 		name, yaml, want string // want "" = valid
 	}{
-		{"nodes aliased as records", "nodes: &n\n" + node + "records: *n\n", "records[0]"},
-		{"records aliased as nodes", "records: &r\n  - name: www.example.org\nnodes: *r\n", "nodes[0]"},
+		{"nodes aliased as records", "nodes: &n\n" + node + "records: *n\n", "line 3: an alias (*n) is not allowed"},
+		{"records aliased as nodes", "records: &r\n  - name: www.example.org\nnodes: *r\n", "line 3: an alias (*r) is not allowed"},
 		{"aliased probe", "nodes:\n  - {id: a, ipv4: [192.0.2.1], country: CN, lat: 1, lon: 1, probe: &p {address: \"192.0.2.1:80\"}}\n" +
-			"  - {id: b, ipv4: [192.0.2.2], country: CN, lat: 1, lon: 1, probe: *p}\n" + rec, ""},
-		{"alias to a scalar", "nodes: &n 3\nrecords: *n\n", "line 1: cannot unmarshal"},
+			"  - {id: b, ipv4: [192.0.2.2], country: CN, lat: 1, lon: 1, probe: *p}\n" + rec, "line 3: an alias (*p) is not allowed"},
+		{"alias to a scalar", "nodes: &n 3\nrecords: *n\n", "line 2: an alias (*n) is not allowed"},
+		{"alias bomb as a key", "nodes:\n" + node + rec + "nameservers: [&k bogus]\n" + testsupport.AliasBomb(""), "line 6: an alias (*k) is not allowed"},
+		{"unknown key in a probe", "nodes:\n  - {id: a, ipv4: [192.0.2.1], country: CN, lat: 1, lon: 1,\n     probe: {address: \"192.0.2.1:80\", kind: tcp}}\n" + rec, `line 3: nodes[0].probe: unknown key "kind"`},
 		{"explicit empty node list", "nodes:\n" + node + "records:\n  - name: www.example.org\n    nodes: []\n", `line 5: records[0] (name www.example.org.): field nodes: an empty list`},
 		{"ttl above 2^31-1", "nodes:\n" + node + "records:\n  - name: www.example.org\n    ttl: 4000000000\n", "field ttl: 4000000000 is not in 1..2147483647"},
 		{"probe interval too short", "nodes:\n  - {id: a, ipv4: [192.0.2.1], country: CN, lat: 1, lon: 1, probe: {address: \"192.0.2.1:80\", interval: 1ms}}\n" + rec, "line 2: nodes[0] (id a): probe.interval: 1ms is shorter than 100ms"},

@@ -5,8 +5,10 @@ package testsupport
 
 import (
 	"bytes"
+	"fmt"
 	"net/netip"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -120,4 +122,19 @@ func WriteIPDB(t testing.TB, dir string, rows []IPDBRow) string {
 		t.Fatalf("ipdbgen: %v", err)
 	}
 	return p
+}
+
+// AliasBomb is the alias bomb: a line, indented by indent, whose
+// mapping key is the alias *k and whose value expands to 10^9 scalars. The
+// caller anchors &k on a string the schema accepts before it, so that the
+// alias key is the file's first error.
+func AliasBomb(indent string) string {
+	var b strings.Builder
+	b.WriteString(indent + "*k : [&a0 [x,x,x,x,x,x,x,x,x,x]")
+	for i := 1; i <= 8; i++ {
+		ref := strings.Repeat(fmt.Sprintf("*a%d,", i-1), 10)
+		fmt.Fprintf(&b, ", &a%d [%s]", i, ref[:len(ref)-1])
+	}
+	b.WriteString("]\n")
+	return b.String()
 }

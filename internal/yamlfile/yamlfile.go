@@ -1,94 +1,199 @@
 // Package yamlfile reads the plugin's YAML files (the node table, the
 // overrides, the quality matrix, the admin state) strictly: an unknown key
-// is an error, and every error names the line and the path of the entry.
+// or an alias is an error, every error names the line and the path of the
+// entry, and a file over the size limit is refused before it is read.
 package yamlfile
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
-	"regexp"
+	"io"
+	"os"
+	"reflect"
+	"runtime/debug"
 	"strconv"
+	"strings"
 	"time"
 
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 )
 
-// Decode reads data into v, rejecting keys the schema doesn't know, and
-// returns the document's node tree for the lines of its entries. An error
-// names the line and the path of the entry, e.g.
-// `line 4: nodes[0].probe: unknown key "kind"`. lists maps the Go type of a
-// top-level list's entries (as the YAML decoder names it, e.g.
-// "table.nodeEntry") to the list's key, so that an entry an alias shares
-// between lists is reported where it failed.
-func Decode(data []byte, v any, lists map[string]string) (*yaml.Node, error) {
+// DefaultMaxSize is the size limit of a YAML file (Corefile max_file_size).
+const DefaultMaxSize = 16 << 20
+
+// ErrEmpty is Decode's error for a file without a document.
+var ErrEmpty = errors.New("empty file")
+
+// SizeError is a file over the size limit.
+type SizeError struct {
+	Path        string
+	Size, Limit int64
+}
+
+func (e *SizeError) Error() string {
+	return fmt.Sprintf("%s: %d bytes, over the size limit of %d bytes (max_file_size)", e.Path, e.Size, e.Limit)
+}
+
+// ReadFile reads path, refusing it when it is larger than limit bytes
+// (DefaultMaxSize when limit <= 0) before reading it whole.
+func ReadFile(path string, limit int64) ([]byte, error) {
+	if limit <= 0 {
+		limit = DefaultMaxSize
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if fi.Size() > limit {
+		return nil, &SizeError{Path: path, Size: fi.Size(), Limit: limit}
+	}
+	// The file may grow while it is read: never read more than the limit.
+	data, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(data)) > limit {
+		return nil, &SizeError{Path: path, Size: int64(len(data)), Limit: limit}
+	}
+	return data, nil
+}
+
+// Lines holds the line of each entry of the document's top-level lists.
+type Lines map[string][]int
+
+// Decode reads data into v, rejecting aliases and keys the schema doesn't
+// know. It parses the document once, checks the node tree (each node once:
+// aliases are refused, never expanded), decodes it, and keeps only the
+// lines of the top-level lists' entries. An error names the line and the
+// path of the entry, e.g. `line 4: nodes[0].probe: unknown key "kind"`.
+func Decode(data []byte, v any) (Lines, error) {
 	var root yaml.Node
 	if err := yaml.Unmarshal(data, &root); err != nil {
 		return nil, err
 	}
 	if len(root.Content) == 0 {
-		return nil, errors.New("empty file")
+		return nil, ErrEmpty
 	}
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
-	err := dec.Decode(v)
-	var te *yaml.TypeError
-	if errors.As(err, &te) {
-		return nil, explain(root.Content[0], te, lists)
+	doc := root.Content[0]
+	if err := noAliases(doc); err != nil {
+		return nil, err
 	}
-	return root.Content[0], err
-}
-
-var unknownField = regexp.MustCompile(`^line (\d+): field (.+) not found in type (\S+)`)
-
-// explain rewrites the decoder's first complaint with the entry's path.
-func explain(doc *yaml.Node, te *yaml.TypeError, lists map[string]string) error {
-	msg := te.Errors[0]
-	m := unknownField.FindStringSubmatch(msg)
-	if m == nil {
-		return errors.New(msg)
+	if err := knownKeys(doc, reflect.TypeOf(v), ""); err != nil {
+		return nil, err
 	}
-	line, _ := strconv.Atoi(m[1])
-	path, ok := "", false
-	if list := lists[m[3]]; list != "" {
+	if err := doc.Decode(v); err != nil {
+		var te *yaml.TypeError
+		if errors.As(err, &te) && len(te.Errors) > 0 {
+			return nil, errors.New(te.Errors[0])
+		}
+		return nil, err
+	}
+	lines := Lines{}
+	if doc.Kind == yaml.MappingNode {
 		for i := 0; i+1 < len(doc.Content); i += 2 {
-			if doc.Content[i].Value == list {
-				path, ok = keyPath(doc.Content[i+1], line, m[2], list)
+			if seq := doc.Content[i+1]; seq.Kind == yaml.SequenceNode {
+				l := make([]int, len(seq.Content))
+				for j, c := range seq.Content {
+					l[j] = c.Line
+				}
+				lines[doc.Content[i].Value] = l
 			}
 		}
 	}
-	if !ok {
-		path, ok = keyPath(doc, line, m[2], "")
-	}
-	if !ok || path == "" {
-		return fmt.Errorf("line %d: unknown key %q", line, m[2])
-	}
-	return fmt.Errorf("line %d: %s: unknown key %q", line, path, m[2])
+	return lines, nil
 }
 
-// keyPath finds the mapping key named key at line and returns the path of
-// the mapping that holds it.
-func keyPath(n *yaml.Node, line int, key, path string) (string, bool) {
-	n = resolve(n)
-	switch n.Kind {
-	case yaml.MappingNode:
+// noAliases refuses the first alias. Without aliases the tree is as large
+// as the file, so checking and decoding it take time linear in its size.
+func noAliases(n *yaml.Node) error {
+	if n.Kind == yaml.AliasNode {
+		return fmt.Errorf("line %d: an alias (*%s) is not allowed: write the value out", n.Line, n.Value)
+	}
+	for _, c := range n.Content {
+		if err := noAliases(c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+var unmarshaler = reflect.TypeFor[yaml.Unmarshaler]()
+
+// knownKeys refuses a mapping key that the Go type t has no field for, at
+// the key's line, with the path of the mapping that holds it. A node of
+// the wrong kind is left to the decoder to report.
+func knownKeys(n *yaml.Node, t reflect.Type, path string) error {
+	for t.Kind() == reflect.Pointer {
+		if t.Implements(unmarshaler) {
+			return nil
+		}
+		t = t.Elem()
+	}
+	if t.Implements(unmarshaler) || reflect.PointerTo(t).Implements(unmarshaler) {
+		return nil
+	}
+	switch {
+	case t.Kind() == reflect.Struct && n.Kind == yaml.MappingNode:
+		fields := yamlFields(t)
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k := n.Content[i]
-			if k.Line == line && k.Value == key {
-				return path, true
+			ft, ok := fields[k.Value]
+			if !ok {
+				if path == "" {
+					return fmt.Errorf("line %d: unknown key %q", k.Line, k.Value)
+				}
+				return fmt.Errorf("line %d: %s: unknown key %q", k.Line, path, k.Value)
 			}
-			if p, ok := keyPath(n.Content[i+1], line, key, join(path, k.Value)); ok {
-				return p, true
+			if err := knownKeys(n.Content[i+1], ft, join(path, k.Value)); err != nil {
+				return err
 			}
 		}
-	case yaml.SequenceNode:
+	case t.Kind() == reflect.Map && n.Kind == yaml.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if err := knownKeys(n.Content[i+1], t.Elem(), join(path, n.Content[i].Value)); err != nil {
+				return err
+			}
+		}
+	case (t.Kind() == reflect.Slice || t.Kind() == reflect.Array) && n.Kind == yaml.SequenceNode:
 		for i, c := range n.Content {
-			if p, ok := keyPath(c, line, key, path+"["+strconv.Itoa(i)+"]"); ok {
-				return p, true
+			if err := knownKeys(c, t.Elem(), path+"["+strconv.Itoa(i)+"]"); err != nil {
+				return err
 			}
 		}
 	}
-	return "", false
+	return nil
+}
+
+// yamlFields maps a struct's YAML keys to their field types, as the
+// decoder names them: the tag's name, else the lowercased field name.
+func yamlFields(t reflect.Type) map[string]reflect.Type {
+	m := make(map[string]reflect.Type, t.NumField())
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if !f.IsExported() {
+			continue
+		}
+		name, opts, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+		if name == "-" {
+			continue
+		}
+		if strings.Contains(opts, "inline") {
+			for k, v := range yamlFields(f.Type) {
+				m[k] = v
+			}
+			continue
+		}
+		if name == "" {
+			name = strings.ToLower(f.Name)
+		}
+		m[name] = f.Type
+	}
+	return m
 }
 
 func join(path, key string) string {
@@ -98,49 +203,47 @@ func join(path, key string) string {
 	return path + "." + key
 }
 
-// EntryLines returns the line of each element of the top-level sequence key.
-func EntryLines(doc *yaml.Node, key string) []int {
-	doc = resolve(doc)
-	for i := 0; i+1 < len(doc.Content); i += 2 {
-		if doc.Content[i].Value != key {
-			continue
-		}
-		seq := resolve(doc.Content[i+1])
-		lines := make([]int, len(seq.Content))
-		for j, c := range seq.Content {
-			lines[j] = c.Line
-		}
-		return lines
+// Release hands the memory a parse of size bytes used back to the system
+// when the file was large: the node tree is some 20 times the file's size,
+// and the runtime would keep it for minutes. Callers defer it once the
+// parsed file is in its compact form.
+func Release(size int) {
+	if size >= 1<<20 {
+		debug.FreeOSMemory()
 	}
-	return nil
 }
+
+// EntryLines returns the line of each element of the top-level list key.
+func EntryLines(lines Lines, key string) []int { return lines[key] }
 
 // FieldLine returns the line of the key at path inside element i of the
 // top-level sequence list, as deep as the path is present (a probe key set
 // only in probe_defaults gives the line of probe), else the element's line,
-// else 0.
-func FieldLine(doc *yaml.Node, list string, i int, path ...string) int {
-	doc = resolve(doc)
-	if doc == nil {
+// else 0. It parses data again: it runs only for an error, on a file that
+// Decode accepted, so without aliases.
+func FieldLine(data []byte, list string, i int, path ...string) int {
+	var root yaml.Node
+	if yaml.Unmarshal(data, &root) != nil || len(root.Content) == 0 {
 		return 0
 	}
+	doc := root.Content[0]
 	var n *yaml.Node
 	for k := 0; k+1 < len(doc.Content); k += 2 {
 		if doc.Content[k].Value == list {
-			n = resolve(doc.Content[k+1])
+			n = doc.Content[k+1]
 			break
 		}
 	}
 	if n == nil || n.Kind != yaml.SequenceNode || i >= len(n.Content) {
 		return 0
 	}
-	n = resolve(n.Content[i])
+	n = n.Content[i]
 	line := n.Line
 	for _, key := range path {
 		var next *yaml.Node
 		for k := 0; n.Kind == yaml.MappingNode && k+1 < len(n.Content); k += 2 {
 			if n.Content[k].Value == key {
-				line, next = n.Content[k].Line, resolve(n.Content[k+1])
+				line, next = n.Content[k].Line, n.Content[k+1]
 				break
 			}
 		}
@@ -152,13 +255,6 @@ func FieldLine(doc *yaml.Node, list string, i int, path ...string) int {
 	return line
 }
 
-// resolve follows an alias to its anchored node.
-func resolve(n *yaml.Node) *yaml.Node {
-	for i := 0; n != nil && n.Kind == yaml.AliasNode && i < 16; i++ {
-		n = n.Alias
-	}
-	return n
-}
 
 // LineAt returns lines[i], or 0 when the entry has no known line.
 func LineAt(lines []int, i int) int {
