@@ -255,7 +255,6 @@ func FieldLine(data []byte, list string, i int, path ...string) int {
 	return line
 }
 
-
 // LineAt returns lines[i], or 0 when the entry has no known line.
 func LineAt(lines []int, i int) int {
 	if i < len(lines) {
