@@ -123,12 +123,12 @@ func newControl(o options, zones []string) (c *control, option string, err error
 		overrides: ov,
 		quality:   qm,
 		decisions: policy.NewDecisions(),
-		serial:    uint32(time.Now().Unix()),
 		files:     newWatcher(texts, o.dbPaths()),
 		stopCh:    make(chan struct{}),
 		done:      make(chan struct{}),
 		wake:      make(chan struct{}, 1),
 	}
+	c.serial = c.nextSerial()
 	c.checker = c.newChecker(t)
 	if cn != nil {
 		cn.checker = c.newCanaryChecker(cn)
@@ -513,7 +513,6 @@ func (c *control) swap(t *table.Table, ov *overrides.Table, qm *quality.Matrix, 
 			c.metrics.reset()
 		}
 		c.table = t
-		c.serial = max(c.serial+1, uint32(time.Now().Unix()))
 		log.Infof("Reloaded node table %s (%s changed): %d nodes, %d records", t.Path, change, len(t.Nodes), len(t.Records))
 	}
 	if ov != nil {
@@ -530,6 +529,7 @@ func (c *control) swap(t *table.Table, ov *overrides.Table, qm *quality.Matrix, 
 		c.locator.SetDB(db)
 		log.Infof("Reloaded geo databases %v", c.opts.dbPaths())
 	}
+	c.serial = c.nextSerial()
 	c.publish()
 	return old, fresh
 }
