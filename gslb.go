@@ -52,7 +52,7 @@ func (g *GSLB) start() error {
 	g.soaOnce.Do(func() { g.followNext(g.ctl.stopCh, g.opts.reload) })
 	return nil
 }
-func (g *GSLB) stop() error  { return g.ctl.stop() }
+func (g *GSLB) stop() error { return g.ctl.stop() }
 
 // decision is what one query saw and chose; it feeds the answer, the
 // metrics and, when the metadata plugin is on, the log.
