@@ -166,7 +166,17 @@ func (g *GSLB) followNext(stop <-chan struct{}, every time.Duration) {
 	if g.Next == nil || len(g.Fall.Zones) == 0 {
 		return
 	}
-	recovery.Do("soa", g.refreshNextSOA)
+	// A next plugin that is slow to answer (forward) holds the startup
+	// for soaTimeout at most.
+	first := make(chan struct{})
+	go func() {
+		defer close(first)
+		recovery.Do("soa", g.refreshNextSOA)
+	}()
+	select {
+	case <-first:
+	case <-time.After(soaTimeout):
+	}
 	if every <= 0 {
 		return
 	}
