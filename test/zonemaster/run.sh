@@ -53,7 +53,7 @@ fi
 work=$1
 cd "$work"
 ip link set lo up
-if ip -4 route get 192.0.2.1 >/dev/null 2>&1; then
+if ip -4 route get 192.0.2.1 >/dev/null 2>&1 || ip -6 route get 2001:db8::1 >/dev/null 2>&1; then
 	echo "the namespace has a route off the machine" >&2
 	exit 1
 fi
@@ -219,12 +219,16 @@ for zone in example.org example-gslb.org; do
 		sed 's/^/     /' "zm-$zone.txt"
 		bad=$((bad + 1))
 	fi
-	echo "   $n messages at WARNING or above, $bad not allowed"
+	levels=$(awk '$3 == "entries." && $1 ~ /^[A-Z]+$/ && $1 !~ /^DEBUG/ {printf "%s%s %s", sep, $1, $2; sep = ", "}' "zm-$zone.txt")
+	echo "   $n messages at WARNING or above, $bad not allowed (all: ${levels:-none})"
 	[ "$bad" = 0 ] || fail=1
 done
 
 echo "== DNSViz: example.org example-gslb.org"
-dnsviz probe -A -4 -a . -o probe.json example.org example-gslb.org 2>dnsviz-probe.log
+if ! dnsviz probe -A -4 -a . -o probe.json example.org example-gslb.org 2>dnsviz-probe.log; then
+	echo "   FAIL     dnsviz probe:" && sed 's/^/     /' dnsviz-probe.log
+	exit 1
+fi
 dnsviz grok -P -l info -r probe.json -o grok-info.json 2>dnsviz-grok.log
 # With nothing at warning or above, grok writes nothing.
 dnsviz grok -P -l warning -r probe.json -o grok.json 2>>dnsviz-grok.log
