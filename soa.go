@@ -5,6 +5,7 @@ import (
 	"net"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/coredns/caddy"
@@ -112,13 +113,26 @@ func contentSerial(o *options, db *geo.DB) uint32 {
 	return uint32(max(min(newest, 1<<32-1), 1))
 }
 
+// lastSerials is each block's last serial (by zones and node table) across
+// Corefile reloads, so that it never goes back while the process runs.
+var (
+	serialsMu   sync.Mutex
+	lastSerials = map[string]uint32{}
+)
+
 // nextSerial is the serial after the files were (re)loaded: the one the
-// operator set, else the content's, never below the current one.
+// operator set, else the content's, never below the last one.
 func (c *control) nextSerial() uint32 {
 	if s := c.opts.soa.serial; s != 0 {
 		return s
 	}
-	return max(c.serial, contentSerial(&c.opts, c.db))
+	key := strings.Join(c.zones, " ") + " " + c.opts.nodes
+	s := max(c.serial, contentSerial(&c.opts, c.db))
+	serialsMu.Lock()
+	defer serialsMu.Unlock()
+	s = max(s, lastSerials[key])
+	lastSerials[key] = s
+	return s
 }
 
 // soa is the zone's SOA: the next plugin's apex SOA when it is

@@ -174,3 +174,21 @@ mail  3600 IN A   127.0.0.3
 		})
 	}
 }
+
+// TestSOASerialAcrossCorefileReload: a Corefile reload that drops the file
+// with the newest time keeps the serial.
+func TestSOASerialAcrossCorefileReload(t *testing.T) {
+	dir := t.TempDir()
+	t1 := time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
+	nodes := writeAt(t, dir, "nodes.yaml", soaNodes(30), t1)
+	ov := writeAt(t, dir, "overrides.yaml", "overrides:\n  - {cidr: 1.0.1.0/24, nodes: [hz]}\n", t1.Add(time.Hour))
+	s := startServer(t, gslbCorefile(t, nodes, "overrides "+ov))
+	want := uint32(t1.Add(time.Hour).Unix())
+	if got := apexSOA(t, s).Serial; got != want {
+		t.Fatalf("Serial %d, want %d, the overrides' time", got, want)
+	}
+	s.restart(t, gslbCorefile(t, nodes, ""))
+	if got := apexSOA(t, s).Serial; got != want {
+		t.Errorf("Serial after a Corefile reload without the overrides %d, want %d: it must never go back", got, want)
+	}
+}
