@@ -60,3 +60,10 @@ bench-dns:
 .PHONY: bench-gain
 bench-gain:
 	bench/gain.sh
+
+# make test-zonemaster: Zonemaster and DNSViz against two gslb instances in a
+# loopback-only network namespace (root; installs the tools), see
+# test/zonemaster/run.sh.
+.PHONY: test-zonemaster
+test-zonemaster:
+	GO=$(GO) test/zonemaster/run.sh

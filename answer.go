@@ -3,8 +3,6 @@ package gslb
 import (
 	"net"
 
-	"github.com/coredns/coredns/plugin/pkg/dnsutil"
-
 	"github.com/gslbdns/gslb/policy"
 
 	"github.com/miekg/dns"
@@ -137,23 +135,4 @@ func (g *GSLB) ns(v *policy.View, zone string) []dns.RR {
 		rrs[i] = &dns.NS{Hdr: dns.RR_Header{Name: zone, Rrtype: dns.TypeNS, Class: dns.ClassINET, Ttl: g.opts.ttl}, Ns: n}
 	}
 	return rrs
-}
-
-// soa is synthesized the way k8s_external does; the serial follows the
-// node table, the MNAME is the first name server when the table lists any.
-func (g *GSLB) soa(v *policy.View, zone string) *dns.SOA {
-	mname := dnsutil.Join("ns1", "dns", zone)
-	if len(v.Table.Nameservers) > 0 {
-		mname = v.Table.Nameservers[0]
-	}
-	return &dns.SOA{
-		Hdr:     dns.RR_Header{Name: zone, Rrtype: dns.TypeSOA, Class: dns.ClassINET, Ttl: g.opts.ttl},
-		Ns:      mname,
-		Mbox:    dnsutil.Join("hostmaster", "dns", zone),
-		Serial:  v.Serial,
-		Refresh: 7200,
-		Retry:   1800,
-		Expire:  86400,
-		Minttl:  g.opts.ttl,
-	}
 }

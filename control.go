@@ -123,12 +123,12 @@ func newControl(o options, zones []string) (c *control, option string, err error
 		overrides: ov,
 		quality:   qm,
 		decisions: policy.NewDecisions(),
-		serial:    uint32(time.Now().Unix()),
 		files:     newWatcher(texts, o.dbPaths(), o.maxFileSize),
 		stopCh:    make(chan struct{}),
 		done:      make(chan struct{}),
 		wake:      make(chan struct{}, 1),
 	}
+	c.serial = c.nextSerial()
 	c.checker = c.newChecker(t)
 	if cn != nil {
 		cn.checker = c.newCanaryChecker(cn)
@@ -536,7 +536,6 @@ func (c *control) swap(t *table.Table, ov *overrides.Table, qm *quality.Matrix, 
 			c.metrics.reset()
 		}
 		c.table = t
-		c.serial = max(c.serial+1, uint32(time.Now().Unix()))
 		changed = append(changed, describeTable("node table", t, change.String()))
 	}
 	if ov != nil {
@@ -553,6 +552,7 @@ func (c *control) swap(t *table.Table, ov *overrides.Table, qm *quality.Matrix, 
 		c.locator.SetDB(db)
 		changed = append(changed, describeDB(db))
 	}
+	c.serial = c.nextSerial()
 	c.publish()
 	return old, fresh, changed
 }

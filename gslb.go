@@ -8,6 +8,8 @@ import (
 	"net"
 	"net/netip"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/coredns/coredns/plugin"
@@ -33,13 +35,24 @@ type GSLB struct {
 
 	opts options
 	ctl  *control
+
+	// The next plugin's apex SOA by zone, when it is authoritative for
+	// the zone we fall through to; see followNext.
+	nextSOA atomic.Pointer[map[string]*dns.SOA]
+	soaOnce sync.Once
 }
 
 // Name implements plugin.Handler.
 func (g *GSLB) Name() string { return pluginName }
 
-func (g *GSLB) start() error { return g.ctl.start() }
-func (g *GSLB) stop() error  { return g.ctl.stop() }
+func (g *GSLB) start() error {
+	if err := g.ctl.start(); err != nil {
+		return err
+	}
+	g.soaOnce.Do(func() { g.followNext(g.ctl.stopCh, g.opts.reload) })
+	return nil
+}
+func (g *GSLB) stop() error { return g.ctl.stop() }
 
 // decision is what one query saw and chose; it feeds the answer, the
 // metrics and, when the metadata plugin is on, the log.

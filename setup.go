@@ -71,6 +71,7 @@ type options struct {
 	online           *locate.OnlineConfig
 	admin            *admin.Config
 	canary           *canaryOpts
+	soa              soaOpts
 }
 
 // canaryOpts is the canary line: a candidate node table for a share of
@@ -130,6 +131,7 @@ func parseOptions(c *caddy.Controller) (*GSLB, error) {
 		cacheSize:     locate.DefaultCacheSize,
 		cacheTTL:      locate.DefaultCacheTTL,
 		maxFileSize:   yamlfile.DefaultMaxSize,
+		soa:           defaultSOA(),
 	}
 	g := &GSLB{}
 	root := dnsserver.GetConfig(c).Root
@@ -325,11 +327,15 @@ func parseOptions(c *caddy.Controller) (*GSLB, error) {
 					return nil, err
 				}
 				o.canary = cn
+			case "soa":
+				if err := parseSOA(c, &o.soa); err != nil {
+					return nil, err
+				}
 			default:
 				return nil, c.Errf("unknown property %q", c.Val())
 			}
 			switch prop {
-			case "fallthrough", "redis", "online", "admin", "canary":
+			case "fallthrough", "redis", "online", "admin", "canary", "soa":
 			default:
 				if args := c.RemainingArgs(); len(args) != 0 {
 					return nil, c.Errf("unexpected argument %q", args[0])

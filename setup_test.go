@@ -335,3 +335,55 @@ func TestSetupMaxFileSize(t *testing.T) {
 		t.Fatalf("Expected %q, got %v", want, err)
 	}
 }
+
+// TestSetupSOA parses the soa option: its fields, defaults and errors.
+func TestSetupSOA(t *testing.T) {
+	base := "gslb example.org {\ngeoip city.mmdb\nnodes nodes.yaml\n"
+	tests := []struct {
+		name    string
+		input   string
+		want    soaOpts
+		wantErr string
+	}{
+		{"default", base + "}", soaOpts{refresh: 14400, retry: 3600, expire: 1209600, minimum: 300}, ""},
+		{"every field", base + `soa {
+  serial 2026120101
+  refresh 20000
+  retry 4000
+  expire 700000
+  minimum 600
+  mname NS.Example.net
+  rname ops.example.net.
+}
+}`, soaOpts{serial: 2026120101, refresh: 20000, retry: 4000, expire: 700000, minimum: 600,
+			mname: "ns.example.net.", rname: "ops.example.net."}, ""},
+		{"one field", base + "soa {\nminimum 900\n}\n}", soaOpts{refresh: 14400, retry: 3600, expire: 1209600, minimum: 900}, ""},
+		{"unknown", base + "soa {\ncolour blue\n}\n}", soaOpts{}, `soa: unknown property "colour"`},
+		{"not a number", base + "soa {\nrefresh 4h\n}\n}", soaOpts{}, `refresh: "4h" is not a whole number`},
+		{"zero", base + "soa {\nminimum 0\n}\n}", soaOpts{}, "minimum"},
+		{"extra argument", base + "soa {\nretry 3600 7200\n}\n}", soaOpts{}, `soa: unexpected argument "7200"`},
+		{"retry not below refresh", base + "soa {\nretry 14400\n}\n}", soaOpts{}, "retry 14400 must be below refresh 14400"},
+		{"expire below refresh", base + "soa {\nexpire 7200\n}\n}", soaOpts{}, "expire 7200 must not be below refresh 14400"},
+		{"mailbox with @", base + "soa {\nrname ops@example.net\n}\n}", soaOpts{}, "not a domain name"},
+		{"no name", base + "soa {\nmname\n}\n}", soaOpts{}, "Wrong argument count"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c := caddy.NewTestController("dns", tc.input)
+			c.ServerBlockKeys = []string{"example.org:53"}
+			g, err := parseOptions(c)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("Expected an error containing %q, got %v", tc.wantErr, err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("Expected no error, got %v", err)
+			}
+			if g.opts.soa != tc.want {
+				t.Errorf("soa %+v, want %+v", g.opts.soa, tc.want)
+			}
+		})
+	}
+}

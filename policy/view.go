@@ -44,7 +44,7 @@ type View struct {
 	Status []NodeStatus   // per node
 	Params *scoring.Params
 	Links  *scoring.Links // the quality matrix's fresh rows; nil: none
-	Serial uint32         // the SOA serial: moves when the table does
+	Serial uint32         // the SOA serial: moves when the files do
 
 	cache *Decisions // nil: every decision is made in full
 	gen   uint64     // the cache's generation this view reads and writes

@@ -46,7 +46,7 @@ other 3600 IN A   10.1.2.3
 		{plain, "other.example.org", dns.TypeA, dns.RcodeNameError, "", gslbSOA},
 		{fall, "other.example.org", dns.TypeA, dns.RcodeSuccess, "10.1.2.3", ""},
 		{fall, "nothere.example.org", dns.TypeA, dns.RcodeNameError, "", fileSOA},
-		{fall, "www.example.org", dns.TypeTXT, dns.RcodeSuccess, "", gslbSOA},
+		{fall, "www.example.org", dns.TypeTXT, dns.RcodeSuccess, "", fileSOA},
 		{fall, "www.example.org", dns.TypeA, dns.RcodeSuccess, "192.0.2.10", ""},
 	}
 	for _, tc := range tests {

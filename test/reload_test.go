@@ -2,9 +2,11 @@ package test
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gslbdns/gslb/geo/mmdbgen"
 
@@ -51,6 +53,11 @@ func TestFileReload(t *testing.T) {
 	city := filepath.Join(dir, "City.mmdb")
 	writeCity(t, city, "ZJ", "Hangzhou")
 	nodes := writeFile(t, dir, "nodes.yaml", reloadNodes("192.0.2.10", ""))
+	// The serial is the newest file time in seconds: the first table is
+	// older, so that the change below moves it.
+	if old := time.Now().Add(-time.Hour); os.Chtimes(nodes, old, old) != nil {
+		t.Fatal("Cannot set the node table's time")
+	}
 	s := startServer(t, fmt.Sprintf(`example.org:0 {
     bind 127.0.0.1
     gslb {
