@@ -77,7 +77,7 @@ func newControl(o options, zones []string) (c *control, option string, err error
 	}
 	db, err := geo.OpenFiles(o.dbFiles())
 	if err != nil {
-		return nil, dbOption(err), err
+		return nil, dbOption(err), fmt.Errorf("%s: %w", dbOption(err), err)
 	}
 	ov, ovHash, err := loadOverrides(o.overrides, t)
 	if err != nil {
@@ -455,7 +455,7 @@ func (c *control) reload() {
 	if c.files.dbsChanged() {
 		d, err := geo.OpenFiles(c.opts.dbFiles())
 		if err != nil {
-			c.files.fail(c.opts.dbPaths()[0], err)
+			c.files.fail(c.opts.dbPaths()[0], fmt.Errorf("%s: %w", dbOption(err), err))
 		} else {
 			db = d
 			recordDBInfo(d)

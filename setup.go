@@ -442,6 +442,9 @@ func parseRedis(c *caddy.Controller) (*locate.RedisConfig, error) {
 				return c.ArgErr()
 			}
 			r.Password = c.Val()
+			if r.Password == "" { // {$VAR} of an unset variable: Redis would answer NOAUTH
+				return c.Err("redis: password is empty (is its environment variable unset?)")
+			}
 		case "db":
 			n, err := uintArg(c, 0, 1<<16)
 			if err != nil {
@@ -492,6 +495,9 @@ func parseOnline(c *caddy.Controller) (*locate.OnlineConfig, error) {
 			name := c.Val()
 			if !c.NextArg() {
 				return c.Err("online: header NAME VALUE")
+			}
+			if c.Val() == "" { // {$VAR} of an unset variable: the API would answer 401
+				return c.Errf("online: header %s is empty (is its environment variable unset?)", name)
 			}
 			on.Headers.Add(name, c.Val())
 		case "timeout":
