@@ -40,6 +40,7 @@ func setup(c *caddy.Controller) error {
 	if err != nil {
 		return plugin.Error(pluginName, err)
 	}
+	c.OnStartup(orderCheck(dnsserver.GetConfig(c)))
 	c.OnStartup(g.start)
 	c.OnShutdown(g.stop)
 	c.OnRestartFailed(g.ctl.reclaim)
