@@ -1,6 +1,8 @@
 package test
 
 import (
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -57,4 +59,59 @@ func TestOrderAfterCache(t *testing.T) {
 	}
 	inst.ShutdownCallbacks()
 	inst.Stop()
+}
+
+// TestCheckLikeServer: gslb check fails exactly where a start from the
+// same Corefile fails: an unknown directive, a directive the build lacks,
+// gslb after cache; with root, relative paths resolve as the server
+// resolves them.
+func TestCheckLikeServer(t *testing.T) {
+	dir, _, text := toolSetup(t, toolNodes, "")
+	city := filepath.Join(dir, "city.mmdb")
+	if _, err := os.Stat(city); err != nil {
+		t.Fatalf("fixture: %v", err)
+	}
+	relative := strings.NewReplacer(dir+string(filepath.Separator), "").Replace(text)
+	if relative == text {
+		t.Fatal("fixture paths are not under the temp dir")
+	}
+	rooted := strings.Replace(relative, "bind 127.0.0.1", "bind 127.0.0.1\n    root "+dir, 1)
+	elsewhere := strings.Replace(relative, "bind 127.0.0.1", "bind 127.0.0.1\n    root "+t.TempDir(), 1)
+	for _, tc := range []struct {
+		name, corefile string
+		ok             bool
+		want           string
+	}{
+		{"root", rooted, true, ""},
+		{"root elsewhere", elsewhere, false, "nodes.yaml"},
+		{"unknown directive", strings.Replace(text, "metadata", "metadata\n    gslbb", 1), false, "Unknown directive 'gslbb'"},
+		{"plugin not built", strings.Replace(text, "metadata", "metadata\n    kubernetes", 1), false, "no action found for directive 'kubernetes'"},
+		{"bad stock plugin", strings.Replace(text, "metadata", "metadata\n    tls "+filepath.Join(dir, "missing.pem")+" "+filepath.Join(dir, "missing.key"), 1), false, "missing.pem"},
+		{"stock plugins", strings.Replace(text, "metadata", "metadata\n    any\n    chaos\n    nsid gslb\n    root "+dir, 1), true, ""},
+	} {
+		conf := writeFile(t, dir, "Corefile."+strings.ReplaceAll(tc.name, " ", "-"), tc.corefile)
+		out, stderr, code := runTool(t, "check", "-conf", conf)
+		mu.Lock()
+		inst, err := startFile(conf)
+		if err == nil {
+			inst.ShutdownCallbacks()
+		}
+		mu.Unlock()
+		if tc.ok {
+			if err != nil || code != 0 || out != "ok\n" {
+				t.Errorf("%s: expected both to start, got server %v, check %d %q %q", tc.name, err, code, out, stderr)
+			}
+			continue
+		}
+		if err == nil {
+			t.Errorf("%s: CoreDNS started", tc.name)
+			continue
+		}
+		if !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: expected the server's error to contain %q, got %v", tc.name, tc.want, err)
+		}
+		if code != 1 || strings.TrimSpace(stderr) != err.Error() {
+			t.Errorf("%s: expected exit 1 and the server's error\n%q, got %d\n%q", tc.name, err.Error(), code, stderr)
+		}
+	}
 }
