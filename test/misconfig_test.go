@@ -1,14 +1,24 @@
 package test
 
 import (
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/coredns/caddy"
 	"github.com/coredns/coredns/core/dnsserver"
+
+	"github.com/gslbdns/gslb/geo/mmdbgen"
+	"github.com/gslbdns/gslb/internal/testredis"
+
+	"github.com/miekg/dns"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // startErr starts CoreDNS from corefile, which must fail, and returns the
@@ -112,6 +122,95 @@ func TestCheckLikeServer(t *testing.T) {
 		}
 		if code != 1 || strings.TrimSpace(stderr) != err.Error() {
 			t.Errorf("%s: expected exit 1 and the server's error\n%q, got %d\n%q", tc.name, err.Error(), code, stderr)
+		}
+	}
+}
+
+// seriesValue is a counter's value for the series with exactly these
+// label values among its labels.
+func seriesValue(t *testing.T, name string, want map[string]string) float64 {
+	t.Helper()
+	mfs, err := prometheus.DefaultGatherer.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+	series:
+		for _, m := range mf.GetMetric() {
+			got := map[string]string{}
+			for _, l := range m.GetLabel() {
+				got[l.GetName()] = l.GetValue()
+			}
+			for k, v := range want {
+				if got[k] != v {
+					continue series
+				}
+			}
+			return m.GetCounter().GetValue()
+		}
+	}
+	return 0
+}
+
+// TestSecrets: an unset secret is a startup error; a password Redis
+// refuses and a key the API refuses (401) are warned about, once per
+// period, and counted under result "auth".
+func TestSecrets(t *testing.T) {
+	dir := t.TempDir()
+	city := filepath.Join(dir, "City.mmdb")
+	if err := mmdbgen.WriteCity(city, []mmdbgen.City{{Network: "1.80.0.0/16", Country: "CN"}}); err != nil {
+		t.Fatal(err)
+	}
+	nodes := writeFile(t, dir, "nodes.yaml", layersNodes)
+	os.Unsetenv("GSLB_TEST_UNSET_SECRET")
+	for _, tc := range []struct{ extra, want string }{
+		{"redis 127.0.0.1:6379 {\n password {$GSLB_TEST_UNSET_SECRET}\n}", "redis: password is empty"},
+		{"online http://127.0.0.1:1/v1/{ip} {\n header X-Api-Key {$GSLB_TEST_UNSET_SECRET}\n}", "online: header X-Api-Key is empty"},
+	} {
+		if err := startErr(t, corefile(city, "", nodes, tc.extra)); !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Expected %q, got %v", tc.want, err)
+		}
+	}
+
+	rs := testredis.StartAuth(t, "the-right-password")
+	var calls atomic.Int64
+	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		calls.Add(1)
+		if r.Header.Get("X-Api-Key") != "the-right-key" {
+			http.Error(w, "bad key", http.StatusUnauthorized)
+			return
+		}
+		w.Write([]byte(`{"country":"CN"}`))
+	}))
+	t.Cleanup(api.Close)
+	logs := captureLog(t)
+	redisAuth := map[string]string{"layer": "redis", "result": "auth"}
+	onlineAuth := map[string]string{"result": "auth"}
+	r0 := seriesValue(t, "coredns_gslb_geo_lookups_total", redisAuth)
+	o0 := seriesValue(t, "coredns_gslb_online_requests_total", onlineAuth)
+	s := startServer(t, corefile(city, "", nodes, fmt.Sprintf(`redis %s {
+            password a-wrong-password
+            timeout 250ms
+        }
+        online %s/v1/{ip} {
+            header X-Api-Key a-wrong-key
+            timeout 1s
+            max_qps 100
+        }`, rs.Addr(), api.URL)))
+	for i := range 3 {
+		ask(t, s, "www.example.org", dns.TypeA, fmt.Sprintf("1.80.%d.0/24", i))
+	}
+	waitFor(t, "auth failures counted", func() (bool, string) {
+		r, o := seriesValue(t, "coredns_gslb_geo_lookups_total", redisAuth)-r0, seriesValue(t, "coredns_gslb_online_requests_total", onlineAuth)-o0
+		return r >= 3 && o >= 3, fmt.Sprintf("redis %v, online %v, API calls %d", r, o, calls.Load())
+	})
+	for _, w := range []string{"[WARNING] plugin/gslb: Redis refused the password", "[WARNING] plugin/gslb: Online geo API at " + strings.TrimPrefix(api.URL, "http://") + " refused the credentials"} {
+		logs.line(t, w)
+		if n := strings.Count(logs.String(), w); n != 1 {
+			t.Errorf("Expected one warning %q for 3 failures, got %d:\n%s", w, n, logs.String())
 		}
 	}
 }
