@@ -19,7 +19,7 @@ const startWait = 5 * time.Second
 
 // Server is one redis-server process bound to 127.0.0.1.
 type Server struct {
-	t    testing.TB
+	t        testing.TB
 	bin      string
 	dir      string
 	port     int
