@@ -214,3 +214,36 @@ func TestSecrets(t *testing.T) {
 		}
 	}
 }
+
+// TestReloadSwappedDB: an ASN database written over the geoip file is
+// rejected on reload, naming the option, the file and the type found,
+// and the previous database keeps serving.
+func TestReloadSwappedDB(t *testing.T) {
+	logs := captureLog(t)
+	dir := t.TempDir()
+	city := filepath.Join(dir, "City.mmdb")
+	writeCity(t, city, "ZJ", "Hangzhou")
+	nodes := writeFile(t, dir, "nodes.yaml", reloadNodes("192.0.2.10", ""))
+	s := startServer(t, fmt.Sprintf(`example.org:0 {
+    bind 127.0.0.1
+    gslb {
+        geoip %s
+        nodes %s
+        reload 1s
+    }
+}`, city, nodes))
+	const zj = "202.101.172.0/24"
+	if got := answerOf(ask(t, s, "www.example.org", dns.TypeA, zj)); got != "192.0.2.10" {
+		t.Fatalf("Answer %q, want 192.0.2.10", got)
+	}
+	if err := mmdbgen.WriteASN(city, []mmdbgen.ASN{{Network: "202.101.172.0/24", ASN: 4134, Org: "Chinanet"}}); err != nil {
+		t.Fatal(err)
+	}
+	want := "geoip: geo: " + city + ` is a database of type "GeoLite2-ASN", not a MaxMind City or Country database: give it to asn`
+	if l := logs.line(t, "Rejected reload"); !strings.Contains(l, want) {
+		t.Errorf("Expected the rejection to say %q, got %s", want, l)
+	}
+	if got := answerOf(ask(t, s, "www.example.org", dns.TypeA, zj)); got != "192.0.2.10" {
+		t.Errorf("Answer %q after a rejected database, want the previous 192.0.2.10", got)
+	}
+}
