@@ -68,6 +68,8 @@ online https://geo.example.net/v1/{ip} {
 		{"city as asn", "gslb example.org {\ngeoip city.mmdb\nasn city.mmdb\nnodes nodes.yaml\n}", `city.mmdb is a database of type "GeoLite2-City", not a MaxMind ASN or ISP database: give it to geoip`},
 		{"redis empty password", "gslb example.org {\n" + base + "redis 127.0.0.1:6379 {\n password \"\"\n}\n}", "redis: password is empty"},
 		{"online empty header", "gslb example.org {\n" + base + "online https://geo.example.net/{ip} {\n header X-Api-Key \"\"\n}\n}", "online: header X-Api-Key is empty"},
+		{"online bearer without token", "gslb example.org {\n" + base + "online https://geo.example.net/{ip} {\n header Authorization \"Bearer \"\n}\n}", "online: header Authorization is empty"},
+		{"online empty key parameter", "gslb example.org {\n" + base + "online https://geo.example.net/{ip}?lang=zh&apikey= {\n}\n}", "online: URL query parameter apikey is empty"},
 		{"missing node file", "gslb example.org {\ngeoip city.mmdb\nnodes nope.yaml\n}", "nope.yaml"},
 		{"record outside zones", "gslb other.org {\n" + base + "}", "outside the zones"},
 		{"twice", "gslb example.org {\n" + base + "}\ngslb example.org {\n" + base + "}", "only be used once"},
