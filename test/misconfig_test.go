@@ -247,3 +247,16 @@ func TestReloadSwappedDB(t *testing.T) {
 		t.Errorf("Answer %q after a rejected database, want the previous 192.0.2.10", got)
 	}
 }
+
+// TestPinCarrier: a pin whose location names no known carrier is refused
+// with 400 and the nearest word; an alias is taken.
+func TestPinCarrier(t *testing.T) {
+	e := startAdmin(t, "")
+	code, body := e.call(t, "POST", "/v1/pins", e.token, `{"cidr":"1.2.3.0/24","location":{"country":"CN","province":"ZJ","isp":"telcom"}}`)
+	if code != http.StatusBadRequest || !strings.Contains(body, `location.isp: unknown carrier \"telcom\" (did you mean telecom?)`) {
+		t.Errorf("Expected 400 naming the carrier, got %d %s", code, body)
+	}
+	if code, body := e.call(t, "POST", "/v1/pins", e.token, `{"cidr":"1.2.3.0/24","location":{"country":"CN","province":"ZJ","isp":"CTCC"}}`); code != http.StatusOK {
+		t.Errorf("Expected an alias to be taken, got %d %s", code, body)
+	}
+}
