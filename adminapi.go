@@ -342,6 +342,11 @@ func (b *adminBackend) AddPin(req admin.PinRequest, who string) ([]admin.Pin, er
 	if _, err := y.Entry(knownIn(c.table)); err != nil {
 		return nil, admin.Badf("%v", err)
 	}
+	if y.Location != nil {
+		if err := checkISP(c.table, y.Location.ISP); err != nil {
+			return nil, admin.Badf("location.isp: %v", err)
+		}
+	}
 	// A pin of the same network replaces it.
 	next := slices.DeleteFunc(slices.Clone(c.pins), func(e overrides.EntryYAML) bool { return samePrefix(&e, p) })
 	next = append(next, y)

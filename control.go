@@ -77,7 +77,7 @@ func newControl(o options, zones []string) (c *control, option string, err error
 	}
 	db, err := geo.OpenFiles(o.dbFiles())
 	if err != nil {
-		return nil, dbOption(err), err
+		return nil, dbOption(err), fmt.Errorf("%s: %w", dbOption(err), err)
 	}
 	ov, ovHash, err := loadOverrides(o.overrides, o.maxFileSize, t)
 	if err != nil {
@@ -175,8 +175,31 @@ func loadOverrides(path string, limit int64, t *table.Table) (*overrides.Table, 
 	if err != nil {
 		return nil, [32]byte{}, err
 	}
-	ov, err := overrides.Parse(path, data, knownIn(t))
+	ov, err := parseOverrides(path, data, t)
 	return ov, sha256.Sum256(data), err
+}
+
+// parseOverrides parses an overrides file against t's nodes and carriers.
+func parseOverrides(path string, data []byte, t *table.Table) (*overrides.Table, error) {
+	ov, err := overrides.Parse(path, data, knownIn(t))
+	if err != nil {
+		return nil, err
+	}
+	for i, e := range ov.Entries {
+		if e.Location == nil {
+			continue
+		}
+		if err := checkISP(t, e.Location.ISP); err != nil {
+			return nil, fmt.Errorf("overrides %s: line %d: overrides[%d]: field location.isp: %w", path, e.Line, i, err)
+		}
+	}
+	return ov, nil
+}
+
+// checkISP refuses a carrier word that neither the built-in table nor t's
+// carriers: knows: it would place clients on a carrier no node has.
+func checkISP(t *table.Table, isp string) error {
+	return t.Carriers.CheckCarrier(isp, t.Carriers.Carrier(0, isp))
 }
 
 // loadQuality reads the quality file ("" for none).
@@ -442,7 +465,7 @@ func (c *control) reload() {
 				cur = c.table
 				c.mu.Unlock()
 			}
-			return overrides.Parse(c.opts.overrides, data, knownIn(cur))
+			return parseOverrides(c.opts.overrides, data, cur)
 		})
 	}
 	var qm *quality.Matrix
@@ -465,7 +488,7 @@ func (c *control) reload() {
 	if c.files.dbsChanged() {
 		d, err := geo.OpenFiles(c.opts.dbFiles())
 		if err != nil {
-			c.files.fail(c.opts.dbPaths()[0], err)
+			c.files.fail(c.opts.dbPaths()[0], fmt.Errorf("%s: %w", dbOption(err), err))
 		} else {
 			db = d
 			recordDBInfo(d)

@@ -72,8 +72,14 @@ func blocks(path string) ([]*GSLB, error) {
 		}
 		c.Dispenser = caddyfile.NewDispenserTokens(path, toks)
 		c.ServerBlockIndex, c.ServerBlockKeys = i, sb.Keys
+		// As the root plugin does: the last root line wins.
 		if root := sb.Tokens["root"]; len(root) > 1 {
-			dnsserver.GetConfig(c).Root = root[1].Text
+			for j := len(root) - 2; j >= 0; j-- {
+				if root[j].Text == "root" {
+					dnsserver.GetConfig(c).Root = root[j+1].Text
+					break
+				}
+			}
 		}
 		g, err := parseOptions(c)
 		if err != nil {

@@ -5,6 +5,7 @@ import (
 	"math"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -41,6 +42,7 @@ func setup(c *caddy.Controller) error {
 	if err != nil {
 		return plugin.Error(pluginName, err)
 	}
+	c.OnStartup(orderCheck(dnsserver.GetConfig(c)))
 	c.OnStartup(g.start)
 	c.OnShutdown(g.stop)
 	c.OnRestartFailed(g.ctl.reclaim)
@@ -461,6 +463,9 @@ func parseRedis(c *caddy.Controller) (*locate.RedisConfig, error) {
 				return c.ArgErr()
 			}
 			r.Password = c.Val()
+			if r.Password == "" { // {$VAR} of an unset variable: Redis would answer NOAUTH
+				return c.Err("redis: password is empty (is its environment variable unset?)")
+			}
 		case "db":
 			n, err := uintArg(c, 0, 1<<16)
 			if err != nil {
@@ -497,11 +502,38 @@ func parseRedis(c *caddy.Controller) (*locate.RedisConfig, error) {
 	return r, nil // validated with the rest of the location config
 }
 
+// emptySecret reports a header value with no secret in it: empty, or an
+// Authorization scheme without its credentials ("Bearer ").
+func emptySecret(name, v string) bool {
+	if strings.EqualFold(name, "Authorization") {
+		return len(strings.Fields(v)) < 2
+	}
+	return strings.TrimSpace(v) == ""
+}
+
+// secretName reports a URL query parameter that carries a credential.
+func secretName(k string) bool {
+	k = strings.ToLower(k)
+	for _, s := range []string{"key", "token", "secret", "pass", "auth"} {
+		if strings.Contains(k, s) {
+			return true
+		}
+	}
+	return false
+}
+
 func parseOnline(c *caddy.Controller) (*locate.OnlineConfig, error) {
 	if !c.NextArg() {
 		return nil, c.Err("online: URL is required")
 	}
 	on := &locate.OnlineConfig{URL: c.Val(), Headers: http.Header{}}
+	if u, err := url.Parse(on.URL); err == nil {
+		for k, vs := range u.Query() {
+			if secretName(k) && (len(vs) == 0 || vs[0] == "") {
+				return nil, c.Errf("online: URL query parameter %s is empty (is its environment variable unset?)", k)
+			}
+		}
+	}
 	err := subBlock(c, func() error {
 		switch c.Val() {
 		case "header":
@@ -511,6 +543,9 @@ func parseOnline(c *caddy.Controller) (*locate.OnlineConfig, error) {
 			name := c.Val()
 			if !c.NextArg() {
 				return c.Err("online: header NAME VALUE")
+			}
+			if emptySecret(name, c.Val()) { // {$VAR} of an unset variable: the API would answer 401
+				return c.Errf("online: header %s is empty (is its environment variable unset?)", name)
 			}
 			on.Headers.Add(name, c.Val())
 		case "timeout":

@@ -253,15 +253,92 @@ func containsFold(s, sub string) bool {
 }
 
 var carrierAliases = map[string]string{
-	"telecom": Telecom, "ct": Telecom, "chinatelecom": Telecom, "china telecom": Telecom, "chinanet": Telecom,
+	"telecom": Telecom, "ct": Telecom, "ctcc": Telecom, "chinatelecom": Telecom, "china telecom": Telecom, "chinanet": Telecom,
 	"电信": Telecom, "中国电信": Telecom,
-	"unicom": Unicom, "cu": Unicom, "chinaunicom": Unicom, "china unicom": Unicom, "cuc": Unicom,
+	"unicom": Unicom, "cu": Unicom, "chinaunicom": Unicom, "china unicom": Unicom, "cuc": Unicom, "cucc": Unicom,
 	"netcom": Unicom, "cnc": Unicom, "联通": Unicom, "中国联通": Unicom, "网通": Unicom,
-	"mobile": Mobile, "cm": Mobile, "cmcc": Mobile, "chinamobile": Mobile, "china mobile": Mobile,
+	"mobile": Mobile, "cm": Mobile, "cmcc": Mobile, "cmnet": Mobile, "chinamobile": Mobile, "china mobile": Mobile,
 	"移动": Mobile, "中国移动": Mobile, "tietong": Mobile, "铁通": Mobile,
 	"edu": Edu, "cernet": Edu, "education": Edu, "教育网": Edu, "中国教育网": Edu, "教育": Edu,
 	"中国教育和科研计算机网": Edu,
 	"cbn":         CBN, "广电": CBN, "广电网": CBN, "中国广电": CBN,
+}
+
+// Known reports whether carrier (normalized) is one a client can be placed
+// on: a built-in carrier or one the table's additions map to.
+func (c *Carriers) Known(carrier string) bool {
+	switch carrier {
+	case Telecom, Unicom, Mobile, Edu, CBN:
+		return true
+	}
+	if c == nil {
+		return false
+	}
+	for _, v := range c.asn {
+		if v == carrier {
+			return true
+		}
+	}
+	for _, n := range c.names {
+		if n.carrier == carrier {
+			return true
+		}
+	}
+	return false
+}
+
+// CheckCarrier returns an error when word, which maps to carrier, names no
+// carrier the table knows: a node or an override with a typo would never
+// match a client. The error suggests the nearest known word.
+func (c *Carriers) CheckCarrier(word, carrier string) error {
+	if strings.TrimSpace(word) == "" || c.Known(carrier) {
+		return nil
+	}
+	return fmt.Errorf("unknown carrier %q (did you mean %s?): known are telecom, unicom, mobile, edu, cbn, their aliases, and the carriers the node table's carriers: adds",
+		word, c.nearest(strings.ToLower(strings.TrimSpace(word))))
+}
+
+// nearest is the known carrier word closest to w in edit distance.
+func (c *Carriers) nearest(w string) string {
+	words := slices.Sorted(maps.Keys(carrierAliases))
+	if c != nil {
+		for _, v := range c.asn {
+			words = append(words, v)
+		}
+		for _, n := range c.names {
+			words = append(words, n.carrier)
+		}
+	}
+	slices.Sort(words)
+	best, bd := Telecom, -1
+	for _, k := range words {
+		if d := editDistance(w, k); bd < 0 || d < bd {
+			best, bd = k, d
+		}
+	}
+	return best
+}
+
+// editDistance is the Levenshtein distance of a and b, in runes.
+func editDistance(a, b string) int {
+	ra, rb := []rune(a), []rune(b)
+	prev := make([]int, len(rb)+1)
+	cur := make([]int, len(rb)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(ra); i++ {
+		cur[0] = i
+		for j := 1; j <= len(rb); j++ {
+			cost := 1
+			if ra[i-1] == rb[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(rb)]
 }
 
 // NormalizeCarrier maps a carrier spelling to telecom, unicom, mobile or edu

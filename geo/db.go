@@ -88,6 +88,10 @@ func OpenFiles(f Files) (*DB, error) {
 		}
 		h.Write(b)
 		if d.ip, err = ipdb.FromBytes(f.IPDB, b); err != nil {
+			if r, merr := maxminddb.OpenBytes(b); merr == nil {
+				err = fmt.Errorf("%s is a MaxMind database of type %q, not an IPIP.net database%s",
+					f.IPDB, r.Metadata.DatabaseType, optionHint(mmdbKind(r.Metadata.DatabaseType)))
+			}
 			return nil, &FileError{"ipdb", fmt.Errorf("geo: %w", err)}
 		}
 		d.meta = append(d.meta, Metadata{Kind: "ipdb", Path: f.IPDB, DatabaseType: "ipdb", BuildEpoch: uint64(max(d.ip.Meta().Build, 0))})
@@ -116,10 +120,56 @@ func (d *DB) openReader(kind, path string, h *maphash.Hash) (*maxminddb.Reader, 
 	h.Write(b)
 	r, err := maxminddb.OpenBytes(b)
 	if err != nil {
+		if _, ierr := ipdb.FromBytes(path, b); ierr == nil {
+			return nil, fmt.Errorf("geo: %s is an IPIP.net database, not a MaxMind %s database: give it to ipdb", path, kindName[kind])
+		}
 		return nil, fmt.Errorf("geo: open %s: %w", path, err)
+	}
+	if err := checkType(kind, path, r.Metadata.DatabaseType); err != nil {
+		return nil, err
 	}
 	d.meta = append(d.meta, Metadata{Kind: kind, Path: path, DatabaseType: r.Metadata.DatabaseType, BuildEpoch: uint64(r.Metadata.BuildEpoch)})
 	return r, nil
+}
+
+var kindName = map[string]string{"city": "City or Country", "asn": "ASN or ISP"}
+
+// mmdbKind is the kind of database a MaxMind type names: "city", "asn",
+// "other" for one that has neither (Anonymous-IP, Connection-Type,
+// Domain), "" for a type it does not know, which may have either schema.
+func mmdbKind(dbType string) string {
+	t := strings.ToLower(dbType)
+	switch {
+	case strings.Contains(t, "city"), strings.Contains(t, "country"), strings.Contains(t, "enterprise"):
+		return "city"
+	case strings.Contains(t, "asn"), strings.Contains(t, "isp"):
+		return "asn"
+	case strings.Contains(t, "anonymous"), strings.Contains(t, "connection"), strings.Contains(t, "domain"),
+		strings.Contains(t, "user-count"), strings.Contains(t, "density"):
+		return "other"
+	}
+	return ""
+}
+
+// checkType refuses a database whose metadata says it is not of kind: a
+// swapped City and ASN database opens fine and places every client nowhere.
+func checkType(kind, path, dbType string) error {
+	k := mmdbKind(dbType)
+	if k == "" || k == kind {
+		return nil
+	}
+	return fmt.Errorf("geo: %s is a database of type %q, not a MaxMind %s database%s", path, dbType, kindName[kind], optionHint(k))
+}
+
+// optionHint names the Corefile option that takes a database of kind k.
+func optionHint(k string) string {
+	switch k {
+	case "city":
+		return ": give it to geoip"
+	case "asn":
+		return ": give it to asn"
+	}
+	return ""
 }
 
 // Close does nothing: the databases live in memory, and a query that

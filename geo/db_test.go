@@ -1,6 +1,7 @@
 package geo_test
 
 import (
+	"errors"
 	"net"
 	"net/netip"
 	"os"
@@ -289,5 +290,41 @@ func BenchmarkLookup(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		db.Lookup(addr)
+	}
+}
+
+// TestOpenSwapped: a database given to the wrong option opens fine and
+// places no client; its metadata type must refuse it, naming the file, the
+// type found and the option it belongs to.
+func TestOpenSwapped(t *testing.T) {
+	dir := t.TempDir()
+	city, asn := testsupport.WriteDBs(t, dir, testCities, testASNs)
+	ip := testsupport.WriteIPDB(t, dir, []testsupport.IPDBRow{{Network: "1.2.3.0/24", CountryName: "中国", CCode: "CN"}})
+	tests := []struct {
+		f    geo.Files
+		kind string
+		want []string
+	}{
+		{geo.Files{City: asn}, "city", []string{asn, `"GeoLite2-ASN"`, "give it to asn"}},
+		{geo.Files{City: city, ASN: city}, "asn", []string{city, `"GeoLite2-City"`, "give it to geoip"}},
+		{geo.Files{IPDB: city}, "ipdb", []string{city, `"GeoLite2-City"`, "not an IPIP.net database", "give it to geoip"}},
+		{geo.Files{City: ip}, "city", []string{ip, "IPIP.net", "give it to ipdb"}},
+	}
+	for _, tc := range tests {
+		db, err := geo.OpenFiles(tc.f)
+		if err == nil {
+			db.Close()
+			t.Errorf("OpenFiles(%+v): expected an error", tc.f)
+			continue
+		}
+		var fe *geo.FileError
+		if !errors.As(err, &fe) || fe.Kind != tc.kind {
+			t.Errorf("OpenFiles(%+v) = %v, want a FileError of kind %s", tc.f, err, tc.kind)
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("OpenFiles(%+v) error %q does not say %q", tc.f, err, w)
+			}
+		}
 	}
 }

@@ -10,7 +10,7 @@ import (
 )
 
 var (
-	// GeoLookups counts lookups per layer (lru, db, redis, online) and result (hit, miss, error).
+	// GeoLookups counts lookups per layer (lru, db, redis, online) and result (hit, miss, error, auth).
 	GeoLookups = promauto.With(metricset.Registerer).NewCounterVec(prometheus.CounterOpts{
 		Namespace: plugin.Namespace,
 		Subsystem: "gslb",
@@ -18,7 +18,7 @@ var (
 		Help:      "Counter of client location lookups per layer and result.",
 	}, []string{"layer", "result"})
 
-	// OnlineRequests counts online API calls by result (ok, invalid, timeout, error, refused).
+	// OnlineRequests counts online API calls by result (ok, invalid, auth, timeout, error, refused).
 	OnlineRequests = promauto.With(metricset.Registerer).NewCounterVec(prometheus.CounterOpts{
 		Namespace: plugin.Namespace,
 		Subsystem: "gslb",
@@ -70,15 +70,18 @@ var (
 	redisHit          = GeoLookups.WithLabelValues("redis", "hit")
 	redisMiss         = GeoLookups.WithLabelValues("redis", "miss")
 	redisError        = GeoLookups.WithLabelValues("redis", "error")
+	redisAuth         = GeoLookups.WithLabelValues("redis", "auth")
 	onlineHit         = GeoLookups.WithLabelValues("online", "hit")
 	onlineMiss        = GeoLookups.WithLabelValues("online", "miss")
 	onlineLookupError = GeoLookups.WithLabelValues("online", "error")
+	onlineLookupAuth  = GeoLookups.WithLabelValues("online", "auth")
 
 	disagreeProvince = Disagreements.WithLabelValues("province")
 	disagreeCarrier  = Disagreements.WithLabelValues("carrier")
 
 	onlineOK           = OnlineRequests.WithLabelValues("ok")
 	onlineInvalid      = OnlineRequests.WithLabelValues("invalid")
+	onlineAuth         = OnlineRequests.WithLabelValues("auth")
 	onlineTimeout      = OnlineRequests.WithLabelValues("timeout")
 	onlineRequestError = OnlineRequests.WithLabelValues("error")
 	onlineRefused      = OnlineRequests.WithLabelValues("refused")

@@ -101,6 +101,14 @@ func redactURL(raw string) string {
 	return u.String()
 }
 
+// hostOf is the host of a URL, for a log line without the path or keys.
+func hostOf(raw string) string {
+	if u, err := url.Parse(strings.ReplaceAll(raw, "{ip}", "0.0.0.0")); err == nil {
+		return u.Host
+	}
+	return "?"
+}
+
 // redactErr redacts the URL an HTTP client error carries.
 func redactErr(err error) error {
 	var ue *url.Error
@@ -136,6 +144,8 @@ func (o *onlineSource) fetch(ctx context.Context, addr netip.Addr, known geo.Loc
 		return geo.Location{}, redactErr(err)
 	}
 	switch {
+	case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden:
+		return geo.Location{}, fmt.Errorf("%w: status %d", errAuth, resp.StatusCode)
 	case resp.StatusCode >= 500:
 		return geo.Location{}, fmt.Errorf("status %d", resp.StatusCode)
 	case resp.StatusCode != http.StatusOK:
@@ -242,6 +252,7 @@ type onlineSource struct {
 	limiter     *rate.Limiter
 	breaker     breaker
 	maxInflight int
+	authLog     everyLog
 
 	ctx    context.Context // cancelled by close: aborts online calls
 	cancel context.CancelFunc
@@ -325,6 +336,10 @@ func (o *onlineSource) ask(q *Query, known geo.Location) {
 		onlineHit.Inc()
 		q.Loc = loc
 		o.l.learn(o.ctx, q, o.index)
+	case errors.Is(err, errAuth):
+		onlineAuth.Inc()
+		onlineLookupAuth.Inc()
+		o.authLog.warningf("Online geo API at %s refused the credentials (check the online block's header): %v", hostOf(o.cfg.URL), err)
 	case errors.Is(err, errInvalid):
 		onlineInvalid.Inc()
 		onlineMiss.Inc()

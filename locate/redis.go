@@ -150,6 +150,7 @@ type redisSource struct {
 	cfg     RedisConfig
 	client  atomic.Pointer[redisConn]
 	breaker breaker
+	authLog everyLog
 }
 
 type redisConn struct{ c redis.UniversalClient }
@@ -187,6 +188,11 @@ func (r *redisSource) Locate(ctx context.Context, q *Query) bool {
 	if err != nil && !errors.Is(err, redis.Nil) {
 		r.breaker.done(r.l.now(), false)
 		RedisErrors.Inc()
+		if isRedisAuth(err) {
+			redisAuth.Inc()
+			r.authLog.warningf("Redis refused the password (check the redis block's password): %v", err)
+			return false
+		}
 		redisError.Inc()
 		log.Debugf("Redis HGET %s %s: %v", k, field, err)
 		return false
@@ -226,6 +232,10 @@ func (r *redisSource) Learn(ctx context.Context, q *Query, final bool) {
 	r.breaker.done(r.l.now(), err == nil)
 	if err != nil {
 		RedisErrors.Inc()
+		if isRedisAuth(err) {
+			r.authLog.warningf("Redis refused the password (check the redis block's password): %v", err)
+			return
+		}
 		log.Debugf("Redis HSET %s %s: %v", k, field, err)
 	}
 }

@@ -84,6 +84,10 @@ func parse(data []byte, zones []string, defaultTTL uint32) (*Table, error) {
 		return nil, err
 	}
 	t := &Table{Records: make(map[string]*Record), Hash: sha256.Sum256(data)}
+	// Before the nodes: their carriers are checked against it.
+	if t.Carriers, err = geo.DefaultCarriers().Extend(f.Carriers.ASN, f.Carriers.Names); err != nil {
+		return nil, err
+	}
 	index, err := t.addNodes(&f, yamlfile.EntryLines(doc, "nodes"))
 	err = atField(func(i int, path ...string) int { return yamlfile.FieldLine(data, "nodes", i, path...) }, err)
 	if err != nil {
@@ -93,9 +97,6 @@ func parse(data []byte, zones []string, defaultTTL uint32) (*Table, error) {
 		return nil, atField(func(i int, path ...string) int { return yamlfile.FieldLine(data, "records", i, path...) }, err)
 	}
 	if t.Topology, err = scoring.ParseTopology(f.Neighbors, f.Regions); err != nil {
-		return nil, err
-	}
-	if t.Carriers, err = geo.DefaultCarriers().Extend(f.Carriers.ASN, f.Carriers.Names); err != nil {
 		return nil, err
 	}
 	for i, ns := range f.Nameservers {
@@ -149,6 +150,11 @@ func (t *Table) addNodes(f *file, lines []int) (map[string]int, error) {
 			at += " (id " + e.ID + ")"
 		}
 		n, err := buildNode(e)
+		if err == nil {
+			if err = t.Carriers.CheckCarrier(e.ISP, n.ISP); err != nil {
+				err = fmt.Errorf("field isp: %w", err)
+			}
+		}
 		if err != nil {
 			return nil, &entryError{i, at, err.Error()}
 		}

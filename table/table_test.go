@@ -185,3 +185,44 @@ func TestParseTableHostile(t *testing.T) {
 		})
 	}
 }
+
+// TestParseTableCarriers: a carrier word nothing defines is a typo that
+// would never match a client; aliases and the table's own carriers pass.
+func TestParseTableCarriers(t *testing.T) {
+	const rec = "records:\n  - name: www.example.org\n"
+	node := func(isp string) string {
+		return "nodes:\n  - {id: a, ipv4: [192.0.2.1], country: CN, province: ZJ, isp: " + isp + ", lat: 30, lon: 120}\n"
+	}
+	bad := []struct{ isp, want string }{
+		{"telcom", `line 2: nodes[0] (id a): field isp: unknown carrier "telcom" (did you mean telecom?)`},
+		{"unicon", `unknown carrier "unicon" (did you mean unicom?)`},
+		{"examplenet", `unknown carrier "examplenet"`},
+	}
+	for _, tc := range bad {
+		_, err := Parse("nodes.yaml", []byte(node(tc.isp)+rec), testZones, 60)
+		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "nodes.yaml") {
+			t.Errorf("isp %s: expected an error with %q, got %v", tc.isp, tc.want, err)
+		}
+	}
+	good := map[string]string{"ctcc": "telecom", "CUCC": "unicom", "cmcc": "mobile", "chinanet": "telecom",
+		"CMNET": "mobile", "cernet": "edu", "电信": "telecom", "cbn": "cbn"}
+	for isp, want := range good {
+		tb, err := Parse("nodes.yaml", []byte(node(isp)+rec), testZones, 60)
+		if err != nil {
+			t.Errorf("isp %s: %v", isp, err)
+			continue
+		}
+		if got := tb.Nodes[0].ISP; got != want {
+			t.Errorf("isp %s: carrier %q, want %q", isp, got, want)
+		}
+	}
+	// A word the table's carriers: maps to is a carrier.
+	ext := node("examplenet") + rec + "carriers:\n  asn: {64500: examplenet}\n"
+	if _, err := Parse("nodes.yaml", []byte(ext), testZones, 60); err != nil {
+		t.Errorf("a carrier of carriers.asn: %v", err)
+	}
+	ext = node("examplenet") + rec + "carriers:\n  names: {Example Net: examplenet}\n"
+	if _, err := Parse("nodes.yaml", []byte(ext), testZones, 60); err != nil {
+		t.Errorf("a carrier of carriers.names: %v", err)
+	}
+}

@@ -17,9 +17,11 @@ import (
 	"io"
 	"os"
 
+	"github.com/coredns/caddy"
 	clog "github.com/coredns/coredns/plugin/pkg/log"
 
 	"github.com/gslbdns/gslb"
+	_ "github.com/gslbdns/gslb/cmd/coredns/plugins" // the server's plugins, in its order
 )
 
 // Exit statuses.
@@ -130,6 +132,10 @@ func check(_ context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "gslb check: unexpected argument %q\n", fs.Arg(0))
 		return exitUsage
 	}
+	if err := validate(c.cfg.Corefile); err != nil {
+		fmt.Fprintln(stderr, err)
+		return exitError
+	}
 	if err := gslb.Check(c.cfg); err != nil {
 		// The server's own message, as it would log it.
 		fmt.Fprintln(stderr, err)
@@ -137,4 +143,26 @@ func check(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintln(stdout, "ok")
 	return exitOK
+}
+
+// corefileInput is a Corefile read from a file, so that errors name it.
+type corefileInput struct {
+	body []byte
+	path string
+}
+
+func (i corefileInput) Body() []byte       { return i.body }
+func (i corefileInput) Path() string       { return i.path }
+func (i corefileInput) ServerType() string { return "dns" }
+
+// validate runs every directive's setup of the Corefile at path, with the
+// plugins the server is built with, as a start does before it listens: an
+// unknown directive, a plugin the build lacks and any plugin's bad
+// arguments fail here with the server's words.
+func validate(path string) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	return caddy.ValidateAndExecuteDirectives(corefileInput{data, path}, nil, true)
 }

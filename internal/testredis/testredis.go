@@ -19,10 +19,11 @@ const startWait = 5 * time.Second
 
 // Server is one redis-server process bound to 127.0.0.1.
 type Server struct {
-	t    testing.TB
-	bin  string
-	dir  string
-	port int
+	t        testing.TB
+	bin      string
+	dir      string
+	port     int
+	password string // requirepass; "" for none
 
 	mu   sync.Mutex
 	proc *os.Process
@@ -33,6 +34,13 @@ type Server struct {
 // waits until it answers PING. The server is killed when the test ends.
 func Start(t testing.TB) *Server {
 	t.Helper()
+	return StartAuth(t, "")
+}
+
+// StartAuth is Start with a password required of clients (requirepass),
+// unless password is "".
+func StartAuth(t testing.TB, password string) *Server {
+	t.Helper()
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
 		if _, serr := os.Stat("/usr/bin/redis-server"); serr != nil {
@@ -40,7 +48,7 @@ func Start(t testing.TB) *Server {
 		}
 		bin = "/usr/bin/redis-server"
 	}
-	s := &Server{t: t, bin: bin, dir: t.TempDir()}
+	s := &Server{t: t, bin: bin, dir: t.TempDir(), password: password}
 	t.Cleanup(s.Stop)
 	var lastErr error
 	// The free port can be taken between probe and bind: try a few.
@@ -100,7 +108,7 @@ func (s *Server) signal(sig syscall.Signal) {
 }
 
 func (s *Server) start() error {
-	cmd := exec.Command(s.bin,
+	args := []string{
 		"--port", strconv.Itoa(s.port),
 		"--bind", "127.0.0.1",
 		"--save", "",
@@ -110,7 +118,11 @@ func (s *Server) start() error {
 		"--dir", s.dir,
 		"--logfile", "",
 		"--loglevel", "warning",
-	)
+	}
+	if s.password != "" {
+		args = append(args, "--requirepass", s.password)
+	}
+	cmd := exec.Command(s.bin, args...)
 	if err := cmd.Start(); err != nil {
 		return err
 	}
@@ -124,7 +136,7 @@ func (s *Server) start() error {
 			return fmt.Errorf("redis-server exited: %v", waitErr)
 		default:
 		}
-		if ping(s.Addr()) == nil {
+		if ping(s.Addr(), s.password) == nil {
 			s.mu.Lock()
 			s.proc, s.done = cmd.Process, done
 			s.mu.Unlock()
@@ -137,17 +149,26 @@ func (s *Server) start() error {
 	return fmt.Errorf("redis-server on %s did not answer PING within %v", s.Addr(), startWait)
 }
 
-func ping(addr string) error {
+func ping(addr, password string) error {
 	c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
 	_ = c.SetDeadline(time.Now().Add(500 * time.Millisecond))
+	r := bufio.NewReader(c)
+	if password != "" {
+		if _, err := fmt.Fprintf(c, "AUTH %s\r\n", password); err != nil {
+			return err
+		}
+		if line, err := r.ReadString('\n'); err != nil || line != "+OK\r\n" {
+			return fmt.Errorf("AUTH: %q %v", line, err)
+		}
+	}
 	if _, err := c.Write([]byte("PING\r\n")); err != nil {
 		return err
 	}
-	line, err := bufio.NewReader(c).ReadString('\n')
+	line, err := r.ReadString('\n')
 	if err != nil {
 		return err
 	}

@@ -1,5 +1,6 @@
 // Package plugins links the lean set of CoreDNS plugins that our build ships
-// and puts gslb in the directive order, right before cache.
+// and puts gslb in the directive order, right before cache. The others
+// take their place in CoreDNS's own order (dnsserver.Directives).
 package plugins
 
 import (
@@ -8,9 +9,12 @@ import (
 
 	// The stock plugins an operator runs beside gslb.
 	_ "github.com/coredns/coredns/plugin/acl"
+	_ "github.com/coredns/coredns/plugin/any"
 	_ "github.com/coredns/coredns/plugin/bind"
 	_ "github.com/coredns/coredns/plugin/cache"
+	_ "github.com/coredns/coredns/plugin/chaos"
 	_ "github.com/coredns/coredns/plugin/debug"
+	_ "github.com/coredns/coredns/plugin/dnssec"
 	_ "github.com/coredns/coredns/plugin/dnstap"
 	_ "github.com/coredns/coredns/plugin/errors"
 	_ "github.com/coredns/coredns/plugin/file"
@@ -21,11 +25,14 @@ import (
 	_ "github.com/coredns/coredns/plugin/log"
 	_ "github.com/coredns/coredns/plugin/metadata"
 	_ "github.com/coredns/coredns/plugin/metrics"
+	_ "github.com/coredns/coredns/plugin/nsid"
 	_ "github.com/coredns/coredns/plugin/pprof"
 	_ "github.com/coredns/coredns/plugin/ready"
 	_ "github.com/coredns/coredns/plugin/reload"
 	_ "github.com/coredns/coredns/plugin/rewrite"
+	_ "github.com/coredns/coredns/plugin/root"
 	_ "github.com/coredns/coredns/plugin/template"
+	_ "github.com/coredns/coredns/plugin/tls"
 	_ "github.com/coredns/coredns/plugin/whoami"
 
 	_ "github.com/gslbdns/gslb"
