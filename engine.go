@@ -168,6 +168,9 @@ func NewEngine(ctx context.Context, cfg EngineConfig) (*Engine, error) {
 		return nil, plugin.Error(pluginName, err)
 	}
 	ctl := g.ctl
+	if ctl.canary.Load() != nil && (ctl.salt.source == saltProcess || ctl.salt.fresh) {
+		e.Notes = append(e.Notes, "the canary's salt is not kept yet (no salt option, none in the state file): the canary's subnets shown are this run's draw, not the server's")
+	}
 	if cfg.Live {
 		ctl.locator.Start()
 	}
