@@ -129,3 +129,23 @@ func TestCanaryPicks(t *testing.T) {
 		t.Errorf("Expected 30%% ± 2%% at 30, got %.1f%%", 100*f)
 	}
 }
+
+// BenchmarkCanaryCount is the query path's canary work: the pick and the
+// window's count, from all cores on 4,096 subnets.
+func BenchmarkCanaryCount(b *testing.B) {
+	cn := newCanary(canaryOpts{file: "c.yaml", percent: 50, rollbackCross: -1, rollbackMin: 1 << 40, window: time.Minute}, &table.Table{}, keysOf("bench salt 0123456789"))
+	keys := make([]locate.Key, 4096)
+	for i := range keys {
+		keys[i] = locate.KeyOf(netip.AddrFrom4([4]byte{1, byte(i >> 8), byte(i), 0}))
+	}
+	now := time.Now()
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		i := 0
+		for pb.Next() {
+			k := keys[i&4095]
+			cn.count(cn.picks(k), true, true, k, now)
+			i++
+		}
+	})
+}
