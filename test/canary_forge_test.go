@@ -238,6 +238,15 @@ func TestCanarySalt(t *testing.T) {
 	}
 	d.s.stop()
 
+	// Neither a salt nor a state file: said at startup.
+	logs := captureLog(t)
+	dir := t.TempDir()
+	city, asn := adminDBs(t, dir)
+	startServer(t, corefile(city, asn, writeFile(t, dir, "nodes.yaml", adminNodes), line)).stop()
+	if !strings.Contains(logs.String(), "canary's subnets are drawn anew at every start") {
+		t.Errorf("Expected a warning that the canary's subnets change at every start")
+	}
+
 	t.Setenv("GSLB_TEST_CANARY_SALT", "")
 	mu.Lock()
 	inst, err := caddy.Start(input(d.text))
@@ -258,4 +267,40 @@ func sameMembers(a, b map[string]bool) bool {
 		}
 	}
 	return len(a) == len(b)
+}
+
+// TestExplainCanarySalt: explain reads the salt the server kept in the
+// state file, so it names the server's policy for each subnet; without a
+// kept salt it says that its draw is not the server's.
+func TestExplainCanarySalt(t *testing.T) {
+	cand := writeFile(t, t.TempDir(), "candidate.yaml", canaryNodes)
+	e := startAdmin(t, "canary "+cand+" 50")
+	conf := writeFile(t, e.dir, "Corefile", e.text)
+	subnets := zjSubnets(24)
+	server := inCanary(t, e, subnets)
+	for _, s := range subnets {
+		out, stderr, code := runTool(t, "explain", "-conf", conf, "-json", s, "www.example.org", "A")
+		if code != 0 {
+			t.Fatalf("explain %s: exit %d: %s", s, code, stderr)
+		}
+		var x struct {
+			Policy string
+			Notes  []string
+		}
+		if err := json.Unmarshal([]byte(out), &x); err != nil {
+			t.Fatalf("explain %s: %v\n%s", s, err, out)
+		}
+		if want := map[bool]string{true: "canary", false: "stable"}[server[s]]; x.Policy != want {
+			t.Errorf("%s: explain says %s, the server decided %s", s, x.Policy, want)
+		}
+		if strings.Contains(strings.Join(x.Notes, "\n"), "salt") {
+			t.Errorf("%s: unexpected salt note with a kept salt: %v", s, x.Notes)
+		}
+	}
+	// A Corefile without the state file: the tool's salt is its own.
+	noState := writeFile(t, e.dir, "Corefile.nostate", strings.Replace(e.text, "state "+filepath.Join(e.dir, "state.yaml"), "", 1))
+	out, stderr, code := runTool(t, "explain", "-conf", noState, subnets[0], "www.example.org", "A")
+	if code != 0 || !strings.Contains(out, "salt is not kept yet") {
+		t.Errorf("Expected a note that the salt is not kept, got exit %d: %s%s", code, out, stderr)
+	}
 }
