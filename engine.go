@@ -281,11 +281,15 @@ func (c Client) String() string {
 	return netip.PrefixFrom(c.Addr, c.Bits).String()
 }
 
+// assumedResolver is the tools' resolver when none is known: the client
+// itself, trusted with its ECS whatever trust_ecs says.
+type assumedResolver struct{ net.UDPAddr }
+
 // query is the ECS option and the resolver address a query for c carries.
 func (c Client) query() (*dns.EDNS0_SUBNET, net.Addr) {
-	remote := &net.UDPAddr{IP: c.Addr.AsSlice(), Port: 53}
+	var remote net.Addr = &assumedResolver{net.UDPAddr{IP: c.Addr.AsSlice(), Port: 53}}
 	if c.Remote.IsValid() {
-		remote.IP = c.Remote.AsSlice()
+		remote = &net.UDPAddr{IP: c.Remote.AsSlice(), Port: 53}
 	}
 	if c.Bits < 0 {
 		return nil, remote

@@ -224,6 +224,9 @@ func (g *GSLB) trustsECS(remote net.Addr) bool {
 	if len(g.opts.trustECS) == 0 {
 		return true
 	}
+	if _, tool := remote.(*assumedResolver); tool {
+		return true
+	}
 	a := remoteAddr(remote)
 	for _, p := range g.opts.trustECS {
 		if p.Contains(a) {

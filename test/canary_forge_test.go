@@ -170,6 +170,14 @@ func TestCanaryTrustECS(t *testing.T) {
 		t.Errorf("Expected 400 forged subnets from one resolver counted once, got %d", d)
 	}
 
+	// explain's ADDRESS/PREFIX is a client behind a trusted resolver.
+	conf := writeFile(t, untrusted.dir, "Corefile", untrusted.text)
+	out, stderr, code := runTool(t, "explain", "-conf", conf, "-json", "1.0.1.0/24", "img.example.org", "A")
+	var x explained
+	if err := json.Unmarshal([]byte(out), &x); code != 0 || err != nil || x.Client.From != "ecs" || x.Node != "hz-a" {
+		t.Errorf("Expected explain to use the ECS address under trust_ecs, got exit %d %v: %s%s", code, err, out, stderr)
+	}
+
 	trusted := startForge(t, "trust_ecs 127.0.0.0/8\ncanary "+cand+" 100 {\n rollback_cross 0.5\n}")
 	for s, want := range map[string]string{"1.0.1.0/24": "192.0.2.1", "2.0.1.0/24": "192.0.2.4"} {
 		r := ask(t, trusted.s, "img.example.org", dns.TypeA, s)
