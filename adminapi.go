@@ -174,7 +174,7 @@ func pinKey(p *overrides.EntryYAML) string {
 
 // state is the admin state to save. Callers hold c.mu.
 func (c *control) state() *admin.State {
-	st := &admin.State{Pins: c.pins}
+	st := &admin.State{Pins: c.pins, CanarySalt: c.salt.stored}
 	for _, id := range slices.Sorted(maps.Keys(c.drains)) {
 		if d := c.drains[id]; d.Drained {
 			st.Drains = append(st.Drains, admin.DrainEntry{Node: id, Since: yamlfile.Time{Time: d.Since}})

@@ -3,6 +3,8 @@ package gslb
 import (
 	"context"
 	"net"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/coredns/coredns/plugin/test"
@@ -25,16 +27,23 @@ func (*discard) RemoteAddr() net.Addr { return resolver }
 // BenchmarkServeDNS is one whole decision: ECS parsing, location (an LRU
 // hit after the first query), the ladder, the score and the reply.
 func BenchmarkServeDNS(b *testing.B) {
+	cand := filepath.Join(b.TempDir(), "candidate.yaml")
+	if err := os.WriteFile(cand, []byte(fixtureNodes), 0o644); err != nil {
+		b.Fatal(err)
+	}
 	for _, bc := range []struct {
-		name string
-		ecs  string
+		name  string
+		ecs   string
+		extra string
 	}{
-		{"province_isp", "1.0.1.0/24"},
-		{"country_only", "3.0.0.0/24"},
-		{"private", "10.0.0.0/24"},
+		{"province_isp", "1.0.1.0/24", ""},
+		{"country_only", "3.0.0.0/24", ""},
+		{"private", "10.0.0.0/24", ""},
+		// Every subnet in a canary that counts its decisions for the rollback.
+		{"canary", "1.0.1.0/24", "canary " + cand + " 100 {\n rollback_cross 0.9\n}\n"},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
-			g := newFixtureGSLB(b, fixtureNodes, "")
+			g := newFixtureGSLB(b, fixtureNodes, bc.extra)
 			m := query("www.example.org", dns.TypeA, subnet(bc.ecs))
 			w := &discard{}
 			ctx := context.Background()

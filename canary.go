@@ -1,13 +1,17 @@
 package gslb
 
 import (
+	"crypto/rand"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"fmt"
+	"math/bits"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/gslbdns/gslb/admin"
 	"github.com/gslbdns/gslb/health"
 	"github.com/gslbdns/gslb/locate"
 	"github.com/gslbdns/gslb/policy"
@@ -21,11 +25,6 @@ const (
 	policyCanary = "canary"
 )
 
-// canarySalt makes the canary's subnets independent of everything else
-// keyed by subnet (ties, the spread, shedding). It is fixed, so that every
-// instance and every restart picks the same subnets.
-const canarySalt = 0x6a09e667f3bcc908
-
 // canaryBasis is the resolution of the share: 1/10000 of the subnets.
 const canaryBasis = 10000
 
@@ -38,6 +37,13 @@ type canary struct {
 	decisions *policy.Decisions
 	view      atomic.Pointer[policy.View]
 	identity  string // the line and the file's content
+	keys      canaryKeys
+	// seen is the set of subnets counted for the rollback in the current
+	// window: each slot holds the window (from born) its subnet was last
+	// counted in. Fixed size: a flood of new subnets only thins the
+	// sample, alike for both policies.
+	seen *[seenSlots]atomic.Uint32
+	born time.Time
 
 	// onRollback tells the control plane, which saves the state.
 	onRollback func()
@@ -69,8 +75,9 @@ func canaryIdentity(o *canaryOpts, t *table.Table) string {
 	return hex.EncodeToString(h.Sum(nil)[:12])
 }
 
-func newCanary(o canaryOpts, t *table.Table) *canary {
-	cn := &canary{opts: o, table: t, decisions: policy.NewDecisions(), identity: canaryIdentity(&o, t)}
+func newCanary(o canaryOpts, t *table.Table, keys canaryKeys) *canary {
+	cn := &canary{opts: o, table: t, decisions: policy.NewDecisions(), identity: canaryIdentity(&o, t),
+		keys: keys, seen: new([seenSlots]atomic.Uint32), born: time.Now()}
 	cn.share.Store(percentToShare(o.percent))
 	if r, ok := rolledBackCanaries.Load(cn.identity); ok {
 		reason := r.(string)
@@ -91,19 +98,38 @@ func b2f(b bool) float64 {
 	return 0
 }
 
-// picks reports whether the subnet is in the canary: a salted hash of it
+// picks reports whether the subnet is in the canary: a keyed hash of it
 // below the share, so that raising the share only adds subnets.
 func (cn *canary) picks(k locate.Key) bool {
 	share := cn.share.Load()
 	if share == 0 {
 		return false
 	}
-	return scoring.Mix64(uint64(k)^canarySalt)%canaryBasis < uint64(share)
+	return keyedHash(uint64(k), cn.keys.pick)%canaryBasis < uint64(share)
 }
 
-// count notes one decision's province match under its policy and, every
-// so often, compares the two ratios.
-func (cn *canary) count(canaryPolicy, located, same bool) {
+// seenBits is log2 of the window's set size: 256 KiB per canary.
+const (
+	seenBits  = 16
+	seenSlots = 1 << seenBits
+)
+
+// firstInWindow reports whether the subnet is counted at now: the first
+// time its slot is claimed in the window. Two subnets sharing a slot count
+// once, which thins the sample without favouring either policy.
+func (cn *canary) firstInWindow(k locate.Key, now time.Time) bool {
+	w := uint32(max(now.Sub(cn.born), 0)/cn.opts.window) + 1
+	slot := &cn.seen[keyedHash(uint64(k), cn.keys.seen)>>(64-seenBits)]
+	return slot.Load() != w && slot.Swap(w) != w
+}
+
+// count notes one decision's province match under its policy, for each
+// subnet at most once per window, and, every so often, compares the two
+// ratios: a flood from a few subnets weighs as a few subnets.
+func (cn *canary) count(canaryPolicy, located, same bool, k locate.Key, now time.Time) {
+	if !cn.firstInWindow(k, now) {
+		return
+	}
 	if canaryPolicy {
 		n := cn.decided.Add(1)
 		if located {
@@ -157,7 +183,7 @@ func (cn *canary) check() {
 	if cn.rolledBack.Load() || c-s <= cn.opts.rollbackCross {
 		return
 	}
-	reason := fmt.Sprintf("cross-province ratio %.4f against stable's %.4f after %d canary decisions: more than rollback_cross %g higher",
+	reason := fmt.Sprintf("cross-province ratio %.4f against stable's %.4f after %d counted canary decisions: more than rollback_cross %g higher",
 		c, s, cn.decided.Load(), cn.opts.rollbackCross)
 	cn.rollBack(reason)
 	log.Warningf("Canary %s rolled back to 0%%: %s", cn.opts.file, reason)
@@ -211,4 +237,99 @@ func (c *control) publishCanary(now time.Time) time.Time {
 		Links: links, Serial: c.serial, Now: now, Cooldown: c.opts.cooldown, Cache: cn.decisions, Drains: c.drains})
 	cn.view.Store(v)
 	return step
+}
+
+// canaryKeys key the canary's hashes of a subnet: pick chooses the subnets
+// in the canary, seen places them in the window's set. Both come from the
+// deployment's secret salt, so a client cannot compute which subnets are
+// in the canary, nor aim at a slot of the set.
+type canaryKeys struct{ pick, seen uint64 }
+
+func keysOf(salt string) canaryKeys {
+	h := sha256.Sum256([]byte("gslb canary salt\x00" + salt))
+	return canaryKeys{pick: binary.BigEndian.Uint64(h[:8]), seen: binary.BigEndian.Uint64(h[8:16])}
+}
+
+// keyedHash mixes x under key; the second round keeps x's structure
+// (neighbouring subnets) from showing through the key.
+func keyedHash(x, key uint64) uint64 {
+	return scoring.Mix64(scoring.Mix64(x^key) ^ bits.RotateLeft64(key, 32))
+}
+
+// saltSource is where a control's canary salt comes from.
+type saltSource uint8
+
+const (
+	saltNone    saltSource = iota // no canary line
+	saltOption                    // the canary line's salt
+	saltState                     // the admin state file's canary_salt
+	saltProcess                   // this process's: new at each start
+)
+
+// canarySalt is a control's salt. stored is the state file's canary_salt,
+// written back on every save (with or without a canary line); fresh: it
+// was generated now and is saved once the instance starts.
+type canarySalt struct {
+	keys   canaryKeys
+	source saltSource
+	stored string
+	fresh  bool
+}
+
+// processSalt is the salt of canaries without a salt or a state file:
+// the same across Corefile reloads, new at each start.
+var processSalt = sync.OnceValue(newSalt)
+
+func newSalt() string {
+	var b [32]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// resolveSalt picks the canary's salt: the canary line's `salt`, else the
+// admin state file's (generated at the first start and kept there), else
+// the process's, with a warning: the canary's subnets then change at
+// every start.
+func resolveSalt(o *options) canarySalt {
+	var s canarySalt
+	stateFile := ""
+	if o.admin != nil && o.admin.State != "" {
+		stateFile = o.admin.State
+		// Read again, with its errors, when the state is restored.
+		if st, err := admin.LoadState(stateFile, o.maxFileSize, nil); err == nil {
+			s.stored = st.CanarySalt
+		} else {
+			stateFile = ""
+		}
+	}
+	switch {
+	case o.canary == nil:
+	case o.canary.salt != "":
+		s.keys, s.source = keysOf(o.canary.salt), saltOption
+	case stateFile != "":
+		if s.stored == "" {
+			s.stored, s.fresh = newSalt(), true
+		}
+		s.keys, s.source = keysOf(s.stored), saltState
+	default:
+		s.keys, s.source = keysOf(processSalt()), saltProcess
+		log.Warningf("canary %s: no salt and no readable admin state file: the canary's subnets are drawn anew at every start; "+
+			"set `salt SECRET` in the canary block (the same on every instance) or `admin ADDRESS { state FILE }`", o.canary.file)
+	}
+	return s
+}
+
+// keepSalt writes a salt generated at this start to the state file.
+// Callers hold c.mu, with c started.
+func (c *control) keepSalt() {
+	if !c.salt.fresh {
+		return
+	}
+	c.salt.fresh = false
+	if err := c.saveState(c.state()); err != nil {
+		log.Errorf("canary: the new salt could not be saved: the canary's subnets change at the next start: %v", err)
+		return
+	}
+	log.Infof("canary %s: a new salt is kept in %s; instances that must pick the same subnets need the same `salt SECRET`",
+		c.opts.canary.file, c.opts.admin.State)
 }

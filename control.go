@@ -53,6 +53,8 @@ type control struct {
 	// started: this instance serves and may write the admin state; the
 	// tools' engines and instances being set up or stopped never do.
 	started bool
+	// salt keys the canary's choice of subnets, for the control's life.
+	salt canarySalt
 	// rolledBack is set by a canary rolling back on the query path; the
 	// watcher saves the state.
 	rolledBack atomic.Bool
@@ -96,13 +98,14 @@ func newControl(o options, zones []string) (c *control, option string, err error
 		}
 		return nil, option, err
 	}
+	salt := resolveSalt(&o)
 	var cn *canary
 	if o.canary != nil {
 		ct, err := loadTable("node table", o.canary.file, zones, o)
 		if err != nil {
 			return nil, "canary", fmt.Errorf("canary: %w", err)
 		}
-		cn = newCanary(*o.canary, ct)
+		cn = newCanary(*o.canary, ct, salt.keys)
 	}
 	texts := map[string][32]byte{o.nodes: t.Hash}
 	if cn != nil {
@@ -123,6 +126,7 @@ func newControl(o options, zones []string) (c *control, option string, err error
 		overrides: ov,
 		quality:   qm,
 		decisions: policy.NewDecisions(),
+		salt:      salt,
 		files:     newWatcher(texts, o.dbPaths(), o.maxFileSize),
 		stopCh:    make(chan struct{}),
 		done:      make(chan struct{}),
@@ -361,6 +365,7 @@ func (c *control) start() error {
 		log.Errorf("admin: %v", err)
 	}
 	c.started = true
+	c.keepSalt()
 	c.applyOverrides(time.Now())
 	c.publish()
 	return nil
@@ -481,7 +486,7 @@ func (c *control) reload() {
 			if err != nil {
 				return nil, fmt.Errorf("canary: %w", err)
 			}
-			return newCanary(*o, ct), nil
+			return newCanary(*o, ct, c.salt.keys), nil
 		})
 	}
 	var db *geo.DB

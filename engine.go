@@ -174,6 +174,9 @@ func NewEngine(ctx context.Context, cfg EngineConfig) (*Engine, error) {
 		return nil, plugin.Error(pluginName, err)
 	}
 	ctl := g.ctl
+	if ctl.canary.Load() != nil && (ctl.salt.source == saltProcess || ctl.salt.fresh) {
+		e.Notes = append(e.Notes, "the canary's salt is not kept yet (no salt option, none in the state file): the canary's subnets shown are this run's draw, not the server's")
+	}
 	if cfg.Live {
 		ctl.locator.Start()
 	}
@@ -284,11 +287,15 @@ func (c Client) String() string {
 	return netip.PrefixFrom(c.Addr, c.Bits).String()
 }
 
+// assumedResolver is the tools' resolver when none is known: the client
+// itself, trusted with its ECS whatever trust_ecs says.
+type assumedResolver struct{ net.UDPAddr }
+
 // query is the ECS option and the resolver address a query for c carries.
 func (c Client) query() (*dns.EDNS0_SUBNET, net.Addr) {
-	remote := &net.UDPAddr{IP: c.Addr.AsSlice(), Port: 53}
+	var remote net.Addr = &assumedResolver{net.UDPAddr{IP: c.Addr.AsSlice(), Port: 53}}
 	if c.Remote.IsValid() {
-		remote.IP = c.Remote.AsSlice()
+		remote = &net.UDPAddr{IP: c.Remote.AsSlice(), Port: 53}
 	}
 	if c.Bits < 0 {
 		return nil, remote

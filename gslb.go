@@ -154,7 +154,7 @@ func (g *GSLB) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.Msg) (
 				pm.cross.Inc()
 			}
 		}
-		dc.canary.count(dc.inCan, located, same)
+		dc.canary.count(dc.inCan, located, same, dc.loc.Key, start)
 	}
 	return a.addresses(asked, qtype, dc.rec.TTL, dc.v, &dc.d, dc.scope)
 }
@@ -167,10 +167,11 @@ func (g *GSLB) decide(ctx context.Context, v *policy.View, rec *table.Record, qt
 }
 
 // clientOf sets the address the decision is for: the ECS address when it
-// is specific enough, else the resolver's. mx is nil for the tools.
+// is specific enough and the resolver is trusted with it, else the
+// resolver's. mx is nil for the tools.
 func (g *GSLB) clientOf(remote net.Addr, ecs *dns.EDNS0_SUBNET, mx *serverMetrics, dc *decision) {
 	dc.ecs = ecs
-	if a, ok := ecsClient(ecs, g.opts.ecsMin4, g.opts.ecsMin6); ok {
+	if a, ok := ecsClient(ecs, g.opts.ecsMin4, g.opts.ecsMin6); ok && g.trustsECS(remote) {
 		dc.client, dc.fromECS = a, true
 		if mx != nil {
 			mx.used.Inc()
@@ -228,6 +229,24 @@ func replyScope(ecs *dns.EDNS0_SUBNET, loc locate.Result, perSubnet bool) uint8 
 		scope += 96
 	}
 	return min(scope, ecs.SourceNetmask)
+}
+
+// trustsECS reports whether the resolver at remote may speak for its
+// clients: any resolver without trust_ecs.
+func (g *GSLB) trustsECS(remote net.Addr) bool {
+	if len(g.opts.trustECS) == 0 {
+		return true
+	}
+	if _, tool := remote.(*assumedResolver); tool {
+		return true
+	}
+	a := remoteAddr(remote)
+	for _, p := range g.opts.trustECS {
+		if p.Contains(a) {
+			return true
+		}
+	}
+	return false
 }
 
 func remoteAddr(a net.Addr) netip.Addr {

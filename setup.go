@@ -5,6 +5,7 @@ import (
 	"math"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -63,6 +64,7 @@ type options struct {
 	lines            map[string]int // option -> Corefile line, so that errors found later name it
 	ttl              uint32
 	ecsMin4, ecsMin6 uint8
+	trustECS         []netip.Prefix // resolvers whose ECS is believed; nil: all
 	params           scoring.Params
 	allDownServfail  bool
 	reload           time.Duration
@@ -85,7 +87,16 @@ type canaryOpts struct {
 	// cross-province ratio may be; < 0: no automatic rollback.
 	rollbackCross float64
 	rollbackMin   uint64 // canary decisions before the ratios are compared
+	// window: a subnet counts for the rollback at most once per window.
+	window time.Duration
+	salt   string // keys the choice of subnets; "": the state file's
 }
+
+// Defaults and bounds of the canary's rollback window and salt.
+const (
+	defaultRollbackWindow = time.Minute
+	minSalt               = 16
+)
 
 // minToken is the shortest admin token accepted.
 const minToken = 16
@@ -198,6 +209,12 @@ func parseOptions(c *caddy.Controller) (*GSLB, error) {
 					return nil, c.Errf("ecs_min_prefix: V6 %q is not a whole number in 0..128", args[1])
 				}
 				o.ecsMin4, o.ecsMin6 = uint8(v4), uint8(v6)
+			case "trust_ecs":
+				ps, err := prefixArgs(c)
+				if err != nil {
+					return nil, err
+				}
+				o.trustECS = append(o.trustECS, ps...)
 			case "weights":
 				w, err := weightsArg(c)
 				if err != nil {
@@ -337,7 +354,7 @@ func parseOptions(c *caddy.Controller) (*GSLB, error) {
 				return nil, c.Errf("unknown property %q", c.Val())
 			}
 			switch prop {
-			case "fallthrough", "redis", "online", "admin", "canary", "soa":
+			case "fallthrough", "redis", "online", "admin", "canary", "soa", "trust_ecs":
 			default:
 				if args := c.RemainingArgs(); len(args) != 0 {
 					return nil, c.Errf("unexpected argument %q", args[0])
@@ -412,12 +429,13 @@ func parseAdmin(c *caddy.Controller, path func(string) string) (*admin.Config, e
 	return a, nil
 }
 
-// parseCanary reads `canary FILE PERCENT { rollback_cross DELTA; rollback_min N }`.
+// parseCanary reads `canary FILE PERCENT { rollback_cross DELTA; rollback_min N;
+// rollback_window DURATION; salt SECRET }`.
 func parseCanary(c *caddy.Controller, path func(string) string) (*canaryOpts, error) {
 	if !c.NextArg() {
 		return nil, c.Err("canary: FILE PERCENT is required")
 	}
-	cn := &canaryOpts{file: path(c.Val()), rollbackCross: -1, rollbackMin: defaultRollbackMin}
+	cn := &canaryOpts{file: path(c.Val()), rollbackCross: -1, rollbackMin: defaultRollbackMin, window: defaultRollbackWindow}
 	if !c.NextArg() {
 		return nil, c.Err("canary: PERCENT is required")
 	}
@@ -440,6 +458,20 @@ func parseCanary(c *caddy.Controller, path func(string) string) (*canaryOpts, er
 				return err
 			}
 			cn.rollbackMin = n
+		case "rollback_window":
+			d, err := durationArg(c, time.Second)
+			if err != nil {
+				return err
+			}
+			cn.window = d
+		case "salt":
+			if !c.NextArg() {
+				return c.ArgErr()
+			}
+			// An unset {$VAR} reads as "": never a silent, guessable salt.
+			if cn.salt = c.Val(); len(cn.salt) < minSalt {
+				return c.Errf("canary: salt must be a secret of at least %d characters, got %d (an unset environment variable?)", minSalt, len(cn.salt))
+			}
 		default:
 			return c.Errf("canary: unknown property %q", c.Val())
 		}
@@ -674,6 +706,31 @@ func sizeArg(c *caddy.Controller) (int64, error) {
 		return 0, c.Errf("%s: %q is not a size in 1KiB..4GiB, such as 16MiB", name, c.Val())
 	}
 	return n * unit, nil
+}
+
+// prefixArgs reads one or more CIDRs; an address alone is its /32 (/128).
+func prefixArgs(c *caddy.Controller) ([]netip.Prefix, error) {
+	name := c.Val()
+	args := c.RemainingArgs()
+	if len(args) == 0 {
+		return nil, c.ArgErr()
+	}
+	out := make([]netip.Prefix, 0, len(args))
+	for _, a := range args {
+		p, err := netip.ParsePrefix(a)
+		if err != nil {
+			addr, aerr := netip.ParseAddr(a)
+			if aerr != nil {
+				return nil, c.Errf("%s: %q is not a CIDR or an address", name, a)
+			}
+			p = netip.PrefixFrom(addr, addr.BitLen())
+		}
+		if p.Addr().Is4In6() {
+			return nil, c.Errf("%s: %q is IPv4-mapped: write it as IPv4", name, a)
+		}
+		out = append(out, p.Masked())
+	}
+	return out, nil
 }
 
 func floatArg(c *caddy.Controller, lo, hi float64) (float64, error) {

@@ -22,6 +22,9 @@ type State struct {
 	Drains []DrainEntry          `yaml:"drains,omitempty"`
 	Pins   []overrides.EntryYAML `yaml:"pins,omitempty"`
 	Canary *CanaryEntry          `yaml:"canary,omitempty"`
+	// CanarySalt keys the canary's choice of subnets when the Corefile
+	// sets no salt: generated at the first start, then kept.
+	CanarySalt string `yaml:"canary_salt,omitempty"`
 }
 
 // DrainEntry is a drained node.
