@@ -28,6 +28,18 @@ type Learner interface {
 	Learn(ctx context.Context, q *Query, final bool)
 }
 
+// Tracer is a Source that says what it did, for a tool that explains a
+// decision. A Source that is not a Tracer is traced by its Locate and
+// reported under its Name; a source whose Locate sets off work a tool must
+// not cause, or that knows more than its answer, implements Tracer.
+type Tracer interface {
+	// Trace is Locate for a tool: it learns nothing and waits for what
+	// Locate only sets off. done is set when an earlier source was final;
+	// most sources then say nothing. Locations in the steps are mapped
+	// through carriers. It reports whether q.Loc is now final.
+	Trace(ctx context.Context, q *Query, done bool, carriers *geo.Carriers) (steps []Step, final bool)
+}
+
 // Query is one address on its way down the chain.
 type Query struct {
 	Addr netip.Addr // unmapped, and never special
