@@ -30,6 +30,7 @@ const FormatIPAPI = "ip-api"
 // Config configures a Locator.
 type Config struct {
 	DB        *geo.DB       // may be nil: Redis and the online API only
+	DBFiles   geo.Files     // the files DB was opened from, which Reopen reads again
 	Carriers  *geo.Carriers // nil: geo.DefaultCarriers
 	CacheSize int           // LRU entries; 0 = DefaultCacheSize
 	CacheTTL  time.Duration // 0 = DefaultCacheTTL

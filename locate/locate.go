@@ -8,6 +8,7 @@ package locate
 
 import (
 	"context"
+	"errors"
 	"net/netip"
 	"sync"
 	"sync/atomic"
@@ -88,7 +89,7 @@ func New(cfg Config) (*Locator, error) {
 		shortTTL: min(NoProvinceTTL, cfg.CacheTTL),
 		now:      time.Now,
 	}
-	l.dbs.l = l
+	l.dbs.l, l.dbs.files = l, cfg.DBFiles
 	l.dbs.db.Store(cfg.DB)
 	l.carriers.Store(cfg.Carriers)
 	l.retag()
@@ -184,6 +185,36 @@ func (l *Locator) Close() error {
 func (l *Locator) SetDB(db *geo.DB) {
 	l.dbs.db.Store(db)
 	l.retag()
+}
+
+// DB is the local databases the chain reads now; nil: none.
+func (l *Locator) DB() *geo.DB { return l.dbs.db.Load() }
+
+// Files are the files of the chain's sources, for the reload path to
+// watch.
+func (l *Locator) Files() []string {
+	var files []string
+	for _, s := range l.sources {
+		if r, ok := s.(Reopener); ok {
+			files = append(files, r.Files()...)
+		}
+	}
+	return files
+}
+
+// Reopen has every source with files of its own read them again (after
+// one changed). A source that fails keeps what it had; the errors are
+// joined.
+func (l *Locator) Reopen() error {
+	var errs []error
+	for _, s := range l.sources {
+		if r, ok := s.(Reopener); ok {
+			if err := r.Reopen(); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // SetCarriers swaps the carrier table (after a node table reload).

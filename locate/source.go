@@ -40,6 +40,16 @@ type Tracer interface {
 	Trace(ctx context.Context, q *Query, done bool, carriers *geo.Carriers) (steps []Step, final bool)
 }
 
+// Reopener is a Source whose data is files of its own: the reload path
+// watches the chain's Files and, when one changed, has the chain Reopen.
+type Reopener interface {
+	// Files are the files the source reads.
+	Files() []string
+	// Reopen reads the files again and swaps them in. On an error, which
+	// names the file, the source keeps serving what it had.
+	Reopen() error
+}
+
 // Query is one address on its way down the chain.
 type Query struct {
 	Addr netip.Addr // unmapped, and never special
