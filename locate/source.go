@@ -9,7 +9,7 @@ import (
 )
 
 // Source is one kind of location data and one link of the Locator's chain:
-// the LRU, the local databases, Redis and the online API today. The chain
+// the cache, the local databases, Redis and the online API today. The chain
 // asks each source in order until one is sure.
 type Source interface {
 	// Name is the source's layer in coredns_gslb_geo_lookups_total.
@@ -21,7 +21,7 @@ type Source interface {
 }
 
 // Learner is a Source that keeps what a later source found, for the next
-// queries: the LRU, and Redis for every instance.
+// queries: the cache, and Redis for every instance.
 type Learner interface {
 	// Learn keeps q.Loc, found by a source after this one. final is false
 	// when no source was sure and q.Loc is the best the chain had.

@@ -19,7 +19,7 @@ type Step struct {
 	Err      string       // the source failed (Redis or the online API)
 }
 
-// Trace locates addr the way Locate does, for a tool: it skips the LRU,
+// Trace locates addr the way Locate does, for a tool: it skips the cache,
 // asks the online API and waits for it, learns nothing, and reports what
 // every source it asked said. The local databases are each reported on
 // their own, and always.
@@ -65,7 +65,7 @@ func traceLocate(ctx context.Context, s Source, q *Query, carriers *geo.Carriers
 }
 
 // Trace: a tool skips the cache, to see what the sources say today.
-func (s *lruSource) Trace(_ context.Context, _ *Query, done bool, _ *geo.Carriers) ([]Step, bool) {
+func (s *cacheSource) Trace(_ context.Context, _ *Query, done bool, _ *geo.Carriers) ([]Step, bool) {
 	return nil, done
 }
 

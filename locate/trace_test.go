@@ -39,7 +39,7 @@ func TestTrace(t *testing.T) {
 	// It learned nothing: Locate still has only the database's answer,
 	// and sets off its own lookup.
 	if got := l.Locate(ctx, netip.MustParseAddr("36.0.5.1")); got.Province != "" {
-		t.Errorf("Expected Trace not to fill the LRU, got %+v", got.Location)
+		t.Errorf("Expected Trace not to fill the cache, got %+v", got.Location)
 	}
 
 	// A failing API is reported, not fatal.
