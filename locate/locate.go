@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"net/netip"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -103,7 +104,7 @@ func New(cfg Config) (*Locator, error) {
 		l.online = newOnlineSource(l, *cfg.Online, len(l.sources))
 		l.sources = append(l.sources, l.online)
 	}
-	l.refines = l.redis != nil || l.online != nil
+	l.refines = l.sources[len(l.sources)-1] != Source(l.dbs)
 	return l, nil
 }
 
@@ -119,8 +120,10 @@ func (l *Locator) Start() {
 		}
 		l.cache = acquireCache(l.size, l.cache)
 		l.started = true
-		if l.redis != nil {
-			l.redis.start()
+		for _, s := range l.sources {
+			if st, ok := s.(starter); ok {
+				st.start()
+			}
 		}
 		if !l.manualClock {
 			l.clock.Store(time.Now().UnixNano())
@@ -165,13 +168,14 @@ func (l *Locator) Close() error {
 		}
 		started := l.started
 		l.mu.Unlock()
-		if l.online != nil {
-			l.online.close()
-		}
 		l.wg.Wait()
-		if l.redis != nil {
-			err = l.redis.close()
+		var errs []error
+		for _, s := range slices.Backward(l.sources) {
+			if c, ok := s.(closer); ok {
+				errs = append(errs, c.close())
+			}
 		}
+		err = errors.Join(errs...)
 		if started {
 			releaseCache(l.size, l.cache)
 		} else {

@@ -50,6 +50,15 @@ type Reopener interface {
 	Reopen() error
 }
 
+// starter is a Source with work to begin in Locator.Start: a client to
+// build, goroutines to run.
+type starter interface{ start() }
+
+// closer is a Source to release in Locator.Close. Sources close from the
+// end of the chain: a later source may still hand answers to an earlier
+// one until it is closed.
+type closer interface{ close() error }
+
 // Query is one address on its way down the chain.
 type Query struct {
 	Addr netip.Addr // unmapped, and never special
