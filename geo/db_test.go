@@ -2,6 +2,7 @@ package geo_test
 
 import (
 	"errors"
+	"fmt"
 	"net"
 	"net/netip"
 	"os"
@@ -267,20 +268,37 @@ func TestOpenErrors(t *testing.T) {
 	}
 }
 
+// Lookups from several goroutines give the answers of serial lookups.
 func TestLookupConcurrent(t *testing.T) {
 	db := openTestDB(t)
 	addrs := []netip.Addr{netip.MustParseAddr("202.101.172.35"), netip.MustParseAddr("240e::1"), netip.MustParseAddr("5.5.5.5")}
-	done := make(chan struct{})
-	for g := range 4 {
+	serial := make([]geo.Location, len(addrs))
+	for i, a := range addrs {
+		serial[i] = db.Lookup(a)
+	}
+	if serial[0].Province != "ZJ" {
+		t.Fatalf("Serial lookup of %s: %+v, want Zhejiang", addrs[0], serial[0])
+	}
+	const workers, rounds = 4, 200
+	errs := make(chan string, workers)
+	for g := range workers {
 		go func() {
-			defer func() { done <- struct{}{} }()
-			for i := range 200 {
-				db.Lookup(addrs[(g+i)%len(addrs)])
+			defer func() { errs <- "" }()
+			for i := range rounds {
+				k := (g + i) % len(addrs)
+				if got := db.Lookup(addrs[k]); got != serial[k] {
+					errs <- fmt.Sprintf("Concurrent Lookup(%s) = %+v, serial %+v", addrs[k], got, serial[k])
+					return
+				}
 			}
 		}()
 	}
-	for range 4 {
-		<-done
+	for done := 0; done < workers; {
+		if e := <-errs; e != "" {
+			t.Error(e)
+		} else {
+			done++
+		}
 	}
 }
 

@@ -6,8 +6,8 @@ package geo
 type Source uint8
 
 const (
-	SourceNone Source = iota
-	SourceLRU
+	SourceNone  Source = iota
+	SourceCache        // the process's location cache; "lru" in logs and metrics
 	SourceDB
 	SourceRedis
 	SourceOnline
@@ -17,7 +17,7 @@ const (
 
 func (s Source) String() string {
 	switch s {
-	case SourceLRU:
+	case SourceCache:
 		return "lru"
 	case SourceDB:
 		return "db"

@@ -7,7 +7,6 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -27,27 +26,8 @@ const (
 // httpKind checks three layers: the connection opens, the status is
 // acceptable, and the body holds expect_body (and load_field).
 var httpKind = kind{
-	defaults: func(s *Spec, d Spec) {
-		if s.URL == "" && inferType(Spec{URL: d.URL}) == s.Type {
-			s.URL = d.URL
-		}
-		if s.Host == "" {
-			s.Host = d.Host
-		}
-		if len(s.ExpectStatus) == 0 {
-			s.ExpectStatus = d.ExpectStatus
-		}
-		if s.ExpectBody == "" {
-			s.ExpectBody = d.ExpectBody
-		}
-		if s.LoadField == "" {
-			s.LoadField = d.LoadField
-		}
-	},
+	keys: []string{"url", "host", "expect_status", "expect_body", "load_field"},
 	validate: func(s Spec) error {
-		if s.Address != "" {
-			return errors.New("probe.address: only for tcp probes, use probe.url")
-		}
 		if s.URL == "" {
 			return fmt.Errorf("probe.url: required for a %s probe", s.Type)
 		}

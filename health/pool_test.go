@@ -42,8 +42,10 @@ func TestPoolKeepsVerdicts(t *testing.T) {
 	defer cur.Stop()
 
 	// The unchanged probe keeps running once: about one hit per interval.
-	h := down.hits.Load()
-	time.Sleep(400 * time.Millisecond)
+	// Six probes of "up", every 80ms from the first, span the 400ms the
+	// bound is for.
+	h, hu := down.hits.Load(), up.hits.Load()
+	waitFor(t, "six more probes of up", func() bool { return up.hits.Load()-hu >= 6 })
 	if n := down.hits.Load() - h; n > 14 {
 		t.Errorf("Expected one probe of the unchanged node (about 10 hits in 400ms), got %d", n)
 	}

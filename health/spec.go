@@ -165,7 +165,7 @@ func (s Spec) Validate() error {
 	if !ok {
 		return fmt.Errorf("probe.type: %q is not one of %s", s.Type, strings.Join(slices.Sorted(maps.Keys(kinds)), ", "))
 	}
-	if err := k.validate(s); err != nil {
+	if err := k.check(s); err != nil {
 		return err
 	}
 	if s.Interval < Duration(MinInterval) {

@@ -10,20 +10,10 @@ import (
 
 // tcpKind checks that a TCP connection opens.
 var tcpKind = kind{
-	defaults: func(s *Spec, d Spec) {
-		if s.Address == "" {
-			s.Address = d.Address
-		}
-	},
+	keys:    []string{"address"},
+	ignores: []string{"host", "expect_status"},
 	validate: func(s Spec) error {
-		switch {
-		case s.URL != "":
-			return errors.New("probe.url: only for http and https probes")
-		case s.LoadField != "":
-			return errors.New("probe.load_field: only for http and https probes")
-		case s.ExpectBody != "":
-			return errors.New("probe.expect_body: only for http and https probes")
-		case s.Address == "":
+		if s.Address == "" {
 			return errors.New("probe.address: required for a tcp probe of a node without addresses")
 		}
 		host, port, err := net.SplitHostPort(s.Address)

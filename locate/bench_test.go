@@ -10,7 +10,7 @@ import (
 	"github.com/gslbdns/gslb/geo"
 )
 
-func BenchmarkLRUHit(b *testing.B) {
+func BenchmarkCacheHit(b *testing.B) {
 	l := newLocator(b, Config{DB: testDB(b)})
 	addrs := make([]netip.Addr, 256)
 	for i := range addrs {
@@ -35,8 +35,8 @@ func BenchmarkLRUHit(b *testing.B) {
 	})
 }
 
-// BenchmarkLRUHitManySubnets spreads hits over many /24s (and shards).
-func BenchmarkLRUHitManySubnets(b *testing.B) {
+// BenchmarkCacheHitManySubnets spreads hits over many /24s (and shards).
+func BenchmarkCacheHitManySubnets(b *testing.B) {
 	l := newLocator(b, Config{DB: testDB(b)})
 	addrs := make([]netip.Addr, 1<<16)
 	for i := range addrs {

@@ -30,8 +30,9 @@ const FormatIPAPI = "ip-api"
 // Config configures a Locator.
 type Config struct {
 	DB        *geo.DB       // may be nil: Redis and the online API only
+	DBFiles   geo.Files     // the files DB was opened from, which Reopen reads again
 	Carriers  *geo.Carriers // nil: geo.DefaultCarriers
-	CacheSize int           // LRU entries; 0 = DefaultCacheSize
+	CacheSize int           // cache entries; 0 = DefaultCacheSize
 	CacheTTL  time.Duration // 0 = DefaultCacheTTL
 	Redis     *RedisConfig  // nil = no shared cache
 	Online    *OnlineConfig // nil = no online API

@@ -10,8 +10,9 @@ import (
 // databases is the local databases' link: a location with a province is
 // final.
 type databases struct {
-	l  *Locator
-	db atomic.Pointer[geo.DB] // nil: Redis and the online API only
+	l     *Locator
+	db    atomic.Pointer[geo.DB] // nil: Redis and the online API only
+	files geo.Files              // what Reopen opens; zero: nothing
 }
 
 func (d *databases) Name() string { return "db" }
@@ -43,4 +44,28 @@ func (d *databases) compare(loc geo.Location, other geo.Other) {
 	if mm := c.Carrier(other.ASN, other.ISP); loc.ISP != "" && mm != "" && loc.ISP != mm {
 		disagreeCarrier.Inc()
 	}
+}
+
+// Files are the database files, for the reload path to watch.
+func (d *databases) Files() []string {
+	var files []string
+	for _, f := range []string{d.files.City, d.files.ASN, d.files.IPDB} {
+		if f != "" {
+			files = append(files, f)
+		}
+	}
+	return files
+}
+
+// Reopen opens the database files again and swaps them in.
+func (d *databases) Reopen() error {
+	if len(d.Files()) == 0 {
+		return nil
+	}
+	db, err := geo.OpenFiles(d.files)
+	if err != nil {
+		return err
+	}
+	d.l.SetDB(db)
+	return nil
 }

@@ -1,5 +1,5 @@
 // Package locate turns a client address into a geo.Location through a chain
-// of sources: an in-process LRU per /24 (/48), the local databases, a Redis
+// of sources: an in-process cache per /24 (/48), the local databases, a Redis
 // cache shared by every instance, and an online API that is asked
 // asynchronously, behind a rate limit and a circuit breaker. A source is a
 // Source; the chain asks them in order and lets the earlier ones learn what
@@ -8,7 +8,9 @@ package locate
 
 import (
 	"context"
+	"errors"
 	"net/netip"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -22,18 +24,18 @@ import (
 var log = clog.NewWithPlugin("gslb")
 
 // NoProvinceTTL is how long a location without a province (country level or
-// unknown) stays in the LRU, so that a refinement from Redis or the online
+// unknown) stays in the cache, so that a refinement from Redis or the online
 // API is picked up soon.
 const NoProvinceTTL = time.Minute
 
-// clockTick is the precision of LRU expiry.
+// clockTick is the precision of cache expiry.
 const clockTick = 100 * time.Millisecond
 
 // Locator is the chain of sources. It is safe for concurrent use.
 type Locator struct {
 	sources []Source
 	over    *overrideSource
-	cache   *cache // the LRU's entries; the process's shared cache once started
+	cache   *cache // the cache's entries; the process's shared cache once started
 	dbs     *databases
 	redis   *redisSource  // nil without Redis
 	online  *onlineSource // nil without the online API
@@ -41,7 +43,7 @@ type Locator struct {
 
 	carriers atomic.Pointer[geo.Carriers]
 	// tag identifies the content (databases, carrier table) behind the
-	// LRU entries this locator may read.
+	// cache entries this locator may read.
 	tag atomic.Uint64
 
 	size     int
@@ -49,7 +51,7 @@ type Locator struct {
 	shortTTL time.Duration
 	now      func() time.Time
 	// clock is now() in unix ns, refreshed every clockTick once started:
-	// reading the time costs more than the rest of an LRU hit.
+	// reading the time costs more than the rest of a cache hit.
 	clock       atomic.Int64
 	manualClock bool // tests drive now themselves
 	stopClock   chan struct{}
@@ -88,12 +90,12 @@ func New(cfg Config) (*Locator, error) {
 		shortTTL: min(NoProvinceTTL, cfg.CacheTTL),
 		now:      time.Now,
 	}
-	l.dbs.l = l
+	l.dbs.l, l.dbs.files = l, cfg.DBFiles
 	l.dbs.db.Store(cfg.DB)
 	l.carriers.Store(cfg.Carriers)
 	l.retag()
 	l.over = &overrideSource{}
-	l.sources = []Source{l.over, &lruSource{l}, l.dbs}
+	l.sources = []Source{l.over, &cacheSource{l}, l.dbs}
 	if cfg.Redis != nil {
 		l.redis = newRedisSource(l, *cfg.Redis)
 		l.sources = append(l.sources, l.redis)
@@ -102,11 +104,11 @@ func New(cfg Config) (*Locator, error) {
 		l.online = newOnlineSource(l, *cfg.Online, len(l.sources))
 		l.sources = append(l.sources, l.online)
 	}
-	l.refines = l.redis != nil || l.online != nil
+	l.refines = l.sources[len(l.sources)-1] != Source(l.dbs)
 	return l, nil
 }
 
-// Start takes the process's shared LRU, starts the cache clock and the
+// Start takes the process's shared cache, starts the cache clock and the
 // Redis client (go-redis dials on first use). Call it from OnStartup,
 // before queries.
 func (l *Locator) Start() {
@@ -118,8 +120,10 @@ func (l *Locator) Start() {
 		}
 		l.cache = acquireCache(l.size, l.cache)
 		l.started = true
-		if l.redis != nil {
-			l.redis.start()
+		for _, s := range l.sources {
+			if st, ok := s.(starter); ok {
+				st.start()
+			}
 		}
 		if !l.manualClock {
 			l.clock.Store(time.Now().UnixNano())
@@ -153,7 +157,7 @@ func (l *Locator) nowNano() int64 {
 }
 
 // Close cancels in-flight online calls, waits for them, closes Redis and
-// lets go of the LRU. Call it from OnShutdown.
+// lets go of the cache. Call it from OnShutdown.
 func (l *Locator) Close() error {
 	var err error
 	l.closeOnce.Do(func() {
@@ -164,13 +168,14 @@ func (l *Locator) Close() error {
 		}
 		started := l.started
 		l.mu.Unlock()
-		if l.online != nil {
-			l.online.close()
-		}
 		l.wg.Wait()
-		if l.redis != nil {
-			err = l.redis.close()
+		var errs []error
+		for _, s := range slices.Backward(l.sources) {
+			if c, ok := s.(closer); ok {
+				errs = append(errs, c.close())
+			}
 		}
+		err = errors.Join(errs...)
 		if started {
 			releaseCache(l.size, l.cache)
 		} else {
@@ -186,13 +191,43 @@ func (l *Locator) SetDB(db *geo.DB) {
 	l.retag()
 }
 
+// DB is the local databases the chain reads now; nil: none.
+func (l *Locator) DB() *geo.DB { return l.dbs.db.Load() }
+
+// Files are the files of the chain's sources, for the reload path to
+// watch.
+func (l *Locator) Files() []string {
+	var files []string
+	for _, s := range l.sources {
+		if r, ok := s.(Reopener); ok {
+			files = append(files, r.Files()...)
+		}
+	}
+	return files
+}
+
+// Reopen has every source with files of its own read them again (after
+// one changed). A source that fails keeps what it had; the errors are
+// joined.
+func (l *Locator) Reopen() error {
+	var errs []error
+	for _, s := range l.sources {
+		if r, ok := s.(Reopener); ok {
+			if err := r.Reopen(); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
 // SetCarriers swaps the carrier table (after a node table reload).
 func (l *Locator) SetCarriers(c *geo.Carriers) {
 	l.carriers.Store(c)
 	l.retag()
 }
 
-// retag follows a content change: LRU entries of the old content are no
+// retag follows a content change: cache entries of the old content are no
 // longer read.
 func (l *Locator) retag() {
 	t := l.dbs.db.Load().Digest()
@@ -211,7 +246,7 @@ func (l *Locator) Locate(ctx context.Context, addr netip.Addr) Result {
 		return Result{Location: geo.Location{Special: true, Bits: uint8(bits)}, Key: k, Scope: uint8(bits)}
 	}
 	// Pooled: a Query passed to the sources' interface methods would
-	// escape, and an LRU hit must not allocate. No source keeps q.
+	// escape, and a cache hit must not allocate. No source keeps q.
 	q := queryPool.Get().(*Query)
 	*q = Query{Addr: addr, Key: k}
 	answered := len(l.sources)

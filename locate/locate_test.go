@@ -41,8 +41,8 @@ func TestLayerOrder(t *testing.T) {
 	}{
 		{"10.1.2.3", geo.SourceNone, "", true, map[string]float64{}},
 		{"1.0.1.5", geo.SourceDB, "ZJ", false, map[string]float64{"lru/miss": 1, "db/hit": 1}},
-		{"1.0.1.200", geo.SourceLRU, "ZJ", false, map[string]float64{"lru/hit": 1}},
-		{"::ffff:1.0.1.9", geo.SourceLRU, "ZJ", false, map[string]float64{"lru/hit": 1}},
+		{"1.0.1.200", geo.SourceCache, "ZJ", false, map[string]float64{"lru/hit": 1}},
+		{"::ffff:1.0.1.9", geo.SourceCache, "ZJ", false, map[string]float64{"lru/hit": 1}},
 		{"36.0.7.9", geo.SourceRedis, "GD", false, map[string]float64{"lru/miss": 1, "db/miss": 1, "redis/hit": 1}},
 		{"36.0.7.10", geo.SourceRedis, "GD", false, map[string]float64{"lru/hit": 1}},
 		// Nothing in Redis: answered at country level now, refined online.
@@ -78,7 +78,7 @@ func TestLayerOrder(t *testing.T) {
 	}
 }
 
-func TestLRUTTL(t *testing.T) {
+func TestCacheTTL(t *testing.T) {
 	clk := testsupport.NewClock()
 	l := newLocatorClock(t, Config{DB: testDB(t), CacheTTL: time.Hour}, clk)
 	tests := []struct {
@@ -94,23 +94,23 @@ func TestLRUTTL(t *testing.T) {
 			l.cache.purge()
 			start := clk.Now()
 			a := netip.MustParseAddr(tc.addr)
-			if loc := l.Locate(ctx, a); loc.Source == geo.SourceLRU {
-				t.Fatalf("First lookup came from the LRU")
+			if loc := l.Locate(ctx, a); loc.Source == geo.SourceCache {
+				t.Fatalf("First lookup came from the cache")
 			}
 			clk.Add(tc.ttl - time.Second)
-			if loc := l.Locate(ctx, a); loc.Source != geo.SourceLRU {
+			if loc := l.Locate(ctx, a); loc.Source != geo.SourceCache {
 				t.Errorf("Got source %v before the TTL, want lru", loc.Source)
 			}
 			clk.Add(2 * time.Second)
-			if loc := l.Locate(ctx, a); loc.Source == geo.SourceLRU {
-				t.Errorf("Got an LRU hit after the TTL")
+			if loc := l.Locate(ctx, a); loc.Source == geo.SourceCache {
+				t.Errorf("Got a cache hit after the TTL")
 			}
 			clk.Add(-clk.Now().Sub(start))
 		})
 	}
 }
 
-func TestLRUBound(t *testing.T) {
+func TestCacheBound(t *testing.T) {
 	g0 := gauge(CacheEntries)
 	l := newLocator(t, Config{DB: testDB(t), CacheSize: 2})
 	a, b, c := netip.MustParseAddr("1.0.1.1"), netip.MustParseAddr("1.0.2.1"), netip.MustParseAddr("1.0.3.1")
@@ -126,7 +126,7 @@ func TestLRUBound(t *testing.T) {
 	tests := []struct {
 		addr netip.Addr
 		src  geo.Source
-	}{{c, geo.SourceLRU}, {b, geo.SourceLRU}, {a, geo.SourceDB}}
+	}{{c, geo.SourceCache}, {b, geo.SourceCache}, {a, geo.SourceDB}}
 	for _, tc := range tests {
 		if loc := l.Locate(ctx, tc.addr); loc.Source != tc.src {
 			t.Errorf("%s: got source %v, want %v", tc.addr, loc.Source, tc.src)
@@ -138,12 +138,12 @@ func TestLRUBound(t *testing.T) {
 	}
 }
 
-func TestLRUHitAllocs(t *testing.T) {
+func TestCacheHitAllocs(t *testing.T) {
 	l := newLocator(t, Config{DB: testDB(t)})
 	a := netip.MustParseAddr("1.0.1.1")
 	l.Locate(ctx, a)
 	if n := testing.AllocsPerRun(1000, func() { l.Locate(ctx, a) }); n != 0 {
-		t.Errorf("LRU hit allocates %v times, want 0", n)
+		t.Errorf("A cache hit allocates %v times, want 0", n)
 	}
 }
 
@@ -187,7 +187,7 @@ func TestOnlineValidation(t *testing.T) {
 				t.Errorf("Got deltas %v, want one invalid answer", d)
 			}
 			if loc := l.Locate(ctx, a); loc.Province != "" {
-				t.Errorf("Rejected answer reached the LRU: province %q", loc.Province)
+				t.Errorf("Rejected answer reached the cache: province %q", loc.Province)
 			}
 			if v, ok := redisField(t, redisClient(t, rs.Addr()), a); ok {
 				t.Errorf("Rejected answer reached Redis: %q", v)
@@ -268,7 +268,7 @@ func TestOnlineSingleflight(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range 20 {
 		wg.Go(func() {
-			// Distinct LRU misses would be hidden by the cache: purge races are fine here.
+			// Distinct cache misses would be hidden by the cache: purge races are fine here.
 			l.cache.purge()
 			l.Locate(ctx, netip.MustParseAddr(fmt.Sprintf("36.0.9.%d", i+1)))
 		})
@@ -333,8 +333,8 @@ func TestSharingThroughRedis(t *testing.T) {
 	rs := testredis.Start(t)
 	api := testsupport.NewGeoAPI(t, testsupport.Hangzhou)
 	rc := &RedisConfig{Addrs: []string{rs.Addr()}, Timeout: time.Second}
-	// Locators of one cache size share the process's LRU; B stands for
-	// another process, so it gets an LRU of its own.
+	// Locators of one cache size share the process's cache; B stands for
+	// another process, so it gets a cache of its own.
 	a := newLocator(t, Config{DB: db, Redis: rc, Online: &OnlineConfig{URL: api.URL()}})
 	b := newLocator(t, Config{DB: db, Redis: rc, CacheSize: 1000})
 	a.Locate(ctx, netip.MustParseAddr("36.0.44.1"))
@@ -378,11 +378,11 @@ func TestCacheSurvivesReplacement(t *testing.T) {
 	old.Locate(ctx, a)
 	cur := newLocator(t, Config{DB: db, CacheSize: 777})
 	old.Close()
-	if loc := cur.Locate(ctx, a); loc.Source != geo.SourceLRU || loc.Province != "ZJ" {
-		t.Errorf("After the replacement got %+v, want an LRU hit for ZJ", loc)
+	if loc := cur.Locate(ctx, a); loc.Source != geo.SourceCache || loc.Province != "ZJ" {
+		t.Errorf("After the replacement got %+v, want a cache hit for ZJ", loc)
 	}
 	other := newLocator(t, Config{DB: testDB2(t), CacheSize: 777})
-	if loc := other.Locate(ctx, a); loc.Source == geo.SourceLRU || loc.Province != "HB" {
+	if loc := other.Locate(ctx, a); loc.Source == geo.SourceCache || loc.Province != "HB" {
 		t.Errorf("With other databases got %+v, want HB from the database", loc)
 	}
 }

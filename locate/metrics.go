@@ -51,7 +51,7 @@ var (
 		Help:      "Counter of database lookups where MaxMind and the IPIP.net database disagree, by field (province, carrier).",
 	}, []string{"field"})
 
-	// CacheEntries is the number of entries in the in-process location LRU.
+	// CacheEntries is the number of entries in the in-process location cache.
 	CacheEntries = promauto.With(metricset.Registerer).NewGauge(prometheus.GaugeOpts{
 		Namespace: plugin.Namespace,
 		Subsystem: "gslb",
@@ -63,8 +63,8 @@ var (
 // Resolved once: WithLabelValues on the hot path would hash the labels.
 var (
 	overrideHit       = GeoLookups.WithLabelValues("override", "hit")
-	lruHit            = GeoLookups.WithLabelValues("lru", "hit")
-	lruMiss           = GeoLookups.WithLabelValues("lru", "miss")
+	cacheHit          = GeoLookups.WithLabelValues("lru", "hit")
+	cacheMiss         = GeoLookups.WithLabelValues("lru", "miss")
 	dbHit             = GeoLookups.WithLabelValues("db", "hit")
 	dbMiss            = GeoLookups.WithLabelValues("db", "miss")
 	redisHit          = GeoLookups.WithLabelValues("redis", "hit")

@@ -362,7 +362,7 @@ func (o *onlineSource) release(k Key) {
 }
 
 // close cancels the calls in flight and waits for them.
-func (o *onlineSource) close() {
+func (o *onlineSource) close() error {
 	o.mu.Lock()
 	o.closed = true
 	o.mu.Unlock()
@@ -372,6 +372,7 @@ func (o *onlineSource) close() {
 	if o.breaker.isOpen() {
 		OnlineBreakerOpen.Set(0)
 	}
+	return nil
 }
 
 func isTimeout(err error) bool {

@@ -9,7 +9,7 @@ import (
 
 // overrideSource is the chain's first link: the operator's corrections,
 // the admin API's pins before the file's overrides. It comes before the
-// LRU, so that a new or changed override applies to the next query without
+// cache, so that a new or changed override applies to the next query without
 // touching the cache.
 type overrideSource struct {
 	tables atomic.Pointer[[]*overrides.Table]

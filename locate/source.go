@@ -9,7 +9,7 @@ import (
 )
 
 // Source is one kind of location data and one link of the Locator's chain:
-// the LRU, the local databases, Redis and the online API today. The chain
+// the cache, the local databases, Redis and the online API today. The chain
 // asks each source in order until one is sure.
 type Source interface {
 	// Name is the source's layer in coredns_gslb_geo_lookups_total.
@@ -21,12 +21,43 @@ type Source interface {
 }
 
 // Learner is a Source that keeps what a later source found, for the next
-// queries: the LRU, and Redis for every instance.
+// queries: the cache, and Redis for every instance.
 type Learner interface {
 	// Learn keeps q.Loc, found by a source after this one. final is false
 	// when no source was sure and q.Loc is the best the chain had.
 	Learn(ctx context.Context, q *Query, final bool)
 }
+
+// Tracer is a Source that says what it did, for a tool that explains a
+// decision. A Source that is not a Tracer is traced by its Locate and
+// reported under its Name; a source whose Locate sets off work a tool must
+// not cause, or that knows more than its answer, implements Tracer.
+type Tracer interface {
+	// Trace is Locate for a tool: it learns nothing and waits for what
+	// Locate only sets off. done is set when an earlier source was final;
+	// most sources then say nothing. Locations in the steps are mapped
+	// through carriers. It reports whether q.Loc is now final.
+	Trace(ctx context.Context, q *Query, done bool, carriers *geo.Carriers) (steps []Step, final bool)
+}
+
+// Reopener is a Source whose data is files of its own: the reload path
+// watches the chain's Files and, when one changed, has the chain Reopen.
+type Reopener interface {
+	// Files are the files the source reads.
+	Files() []string
+	// Reopen reads the files again and swaps them in. On an error, which
+	// names the file, the source keeps serving what it had.
+	Reopen() error
+}
+
+// starter is a Source with work to begin in Locator.Start: a client to
+// build, goroutines to run.
+type starter interface{ start() }
+
+// closer is a Source to release in Locator.Close. Sources close from the
+// end of the chain: a later source may still hand answers to an earlier
+// one until it is closed.
+type closer interface{ close() error }
 
 // Query is one address on its way down the chain.
 type Query struct {

@@ -11,7 +11,7 @@ import (
 // decision.
 type Step struct {
 	// Source: override, geoip (MaxMind's City and ASN databases), ipdb,
-	// redis or online.
+	// redis, online, or the Name of another source.
 	Source   string
 	Location geo.Location // carrier mapped through the carrier table
 	Found    bool         // the source knew the address
@@ -19,7 +19,7 @@ type Step struct {
 	Err      string       // the source failed (Redis or the online API)
 }
 
-// Trace locates addr the way Locate does, for a tool: it skips the LRU,
+// Trace locates addr the way Locate does, for a tool: it skips the cache,
 // asks the online API and waits for it, learns nothing, and reports what
 // every source it asked said. The local databases are each reported on
 // their own, and always.
@@ -34,76 +34,99 @@ func (l *Locator) Trace(ctx context.Context, addr netip.Addr) (Result, []Step) {
 	var steps []Step
 	final := false
 	for _, s := range l.sources {
-		switch s := s.(type) {
-		case *lruSource:
-			continue
-		case *databases:
-			if db := s.db.Load(); db != nil {
-				mm, ip, ok := db.Explain(addr)
-				carriers.Apply(&mm)
-				steps = append(steps, Step{Source: "geoip", Location: mm, Found: mm.Source != geo.SourceNone})
-				if ok {
-					carriers.Apply(&ip)
-					steps = append(steps, Step{Source: "ipdb", Location: ip, Found: true})
-				}
-			}
-			if final {
-				continue
-			}
-			if final = s.Locate(ctx, q); final {
-				won := "geoip"
-				if q.Loc.Source == geo.SourceIPDB {
-					won = "ipdb"
-				}
-				for i := range steps {
-					steps[i].Final = steps[i].Final || steps[i].Source == won
-				}
-			}
-			continue
+		var st []Step
+		if t, ok := s.(Tracer); ok {
+			st, final = t.Trace(ctx, q, final, carriers)
+		} else if !final {
+			st, final = traceLocate(ctx, s, q, carriers)
 		}
-		if final {
-			continue
-		}
-		switch s := s.(type) {
-		case *overrideSource:
-			final = s.Locate(ctx, q)
-			if q.Override.Location != nil || q.Override.Pin != nil {
-				st := Step{Source: "override", Found: true, Final: final}
-				if final {
-					st.Location = q.Loc
-				}
-				steps = append(steps, st)
-			}
-		case *redisSource:
-			final = s.Locate(ctx, q)
-			st := Step{Source: "redis", Found: final, Final: final}
-			if final {
-				st.Location = q.Loc
-			}
-			steps = append(steps, st)
-		case *onlineSource:
-			loc, err := s.fetch(ctx, q.Key.Prefix().Addr(), q.Loc)
-			st := Step{Source: "online"}
-			if err != nil {
-				st.Err = err.Error()
-			} else {
-				q.Loc, st.Location, st.Found, st.Final = loc, loc, true, true
-				final = true
-			}
-			steps = append(steps, st)
-		}
+		steps = append(steps, st...)
 	}
 	if !q.normalized {
 		carriers.Apply(&q.Loc)
-	}
-	for i := range steps {
-		if st := &steps[i]; st.Source == "redis" || st.Source == "online" {
-			carriers.Apply(&st.Location)
-		}
 	}
 	r := Result{Location: q.Loc, Key: k, Override: q.Override, Scope: max(q.Loc.Bits, q.Override.MinBits)}
 	if r.Province == "" && l.refines {
 		r.Scope = max(r.Scope, k.Bits())
 	}
 	return r, steps
+}
+
+// traceLocate traces a Source that is not a Tracer: one step under its
+// Name, found when final.
+func traceLocate(ctx context.Context, s Source, q *Query, carriers *geo.Carriers) ([]Step, bool) {
+	final := s.Locate(ctx, q)
+	st := Step{Source: s.Name(), Found: final, Final: final}
+	if final {
+		st.Location = q.Loc
+		carriers.Apply(&st.Location)
+	}
+	return []Step{st}, final
+}
+
+// Trace: a tool skips the cache, to see what the sources say today.
+func (s *cacheSource) Trace(_ context.Context, _ *Query, done bool, _ *geo.Carriers) ([]Step, bool) {
+	return nil, done
+}
+
+// Trace reports the override that matched, if any.
+func (o *overrideSource) Trace(ctx context.Context, q *Query, done bool, _ *geo.Carriers) ([]Step, bool) {
+	if done {
+		return nil, true
+	}
+	final := o.Locate(ctx, q)
+	if q.Override.Location == nil && q.Override.Pin == nil {
+		return nil, final
+	}
+	st := Step{Source: "override", Found: true, Final: final}
+	if final {
+		st.Location = q.Loc
+	}
+	return []Step{st}, final
+}
+
+// Trace reports each database on its own, even after an earlier source was
+// final, and marks the one whose answer was final.
+func (d *databases) Trace(ctx context.Context, q *Query, done bool, carriers *geo.Carriers) ([]Step, bool) {
+	var steps []Step
+	if db := d.db.Load(); db != nil {
+		mm, ip, ok := db.Explain(q.Addr)
+		carriers.Apply(&mm)
+		steps = append(steps, Step{Source: "geoip", Location: mm, Found: mm.Source != geo.SourceNone})
+		if ok {
+			carriers.Apply(&ip)
+			steps = append(steps, Step{Source: "ipdb", Location: ip, Found: true})
+		}
+	}
+	if done {
+		return steps, true
+	}
+	final := d.Locate(ctx, q)
+	if final {
+		won := "geoip"
+		if q.Loc.Source == geo.SourceIPDB {
+			won = "ipdb"
+		}
+		for i := range steps {
+			steps[i].Final = steps[i].Final || steps[i].Source == won
+		}
+	}
+	return steps, final
+}
+
+// Trace asks the API and waits for its answer, instead of setting off a
+// lookup for later queries.
+func (o *onlineSource) Trace(ctx context.Context, q *Query, done bool, carriers *geo.Carriers) ([]Step, bool) {
+	if done {
+		return nil, true
+	}
+	loc, err := o.fetch(ctx, q.Key.Prefix().Addr(), q.Loc)
+	st := Step{Source: "online"}
+	if err != nil {
+		st.Err = err.Error()
+		return []Step{st}, false
+	}
+	q.Loc, st.Location, st.Found, st.Final = loc, loc, true, true
+	carriers.Apply(&st.Location)
+	return []Step{st}, true
 }

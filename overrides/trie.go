@@ -47,7 +47,7 @@ func (t *trie) insert(p netip.Prefix, i int32, loc, pin bool) {
 func (t *trie) lookup(a []byte) (loc, locBits, pin, pinBits int32, minBits uint8) {
 	loc, pin = -1, -1
 	n := int32(0)
-	max := len(a) * 8
+	last := len(a) * 8
 	for d := 0; ; d++ {
 		nd := &t.nodes[n]
 		if nd.loc >= 0 {
@@ -56,7 +56,7 @@ func (t *trie) lookup(a []byte) (loc, locBits, pin, pinBits int32, minBits uint8
 		if nd.pin >= 0 {
 			pin, pinBits = nd.pin, int32(d)
 		}
-		if d == max {
+		if d == last {
 			break
 		}
 		b := bit(a, d)

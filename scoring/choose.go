@@ -249,22 +249,28 @@ func (ch *chooser) score(i int, tier Tier) (scored, bool) {
 	return scored{i: int32(i), score: ch.s.w.dot(&v), km: km, rtt: ch.s.rtt}, true
 }
 
-// usable reports whether node i may answer this client's subnet: not down,
-// below the load cut-off, not behind a lossy link, and not among the
-// subnets it turns away.
-func (ch *chooser) usable(i int) bool {
+// usable reports whether node i may answer this client's subnet.
+func (ch *chooser) usable(i int) bool { return ch.why(i) == "" }
+
+// why says why node i may not answer this client's subnet: down, at the
+// load cut-off, behind a lossy link, or among the subnets it turns away;
+// "" when it may.
+func (ch *chooser) why(i int) string {
 	n := &ch.in.Nodes[i]
 	p := ch.p
 	limit := p.MaxLoad
 	if p.ShedHigh > 0 {
 		limit = p.ShedHigh
 	}
-	if n.Down || n.Load >= limit {
-		return false
+	switch {
+	case n.Down:
+		return ReasonDown
+	case n.Load >= limit:
+		return ReasonOverloaded
 	}
 	if q := ch.in.Quality; q != nil && p.MaxLoss > 0 && ch.lc.c != nil {
 		if l, ok := q.Link(ch.lc.c.Province, ch.lc.c.ISP, i); ok && l.Loss >= p.MaxLoss {
-			return false
+			return ReasonLossy
 		}
 	}
 	keep := 1 - n.Shed
@@ -272,10 +278,13 @@ func (ch *chooser) usable(i int) bool {
 		keep *= (p.ShedHigh - n.Load) / (p.ShedHigh - p.ShedLow)
 	}
 	if keep >= 1 {
-		return true
+		return ""
 	}
 	ch.perSubnet = true
-	return unit(ch.in.Key, n.ID, saltAdmit) < keep
+	if unit(ch.in.Key, n.ID, saltAdmit) < keep {
+		return ""
+	}
+	return ReasonShed
 }
 
 // tail is the order after the contenders: the rest of the tier by score,

@@ -33,7 +33,8 @@ func Trace(in *Input) []NodeTrace {
 	maxCost := map[Tier]float64{}
 	for _, i := range in.Cand {
 		t := NodeTrace{Node: i, Tier: ch.lc.tierOf(&in.Nodes[i], TierFailOpen), RTTMs: -1, DistanceKm: -1}
-		t.Usable, t.Reason = ch.why(i)
+		t.Reason = ch.why(i)
+		t.Usable = t.Reason == ""
 		if t.Usable {
 			maxCost[t.Tier] = max(maxCost[t.Tier], in.Nodes[i].Cost)
 		}
@@ -46,29 +47,4 @@ func Trace(in *Input) []NodeTrace {
 		t.Score, t.RTTMs = s.w.dot(&t.Terms), s.rtt
 	}
 	return traces
-}
-
-// why is usable with its reason.
-func (ch *chooser) why(i int) (bool, string) {
-	n := &ch.in.Nodes[i]
-	p := ch.p
-	limit := p.MaxLoad
-	if p.ShedHigh > 0 {
-		limit = p.ShedHigh
-	}
-	switch {
-	case n.Down:
-		return false, ReasonDown
-	case n.Load >= limit:
-		return false, ReasonOverloaded
-	}
-	if q := ch.in.Quality; q != nil && p.MaxLoss > 0 && ch.lc.c != nil {
-		if l, ok := q.Link(ch.lc.c.Province, ch.lc.c.ISP, i); ok && l.Loss >= p.MaxLoss {
-			return false, ReasonLossy
-		}
-	}
-	if !ch.usable(i) {
-		return false, ReasonShed
-	}
-	return true, ""
 }

@@ -44,12 +44,12 @@ func (t *tally) add(o tally) {
 	t.queries += o.queries
 }
 
-// hammer queries s for ecs until d has passed or max queries were sent.
-func hammer(t *testing.T, s func() *server, ecs []string, d time.Duration, max int) tally {
+// hammer queries s for ecs until d has passed or limit queries were sent.
+func hammer(t *testing.T, s func() *server, ecs []string, d time.Duration, limit int) tally {
 	t.Helper()
 	c := &dns.Client{Net: "udp", Timeout: 2 * time.Second}
 	res := tally{answers: map[string]int{}}
-	for end := time.Now().Add(d); time.Now().Before(end) && res.queries < max; res.queries++ {
+	for end := time.Now().Add(d); time.Now().Before(end) && res.queries < limit; res.queries++ {
 		q := newQuery(t, "www.example.org", dns.TypeA, ecs[res.queries%len(ecs)])
 		r, _, err := c.Exchange(q, s().udp)
 		if err != nil || r.Rcode != dns.RcodeSuccess || len(r.Answer) == 0 {

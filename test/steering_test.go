@@ -56,16 +56,20 @@ func zjNode(id, addr, url string) string {
 }
 
 // waitLoad waits until the nodes' probes reported load, and the view
-// holds it.
-func waitLoad(t *testing.T, load string, ids ...string) {
+// holds it: the admin API at admin reads the nodes' load from the view.
+func waitLoad(t *testing.T, admin, load string, ids ...string) {
 	t.Helper()
+	e := &adminEnv{addr: admin}
 	for _, id := range ids {
 		waitFor(t, id+"'s load "+load, func() (bool, string) {
 			v := counterValue(t, "coredns_gslb_node_load", "node", id)
 			return fmt.Sprint(v) == load, fmt.Sprint(v)
 		})
+		waitFor(t, "the view holding "+id+"'s load "+load, func() (bool, string) {
+			v := e.nodes(t)[id].Load
+			return fmt.Sprint(v) == load, fmt.Sprint(v)
+		})
 	}
-	time.Sleep(50 * time.Millisecond) // the view is published right after the metric
 }
 
 // shares asks for n /24s of 58.0.0.0/12 and counts the answers by address.
@@ -87,8 +91,9 @@ func TestSpreadThroughCoreDNS(t *testing.T) {
 	a, b, c := newLoadTarget(t, "0.30"), newLoadTarget(t, "0.30"), newLoadTarget(t, "0.30")
 	nodes := writeFile(t, dir, "nodes.yaml", "nodes:\n"+zjNode("hz-1", "192.0.2.1", a.srv.URL)+
 		zjNode("hz-2", "192.0.2.2", b.srv.URL)+zjNode("hz-3", "192.0.2.3", c.srv.URL)+"records:\n  - name: www.example.org\n")
-	s := startServer(t, corefile(city, asn, nodes, ""))
-	waitLoad(t, "0.3", "hz-1", "hz-2", "hz-3")
+	admin := freeAddr(t)
+	s := startServer(t, corefile(city, asn, nodes, "admin "+admin))
+	waitLoad(t, admin, "0.3", "hz-1", "hz-2", "hz-3")
 	const n = 3000
 	before, was := shares(t, s, n)
 	for _, addr := range []string{"192.0.2.1", "192.0.2.2", "192.0.2.3"} {
@@ -97,7 +102,7 @@ func TestSpreadThroughCoreDNS(t *testing.T) {
 		}
 	}
 	a.load.Store("0.35")
-	waitLoad(t, "0.35", "hz-1")
+	waitLoad(t, admin, "0.35", "hz-1")
 	after, is := shares(t, s, n)
 	moved := 0
 	for i := range is {

@@ -33,7 +33,7 @@ func FuzzFromBytes(f *testing.F) {
 			}
 			for _, a := range fuzzAddrs {
 				rec, bits, ok := rl.Lookup(a)
-				if max := a.Unmap().BitLen(); bits < 0 || bits > max || !ok && bits != 0 {
+				if width := a.Unmap().BitLen(); bits < 0 || bits > width || !ok && bits != 0 {
 					t.Fatalf("Lookup(%s) = bits %d, ok %v", a, bits, ok)
 				}
 				_ = rec.CountryName() + rec.RegionName() + rec.CityName() + rec.ISPDomain() + rec.Latitude()

@@ -6,30 +6,31 @@ import (
 	"github.com/gslbdns/gslb/geo"
 )
 
-// lruSource is the chain's first link: the process LRU of what the chain
-// found before.
-type lruSource struct{ l *Locator }
+// cacheSource is the link after the overrides: the process's location
+// cache (CLOCK-evicted, see cache) of what the chain found before.
+type cacheSource struct{ l *Locator }
 
-func (s *lruSource) Name() string { return "lru" }
+// Name is "lru", the layer's label value since before the cache was CLOCK.
+func (s *cacheSource) Name() string { return "lru" }
 
-func (s *lruSource) Locate(_ context.Context, q *Query) bool {
+func (s *cacheSource) Locate(_ context.Context, q *Query) bool {
 	loc, ok := s.l.cache.get(q.Key, s.l.nowNano(), s.l.tag.Load())
 	if !ok {
-		lruMiss.Inc()
+		cacheMiss.Inc()
 		return false
 	}
-	lruHit.Inc()
+	cacheHit.Inc()
 	// A refinement keeps its origin: the log should say the paid or
 	// shared layer placed this client, not just that it was cached.
 	if loc.Source != geo.SourceRedis && loc.Source != geo.SourceOnline {
-		loc.Source = geo.SourceLRU
+		loc.Source = geo.SourceCache
 	}
 	q.Loc, q.normalized = loc, true
 	return true
 }
 
 // Learn stores q.Loc with the TTL its precision deserves.
-func (s *lruSource) Learn(_ context.Context, q *Query, _ bool) {
+func (s *cacheSource) Learn(_ context.Context, q *Query, _ bool) {
 	l := s.l
 	ttl := l.ttl
 	if q.Loc.Province == "" {
