@@ -2,6 +2,7 @@ package gslb
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"net/netip"
@@ -25,21 +26,46 @@ import (
 var adminMemory sync.Map // address -> *admin.State
 
 // restoreState applies the admin state: the state file's, or what an
-// earlier load of the Corefile left for the same address. Callers own c.
-func (c *control) restoreState() error {
+// earlier load of the Corefile left for the same address. A state file
+// that does not load never stops gslb: it serves without it, says so, and
+// refuses changes (so that nothing overwrites the file) until the file is
+// fixed or removed. Callers own c.
+func (c *control) restoreState() {
 	a := c.opts.admin
 	if a == nil {
-		return nil
+		return
 	}
 	st := &admin.State{}
 	if a.State != "" {
 		s, err := admin.LoadState(a.State, knownIn(c.table))
 		if err != nil {
-			return err
+			if c.stateErr == nil || c.stateErr.Error() != err.Error() {
+				log.Errorf("admin: %v: serving without it; the admin API refuses changes until the file is fixed or removed", err)
+			}
+			c.stateErr = err
+			adminStateOK.WithLabelValues(a.State).Set(0)
+			// What this process last saved, if it did: a reload keeps it.
+			if m, ok := adminMemory.Load(a.Addr); ok {
+				st = m.(*admin.State)
+			}
+		} else {
+			if c.stateErr != nil {
+				log.Infof("admin state %s loads again: the admin API takes changes", a.State)
+			}
+			c.stateErr = nil
+			adminStateOK.WithLabelValues(a.State).Set(1)
+			st = s
 		}
-		st = s
 	} else if m, ok := adminMemory.Load(a.Addr); ok {
 		st = m.(*admin.State)
+	}
+	c.adopt(st)
+}
+
+// adopt makes st this instance's admin state. Callers own c.
+func (c *control) adopt(st *admin.State) {
+	for id := range c.drains {
+		nodeDrained.DeleteLabelValues(id)
 	}
 	c.drains = map[string]policy.Drain{}
 	for id, since := range st.Drained() {
@@ -47,7 +73,7 @@ func (c *control) restoreState() error {
 		nodeDrained.WithLabelValues(id).Set(1)
 	}
 	if err := c.setPins(st.Pins); err != nil {
-		return err
+		log.Errorf("admin: pins: %v", err)
 	}
 	// The API's share, or a rollback, holds while the canary line and the
 	// candidate file are those it was made for.
@@ -58,6 +84,34 @@ func (c *control) restoreState() error {
 			cn.share.Store(percentToShare(e.Percent))
 		}
 	}
+}
+
+// follow applies the state a later load of the Corefile saved: this
+// instance may answer queries until it stops.
+func (c *control) follow(st *admin.State) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.adopt(st)
+	c.applyOverrides(time.Now())
+	c.publish()
+}
+
+// writable reports whether the API may change the state: not while the
+// state file does not load. It reads the file again first, so that a
+// fixed or removed file is taken up. Callers hold c.mu.
+func (c *control) writable() error {
+	if !c.started {
+		return admin.ErrUnavailable
+	}
+	if c.stateErr == nil {
+		return nil
+	}
+	c.restoreState()
+	if c.stateErr != nil {
+		return &admin.Refused{Reason: fmt.Sprintf("%v: changes are refused until the file is fixed or removed", c.stateErr)}
+	}
+	c.applyOverrides(time.Now())
+	c.publish()
 	return nil
 }
 
@@ -103,9 +157,7 @@ func (c *control) forgetRemoved(t *table.Table) {
 		log.Errorf("admin: pins: %v", err)
 	}
 	c.table = prev
-	if err := c.saveState(c.state()); err != nil {
-		log.Errorf("admin: %v", err)
-	}
+	c.saveLogged()
 }
 
 // noteRollback is called on the query path when the canary rolls back:
@@ -160,9 +212,7 @@ func (c *control) prunePins(now time.Time) {
 		log.Errorf("admin: pins: %v", err)
 		return
 	}
-	if err := c.saveState(c.state()); err != nil {
-		log.Errorf("admin: %v", err)
-	}
+	c.saveLogged()
 }
 
 func pinKey(p *overrides.EntryYAML) string {
@@ -196,20 +246,39 @@ func (c *control) state() *admin.State {
 }
 
 // saveState writes st to the state file, or keeps it in memory without
-// one. Callers hold c.mu.
+// one. Never over a state file that does not load, and never once a later
+// load of the Corefile serves the API (admin.ErrSuperseded). Callers hold
+// c.mu.
 func (c *control) saveState(st *admin.State) error {
 	a := c.opts.admin
 	if a == nil || !c.started {
 		return nil
 	}
-	adminMemory.Store(a.Addr, st)
-	if a.State == "" {
+	if c.stateErr != nil {
+		return &admin.Refused{Reason: fmt.Sprintf("%v: changes are refused until the file is fixed or removed", c.stateErr)}
+	}
+	write := func() error {
+		if a.State != "" {
+			if err := st.Write(a.State); err != nil {
+				return fmt.Errorf("admin state %s: %w", a.State, err)
+			}
+		}
+		adminMemory.Store(a.Addr, st)
 		return nil
 	}
-	if err := st.Write(a.State); err != nil {
-		return fmt.Errorf("admin state %s: %w", a.State, err)
+	if c.admin == nil {
+		return write()
 	}
-	return nil
+	return c.admin.Save(st, write)
+}
+
+// saveLogged saves the state for a change the API did not ask for (an
+// expiry, a node leaving the table, a rollback). Callers hold c.mu.
+func (c *control) saveLogged() {
+	err := c.saveState(c.state())
+	if err != nil && !errors.Is(err, admin.ErrSuperseded) && !errors.As(err, new(*admin.Refused)) {
+		log.Errorf("admin: %v", err)
+	}
 }
 
 // adminBackend is a gslb block's side of the admin API.
@@ -260,8 +329,8 @@ func (b *adminBackend) Drain(id string, drained bool, who string) (admin.Node, e
 	c := b.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if !c.started {
-		return admin.Node{}, admin.ErrUnavailable
+	if err := c.writable(); err != nil {
+		return admin.Node{}, err
 	}
 	i, ok := c.table.Index(id)
 	if !ok {
@@ -336,10 +405,13 @@ func (b *adminBackend) AddPin(req admin.PinRequest, who string) ([]admin.Pin, er
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if !c.started {
-		return nil, admin.ErrUnavailable
+	if err := c.writable(); err != nil {
+		return nil, err
 	}
 	if _, err := y.Entry(knownIn(c.table)); err != nil {
+		return nil, admin.Badf("%v", err)
+	}
+	if err := admin.CheckPin(&y); err != nil {
 		return nil, admin.Badf("%v", err)
 	}
 	// A pin of the same network replaces it.
@@ -374,8 +446,8 @@ func (b *adminBackend) DeletePin(p netip.Prefix, who string) ([]admin.Pin, error
 	c := b.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if !c.started {
-		return nil, admin.ErrUnavailable
+	if err := c.writable(); err != nil {
+		return nil, err
 	}
 	next := slices.DeleteFunc(slices.Clone(c.pins), func(e overrides.EntryYAML) bool { return samePrefix(&e, p) })
 	if len(next) == len(c.pins) {
@@ -437,8 +509,8 @@ func (b *adminBackend) SetCanary(percent float64, who string) (admin.Canary, err
 	c := b.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if !c.started {
-		return admin.Canary{}, admin.ErrUnavailable
+	if err := c.writable(); err != nil {
+		return admin.Canary{}, err
 	}
 	cn := c.canary.Load()
 	if cn == nil {

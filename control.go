@@ -53,6 +53,9 @@ type control struct {
 	// started: this instance serves and may write the admin state; the
 	// tools' engines and instances being set up or stopped never do.
 	started bool
+	// stateErr: the state file does not load; no change is saved until
+	// it does.
+	stateErr error
 	// rolledBack is set by a canary rolling back on the query path; the
 	// watcher saves the state.
 	rolledBack atomic.Bool
@@ -135,9 +138,7 @@ func newControl(o options, zones []string) (c *control, option string, err error
 		cn.onRollback = c.noteRollback
 		c.canary.Store(cn)
 	}
-	if err := c.restoreState(); err != nil {
-		return nil, "admin", err
-	}
+	c.restoreState()
 	c.applyOverrides(time.Now())
 	c.publish()
 	recordDBInfo(db)
@@ -322,11 +323,11 @@ func (c *control) start() error {
 		return err
 	}
 	c.admin = h
+	h.Follow(c.follow)
 	// The previous instance served the API until now: take what it
-	// changed since this one was set up.
-	if err := c.restoreState(); err != nil {
-		log.Errorf("admin: %v", err)
-	}
+	// changed since this one was set up. Its saves from now on are
+	// refused and made here.
+	c.restoreState()
 	c.started = true
 	c.applyOverrides(time.Now())
 	c.publish()
@@ -340,6 +341,9 @@ func (c *control) reclaim() error {
 	defer c.mu.Unlock()
 	if c.admin != nil {
 		c.admin.Reclaim()
+		c.restoreState() // what the failed load saved meanwhile
+		c.applyOverrides(time.Now())
+		c.publish()
 	}
 	return nil
 }
@@ -391,9 +395,7 @@ func (c *control) watch() {
 		case <-c.wake:
 			if c.rolledBack.Swap(false) {
 				c.mu.Lock()
-				if err := c.saveState(c.state()); err != nil {
-					log.Errorf("admin: %v", err)
-				}
+				c.saveLogged()
 				c.mu.Unlock()
 			}
 		case <-tick:
@@ -487,7 +489,7 @@ func (c *control) swapCanary(cn *canary) *canary {
 	cn.checker = c.newCanaryChecker(cn)
 	cn.onRollback = c.noteRollback
 	old := c.canary.Swap(cn)
-	c.saveState(c.state()) // the previous canary's share or rollback no longer holds
+	c.saveLogged() // the previous canary's share or rollback no longer holds
 	log.Infof("Reloaded canary node table %s: %d nodes, %d records, %g%% of the subnets", cn.table.Path,
 		len(cn.table.Nodes), len(cn.table.Records), cn.percent())
 	return old

@@ -2,13 +2,13 @@ package admin
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"slices"
 	"time"
-
-	"gopkg.in/yaml.v3"
+	"unicode/utf8"
 
 	"github.com/gslbdns/gslb/internal/atomicfile"
 	"github.com/gslbdns/gslb/internal/yamlfile"
@@ -18,25 +18,25 @@ import (
 // State is what the admin API changed: it is written to the state file on
 // every change and read back at startup and on a Corefile reload.
 type State struct {
-	Drains []DrainEntry          `yaml:"drains,omitempty"`
-	Pins   []overrides.EntryYAML `yaml:"pins,omitempty"`
-	Canary *CanaryEntry          `yaml:"canary,omitempty"`
+	Drains []DrainEntry          `yaml:"drains,omitempty" json:"drains,omitempty"`
+	Pins   []overrides.EntryYAML `yaml:"pins,omitempty" json:"pins,omitempty"`
+	Canary *CanaryEntry          `yaml:"canary,omitempty" json:"canary,omitempty"`
 }
 
 // DrainEntry is a drained node.
 type DrainEntry struct {
-	Node  string        `yaml:"node"`
-	Since yamlfile.Time `yaml:"since"`
+	Node  string        `yaml:"node" json:"node"`
+	Since yamlfile.Time `yaml:"since" json:"since"`
 }
 
 // CanaryEntry is a canary share the API set, or a rollback. It holds only
 // while the canary line and the candidate file are those of Identity.
 type CanaryEntry struct {
-	Identity   string  `yaml:"identity"` // a digest of the canary line and the candidate file
-	File       string  `yaml:"file"`     // for the reader
-	Percent    float64 `yaml:"percent"`
-	RolledBack bool    `yaml:"rolled_back,omitempty"`
-	Reason     string  `yaml:"reason,omitempty"`
+	Identity   string  `yaml:"identity" json:"identity"` // a digest of the canary line and the candidate file
+	File       string  `yaml:"file" json:"file"`         // for the reader
+	Percent    float64 `yaml:"percent" json:"percent"`
+	RolledBack bool    `yaml:"rolled_back,omitempty" json:"rolled_back,omitempty"`
+	Reason     string  `yaml:"reason,omitempty" json:"reason,omitempty"`
 }
 
 // LoadState reads a state file; a missing file is an empty state (the
@@ -147,15 +147,121 @@ func checkOverlap(entries []overrides.Entry) error {
 	return nil
 }
 
-// Write replaces the state file atomically: a reader sees the old file
-// or the new one, never a part.
-func (s *State) Write(path string) error {
-	data, err := yaml.Marshal(s)
+// header opens the state file; the rest is JSON, which is YAML too: an
+// operator may edit it in either form.
+const header = "# gslb admin state: written by the admin API on every change; edit with care.\n"
+
+// Marshal is the state file's content. It is JSON, whose strings carry any
+// text (newlines, leading blanks, '#', NUL) in a form YAML reads back as
+// it was; the drains and the canary are read back before they are written,
+// and each pin is when the API takes it (CheckPin).
+func (s *State) Marshal() ([]byte, error) {
+	data, err := encode(s)
+	if err != nil {
+		return nil, err
+	}
+	if err := roundTrip(&State{Drains: s.Drains, Canary: s.Canary}); err != nil {
+		return nil, err
+	}
+	return data, nil
+}
+
+func encode(s *State) ([]byte, error) {
+	var b bytes.Buffer
+	b.WriteString(header)
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(s); err != nil {
+		return nil, err
+	}
+	return escapeYAML(b.Bytes()), nil
+}
+
+// escapeYAML escapes, in JSON text, the characters YAML reads otherwise
+// than JSON: those outside YAML's printable set, NEL (a line break to
+// YAML) and the byte order mark. Outside strings JSON is ASCII, so only
+// strings change.
+func escapeYAML(data []byte) []byte {
+	var out []byte
+	for i := 0; i < len(data); {
+		r, n := utf8.DecodeRune(data[i:])
+		if yamlPrintable(r) {
+			if out != nil {
+				out = append(out, data[i:i+n]...)
+			}
+			i += n
+			continue
+		}
+		if out == nil {
+			out = append(make([]byte, 0, len(data)+16), data[:i]...)
+		}
+		out = fmt.Appendf(out, "\\u%04x", r)
+		i += n
+	}
+	if out == nil {
+		return data
+	}
+	return out
+}
+
+func yamlPrintable(r rune) bool {
+	switch {
+	case r == '\t' || r == '\n' || r == '\r' || r >= 0x20 && r <= 0x7e:
+		return true
+	case r == 0x85 || r == 0xfeff || r == utf8.RuneError:
+		return false
+	}
+	return r >= 0xa0 && r <= 0xd7ff || r >= 0xe000 && r <= 0xfffd || r >= 0x10000 && r <= 0x10ffff
+}
+
+// roundTrip reports an error unless s reads back from the state file as
+// it is.
+func roundTrip(s *State) error {
+	data, err := encode(s)
 	if err != nil {
 		return err
 	}
-	header := []byte("# gslb admin state: written by the admin API on every change; edit with care.\n")
-	return atomicfile.WriteBytes(path, append(header, data...))
+	back, _, err := parseState(data, nil)
+	if err != nil {
+		return fmt.Errorf("the state file cannot store it: %w", err)
+	}
+	again, err := encode(back)
+	if err != nil {
+		return err
+	}
+	if !bytes.Equal(again, data) {
+		return errors.New("the state file cannot store it exactly (text must be valid UTF-8)")
+	}
+	return nil
+}
+
+// CheckPin reports an error unless pin y reads back from the state file
+// exactly as the API took it.
+func CheckPin(y *overrides.EntryYAML) error {
+	for _, s := range []string{y.Note, y.CIDR} {
+		if !utf8.ValidString(s) {
+			return errors.New("not valid UTF-8: the state file cannot store it")
+		}
+	}
+	if l := y.Location; l != nil {
+		for _, s := range []string{l.Country, l.Province, l.City, l.ISP} {
+			if !utf8.ValidString(s) {
+				return errors.New("location: not valid UTF-8: the state file cannot store it")
+			}
+		}
+	}
+	return roundTrip(&State{Pins: []overrides.EntryYAML{*y}})
+}
+
+// Write replaces the state file atomically: a reader sees the old file
+// or the new one, never a part.
+func (s *State) Write(path string) error {
+	data, err := s.Marshal()
+	if err != nil {
+		return err
+	}
+	return atomicfile.WriteBytes(path, data)
 }
 
 // Drained returns the drain times by node id.

@@ -1,0 +1,193 @@
+package test
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/miekg/dns"
+)
+
+// startAdminState is startAdmin with the state file holding state first.
+func startAdminState(t *testing.T, nodes, state, extra string) *adminEnv {
+	t.Helper()
+	e := &adminEnv{dir: t.TempDir(), addr: freeAddr(t), token: "s3cret-token-for-tests"}
+	city, asn := adminDBs(t, e.dir)
+	nf := writeFile(t, e.dir, "nodes.yaml", nodes)
+	tokenFile := writeFile(t, e.dir, "token", e.token+"\n")
+	if state != "" {
+		writeFile(t, e.dir, "state.yaml", state)
+	}
+	e.text = corefile(city, asn, nf, fmt.Sprintf("admin %s {\n token_file %s\n state %s\n}\n%s",
+		e.addr, tokenFile, filepath.Join(e.dir, "state.yaml"), extra))
+	e.s = startServer(t, e.text)
+	return e
+}
+
+// TestAdminPinNoteSurvivesRestart: a note with a leading blank and a
+// newline (which the YAML writer once saved as an unreadable block) reads
+// back as it was after a restart, and the drains beside it too.
+func TestAdminPinNoteSurvivesRestart(t *testing.T) {
+	e := startAdmin(t, "")
+	note := " ticket 4711\nmoved by oncall"
+	city := "  #杭州: \t\"x\"\n"
+	body, _ := json.Marshal(map[string]any{"cidr": "2.0.1.0/24", "nodes": []string{"sh"}, "note": note,
+		"location": map[string]string{"country": "CN", "province": "ZJ", "city": city}})
+	if code, body := e.call(t, "POST", "/v1/pins", e.token, string(body)); code != 200 {
+		t.Fatalf("POST /v1/pins: %d %s", code, body)
+	}
+	if code, body := e.call(t, "POST", "/v1/nodes/hz-a/drain", e.token, ""); code != 200 {
+		t.Fatalf("drain: %d %s", code, body)
+	}
+	e.s.stop()
+	e.s = startServer(t, e.text)
+	code, got := e.call(t, "GET", "/v1/pins", e.token, "")
+	var pins []struct {
+		Note     string
+		Location struct{ City string }
+	}
+	if err := json.Unmarshal([]byte(got), &pins); code != 200 || err != nil || len(pins) != 1 {
+		t.Fatalf("GET /v1/pins after a restart: %d %v %s", code, err, got)
+	}
+	if pins[0].Note != note || pins[0].Location.City != city {
+		t.Errorf("Expected note %q and city %q back, got %q and %q", note, city, pins[0].Note, pins[0].Location.City)
+	}
+	if !e.nodes(t)["hz-a"].Drained {
+		t.Errorf("Expected the drain beside the pin restored")
+	}
+}
+
+// TestAdminBadStateFile: a state file that does not load never stops
+// gslb. It serves without it, logs the file and line, shows 0 in
+// coredns_gslb_admin_state_ok and refuses changes, so that nothing
+// overwrites the file, until the file is fixed or removed.
+func TestAdminBadStateFile(t *testing.T) {
+	logs := captureLog(t)
+	bad := "drains:\n  - node: hz-a\n    since: 2026-01-01T00:00:00Z\n  - node: sh\n    since: yesterday\n"
+	e := startAdminState(t, adminNodes, bad, "")
+	path := filepath.Join(e.dir, "state.yaml")
+	if got := e.answer(t, "www.example.org", "1.0.1.0/24"); got != "192.0.2.1" {
+		t.Errorf("Expected gslb to serve without the state file (hz-a), got %s", got)
+	}
+	line := logs.line(t, "serving without it")
+	if !strings.Contains(line, "[ERROR]") || !strings.Contains(line, path) || !strings.Contains(line, "line 5") {
+		t.Errorf("Expected an error naming the file and the line, got %s", line)
+	}
+	if v := gaugeValue(t, "coredns_gslb_admin_state_ok", "file", path); v != 0 {
+		t.Errorf("Expected coredns_gslb_admin_state_ok 0, got %v", v)
+	}
+	for _, c := range []struct{ method, path, body string }{
+		{"POST", "/v1/nodes/sh/drain", ""},
+		{"POST", "/v1/pins", `{"cidr": "2.0.1.0/24", "nodes": ["sh"]}`},
+	} {
+		if code, body := e.call(t, c.method, c.path, e.token, c.body); code != 503 || !strings.Contains(body, path) || !strings.Contains(body, "fixed or removed") {
+			t.Errorf("%s %s: expected 503 naming the file, got %d %s", c.method, c.path, code, body)
+		}
+	}
+	if data, _ := os.ReadFile(path); string(data) != bad {
+		t.Errorf("Expected the bad file untouched, got\n%s", data)
+	}
+	if code, _ := e.call(t, "GET", "/v1/nodes", e.token, ""); code != 200 {
+		t.Errorf("Expected reads to work, got %d", code)
+	}
+	// A Corefile reload keeps the refusal.
+	e.s.restart(t, e.text+"\n")
+	if code, _ := e.call(t, "POST", "/v1/nodes/sh/drain", e.token, ""); code != 503 {
+		t.Errorf("Expected 503 after a reload, got %d", code)
+	}
+
+	// Fixed: the next change takes the file's state up, then changes it.
+	writeFile(t, e.dir, "state.yaml", "drains:\n  - node: hz-a\n    since: 2026-01-01T00:00:00Z\n")
+	if code, body := e.call(t, "POST", "/v1/nodes/bj/drain", e.token, ""); code != 200 {
+		t.Fatalf("Expected the change taken once the file is fixed, got %d %s", code, body)
+	}
+	n := e.nodes(t)
+	if !n["hz-a"].Drained || !n["bj"].Drained || n["sh"].Drained {
+		t.Errorf("Expected hz-a (from the file) and bj drained, got %+v", n)
+	}
+	if v := gaugeValue(t, "coredns_gslb_admin_state_ok", "file", path); v != 1 {
+		t.Errorf("Expected coredns_gslb_admin_state_ok 1, got %v", v)
+	}
+
+	// Removed: a fresh state.
+	e.s.stop()
+	writeFile(t, e.dir, "state.yaml", "pins: [\n")
+	e.s = startServer(t, e.text)
+	os.Remove(path)
+	if code, body := e.call(t, "POST", "/v1/nodes/sh/drain", e.token, ""); code != 200 {
+		t.Fatalf("Expected the change taken once the file is removed, got %d %s", code, body)
+	}
+	if data, err := os.ReadFile(path); err != nil || !strings.Contains(string(data), `"sh"`) {
+		t.Errorf("Expected a new state file with the drain: %v\n%s", err, data)
+	}
+}
+
+// eightNodes: eight equal Zhejiang nodes.
+func eightNodes() string {
+	var b strings.Builder
+	b.WriteString("nodes:\n")
+	for i := 1; i <= 8; i++ {
+		fmt.Fprintf(&b, "  - {id: n%d, ipv4: [192.0.2.%d], country: CN, province: ZJ, isp: telecom, lat: 30.27, lon: 120.16}\n", i, i)
+	}
+	b.WriteString("records:\n  - name: www.example.org\n")
+	return b.String()
+}
+
+// TestAdminDrainDuringReload: drains acknowledged while a Corefile reload
+// runs are all in GET /v1/nodes, in the state file and in the answers of
+// the instance that serves next; no answer after an acknowledgement goes
+// to the drained node.
+func TestAdminDrainDuringReload(t *testing.T) {
+	e := startAdminState(t, eightNodes(), "", "")
+	udp := e.s.udp
+	drained := func(id string) string { return "192.0.2." + strings.TrimPrefix(id, "n") }
+	for round := range 8 {
+		for i := 1; i <= 8; i++ {
+			e.call(t, "POST", fmt.Sprintf("/v1/nodes/n%d/undrain", i), e.token, "")
+		}
+		var wg sync.WaitGroup
+		wg.Go(func() { e.s.restart(t, e.text+strings.Repeat("\n", round+1)) })
+		var acked []string
+		var bad []string
+		for i := 1; i <= 6; i++ {
+			id := fmt.Sprintf("n%d", i)
+			if code, body := e.call(t, "POST", "/v1/nodes/"+id+"/drain", e.token, ""); code != 200 {
+				t.Fatalf("round %d: drain %s: %d %s", round, id, code, body)
+			}
+			acked = append(acked, drained(id))
+			for k := range 8 {
+				r := exchange(t, "udp", udp, newQuery(t, "www.example.org.", dns.TypeA, fmt.Sprintf("1.0.%d.0/24", 8*i+k)))
+				if a := answerOf(r); slices.Contains(acked, a) {
+					bad = append(bad, fmt.Sprintf("%s after %s acked", a, id))
+				}
+			}
+			time.Sleep(3 * time.Millisecond) // the issue's pace: drains 3 ms apart
+		}
+		wg.Wait()
+		if len(bad) > 0 {
+			t.Errorf("round %d: answers to drained nodes: %v", round, bad)
+		}
+		n := e.nodes(t)
+		data, _ := os.ReadFile(filepath.Join(e.dir, "state.yaml"))
+		for i := 1; i <= 6; i++ {
+			id := fmt.Sprintf("n%d", i)
+			if !n[id].Drained {
+				t.Errorf("round %d: %s acked but not drained in /v1/nodes", round, id)
+			}
+			if !strings.Contains(string(data), fmt.Sprintf(`"node": %q`, id)) {
+				t.Errorf("round %d: %s acked but not in the state file", round, id)
+			}
+		}
+		for k := range 32 {
+			if a := answerOf(ask(t, e.s, "www.example.org.", dns.TypeA, fmt.Sprintf("1.0.%d.0/24", 100+k))); slices.Contains(acked, a) {
+				t.Errorf("round %d: answer %s is a drained node", round, a)
+			}
+		}
+	}
+}
