@@ -3,6 +3,8 @@ package test
 import (
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -11,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coredns/caddy"
 	"github.com/miekg/dns"
 )
 
@@ -20,7 +23,7 @@ func startAdminState(t *testing.T, nodes, state, extra string) *adminEnv {
 	e := &adminEnv{dir: t.TempDir(), addr: freeAddr(t), token: "s3cret-token-for-tests"}
 	city, asn := adminDBs(t, e.dir)
 	nf := writeFile(t, e.dir, "nodes.yaml", nodes)
-	tokenFile := writeFile(t, e.dir, "token", e.token+"\n")
+	tokenFile := writeToken(t, e.dir, e.token)
 	if state != "" {
 		writeFile(t, e.dir, "state.yaml", state)
 	}
@@ -188,6 +191,137 @@ func TestAdminDrainDuringReload(t *testing.T) {
 			if a := answerOf(ask(t, e.s, "www.example.org.", dns.TypeA, fmt.Sprintf("1.0.%d.0/24", 100+k))); slices.Contains(acked, a) {
 				t.Errorf("round %d: answer %s is a drained node", round, a)
 			}
+		}
+	}
+}
+
+// writeToken writes a token file only its owner can read.
+func writeToken(t *testing.T, dir, token string) string {
+	t.Helper()
+	p := writeFile(t, dir, "token", token+"\n")
+	if err := os.Chmod(p, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// callHeaders is call with extra request headers.
+func (e *adminEnv) callHeaders(t *testing.T, method, path, token string, h map[string]string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(method, "http://"+e.addr+path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	for k, v := range h {
+		if k == "Host" {
+			req.Host = v
+		} else {
+			req.Header.Set(k, v)
+		}
+	}
+	resp, err := (&http.Client{Timeout: 10 * time.Second}).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(data)
+}
+
+// TestAdminTokenEverywhere: with a token, every endpoint needs it, and the
+// Host and Origin checks hold: a DNS-rebinding page reads nothing. The 401
+// log line is rate-limited.
+func TestAdminTokenEverywhere(t *testing.T) {
+	logs := captureLog(t)
+	e := startAdmin(t, "")
+	if code, _ := e.call(t, "POST", "/v1/pins", e.token, `{"cidr": "2.0.1.0/24", "nodes": ["sh"], "note": "secret note"}`); code != 200 {
+		t.Fatalf("POST /v1/pins: %d", code)
+	}
+	for _, p := range []string{"/v1/nodes", "/v1/pins", "/v1/canary", "/v1/explain?addr=1.0.1.0/24&name=www.example.org"} {
+		if code, body := e.call(t, "GET", p, "", ""); code != 401 || strings.Contains(body, "secret") {
+			t.Errorf("GET %s without the token: expected 401, got %d %s", p, code, body)
+		}
+	}
+	if code, body := e.callHeaders(t, "GET", "/v1/pins", e.token, map[string]string{"Host": "evil.example"}); code != 403 || strings.Contains(body, "secret") {
+		t.Errorf("Expected 403 for Host evil.example, got %d %s", code, body)
+	}
+	if code, _ := e.callHeaders(t, "GET", "/v1/pins", "", map[string]string{"Host": "evil.example:" + strings.Split(e.addr, ":")[1]}); code != 403 {
+		t.Errorf("Expected 403 for Host evil.example without a token, got %d", code)
+	}
+	if code, _ := e.callHeaders(t, "POST", "/v1/nodes/sh/drain", e.token, map[string]string{"Origin": "http://evil.example", "Sec-Fetch-Site": "cross-site"}); code != 403 {
+		t.Errorf("Expected 403 for a cross-site POST, got %d", code)
+	}
+	if e.nodes(t)["sh"].Drained {
+		t.Errorf("A refused request drained sh")
+	}
+	if code, _ := e.callHeaders(t, "GET", "/v1/pins", e.token, map[string]string{"Host": "localhost"}); code != 200 {
+		t.Errorf("Expected 200 for Host localhost with the token, got %d", code)
+	}
+	for range 200 {
+		e.call(t, "GET", "/v1/nodes", "wrong", "")
+	}
+	if n := strings.Count(logs.String(), "admin: unauthorized"); n < 1 || n > 2 {
+		t.Errorf("Expected one or two lines for 200+ unauthorized requests, got %d", n)
+	}
+}
+
+// TestAdminMappedPrefix: an IPv4-mapped network shorter than /96 is
+// refused, not stored as 0.0.0.0/0 over an existing /0 pin.
+func TestAdminMappedPrefix(t *testing.T) {
+	e := startAdmin(t, "")
+	if code, body := e.call(t, "POST", "/v1/pins", e.token, `{"cidr": "0.0.0.0/0", "nodes": ["bj"]}`); code != 200 {
+		t.Fatalf("POST /v1/pins 0.0.0.0/0: %d %s", code, body)
+	}
+	for _, cidr := range []string{"::ffff:0.0.0.0/1", "::ffff:0.0.0.0/95"} {
+		if code, body := e.call(t, "POST", "/v1/pins", e.token, fmt.Sprintf(`{"cidr": %q, "nodes": ["sh"]}`, cidr)); code != 400 || !strings.Contains(body, "/96") {
+			t.Errorf("POST %s: expected 400 naming /96, got %d %s", cidr, code, body)
+		}
+	}
+	if got := e.answer(t, "www.example.org", "1.0.1.0/24"); got != "192.0.2.4" {
+		t.Errorf("Expected the /0 pin to bj kept, got %s", got)
+	}
+	if code, body := e.call(t, "POST", "/v1/pins", e.token, `{"cidr": "::ffff:1.0.0.0/104", "nodes": ["sh"]}`); code != 200 || !strings.Contains(body, `"1.0.0.0/8"`) {
+		t.Errorf("Expected ::ffff:1.0.0.0/104 stored as 1.0.0.0/8, got %d %s", code, body)
+	}
+}
+
+// TestAdminTokenFile: a token file others can read, a token a client
+// cannot send, or a weak one stops the start with a clear error.
+func TestAdminTokenFile(t *testing.T) {
+	dir := t.TempDir()
+	city, asn := adminDBs(t, dir)
+	nodes := writeFile(t, dir, "nodes.yaml", adminNodes)
+	for _, tc := range []struct {
+		token string
+		mode  os.FileMode
+		want  string
+	}{
+		{"9f86d081884c7d659a2feaa0c55ad015", 0o644, "readable by others than its owner (mode 0644): chmod 600"},
+		{"9f86d081884c7d659a2feaa0c55ad015", 0o640, "mode 0640"},
+		{"9f86d081884c7d65\x009a2feaa0c55ad015", 0o600, `'\x00' at byte 16`},
+		{"9f86d081884c7d65 9a2feaa0c55ad015", 0o600, "without blanks"},
+		{"0123456789abcdef", 0o600, "too weak"},
+		{strings.Repeat("ab", 40), 0o600, "too weak"},
+		{"", 0o600, "empty"},
+	} {
+		p := filepath.Join(dir, "token")
+		os.Remove(p)
+		if err := os.WriteFile(p, []byte(tc.token+"\n"), tc.mode); err != nil {
+			t.Fatal(err)
+		}
+		os.Chmod(p, tc.mode)
+		mu.Lock()
+		inst, err := caddy.Start(input(corefile(city, asn, nodes, "admin "+freeAddr(t)+" {\n token_file "+p+"\n}")))
+		mu.Unlock()
+		if err == nil {
+			inst.ShutdownCallbacks()
+			inst.Stop()
+		}
+		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "token_file") {
+			t.Errorf("token %q mode %04o: expected the start to fail with %q, got %v", tc.token, tc.mode, tc.want, err)
 		}
 	}
 }

@@ -67,7 +67,7 @@ func startAdmin(t *testing.T, extra string) *adminEnv {
 	e := &adminEnv{dir: t.TempDir(), addr: freeAddr(t), token: "s3cret-token-for-tests"}
 	city, asn := adminDBs(t, e.dir)
 	nodes := writeFile(t, e.dir, "nodes.yaml", adminNodes)
-	tokenFile := writeFile(t, e.dir, "token", e.token+"\n")
+	tokenFile := writeToken(t, e.dir, e.token)
 	e.text = corefile(city, asn, nodes, fmt.Sprintf("admin %s {\n token_file %s\n state %s\n}\n%s",
 		e.addr, tokenFile, filepath.Join(e.dir, "state.yaml"), extra))
 	e.s = startServer(t, e.text)
