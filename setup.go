@@ -80,7 +80,6 @@ type canaryOpts struct {
 	rollbackMin   uint64 // canary decisions before the ratios are compared
 }
 
-
 // defaultRollbackMin is rollback_min's default.
 const defaultRollbackMin = 1000
 
