@@ -325,3 +325,32 @@ func TestAdminTokenFile(t *testing.T) {
 		}
 	}
 }
+
+// TestSpecialRangePins: pins and overrides of private and loopback
+// networks apply (a resolver's own address in a private network), and
+// explain says why.
+func TestSpecialRangePins(t *testing.T) {
+	dir := t.TempDir()
+	ov := writeFile(t, dir, "overrides.yaml", "overrides:\n  - cidr: 192.168.0.0/16\n    nodes: [sh]\n")
+	e := startAdmin(t, "overrides "+ov)
+	if code, body := e.call(t, "POST", "/v1/pins", e.token, `{"cidr": "10.0.0.0/8", "nodes": ["bj"]}`); code != 200 {
+		t.Fatalf("POST /v1/pins 10.0.0.0/8: %d %s", code, body)
+	}
+	if got := e.answer(t, "www.example.org", "10.1.2.0/24"); got != "192.0.2.4" {
+		t.Errorf("Expected the 10.0.0.0/8 pin to bj applied, got %s", got)
+	}
+	if got := e.answer(t, "www.example.org", "192.168.7.0/24"); got != "192.0.2.3" {
+		t.Errorf("Expected the 192.168.0.0/16 override to sh applied, got %s", got)
+	}
+	// The test's own resolver address, 127.0.0.1, without ECS.
+	if code, body := e.call(t, "POST", "/v1/pins", e.token, `{"cidr": "127.0.0.0/8", "location": {"country": "CN", "province": "SH"}}`); code != 200 {
+		t.Fatalf("POST /v1/pins 127.0.0.0/8: %d %s", code, body)
+	}
+	if got := e.answer(t, "www.example.org", ""); got != "192.0.2.3" {
+		t.Errorf("Expected the resolver at 127.0.0.1 placed in Shanghai, got %s", got)
+	}
+	code, body := e.call(t, "GET", "/v1/explain?addr=10.1.2.3&name=www.example.org", e.token, "")
+	if code != 200 || !strings.Contains(body, `"node": "bj"`) || !strings.Contains(body, "override") {
+		t.Errorf("Expected explain to show the pin to bj, got %d %s", code, body)
+	}
+}
