@@ -170,6 +170,7 @@ func (c *control) noteRollback() {
 // setPins validates pins against the current table and installs them.
 func (c *control) setPins(pins []overrides.EntryYAML) error {
 	entries := make([]overrides.Entry, 0, len(pins))
+	lines := make([][]byte, 0, len(pins))
 	seen := map[netip.Prefix]bool{}
 	for i := range pins {
 		e, err := pins[i].Entry(knownIn(c.table))
@@ -182,36 +183,65 @@ func (c *control) setPins(pins []overrides.EntryYAML) error {
 			}
 			seen[p] = true
 		}
+		line, err := admin.PinLine(&pins[i])
+		if err != nil {
+			return fmt.Errorf("pin %s: %w", pinKey(&pins[i]), err)
+		}
 		entries = append(entries, e)
+		lines = append(lines, line)
 	}
-	c.pins, c.pinTable = pins, overrides.New(entries)
+	c.installPins(pinSet{pins, entries, lines, nil})
 	return nil
 }
 
-// samePrefix reports whether pin y is for network p.
-func samePrefix(y *overrides.EntryYAML, p netip.Prefix) bool {
-	for _, s := range append([]string{y.CIDR}, y.CIDRs...) {
-		if q, err := overrides.ParsePrefix(s); err == nil && q == p {
-			return true
+// pinSet is the pins with what a change needs of each, kept so that a
+// change of one pin checks and encodes only that one: its entry, and its
+// line in the state file.
+type pinSet struct {
+	pins    []overrides.EntryYAML
+	entries []overrides.Entry
+	lines   [][]byte
+	table   *overrides.Table // nil: to build
+}
+
+func (c *control) pinSet() pinSet { return pinSet{c.pins, c.pinEntries, c.pinLines, c.pinTable} }
+
+func (c *control) installPins(s pinSet) {
+	if s.table == nil {
+		s.table = overrides.New(s.entries)
+	}
+	c.pins, c.pinEntries, c.pinLines, c.pinTable = s.pins, s.entries, s.lines, s.table
+}
+
+// keepPins is the pins keep holds to, in new slices.
+func (c *control) keepPins(keep func(i int) bool) pinSet {
+	n := len(c.pins) + 1 // room for a pin to add
+	s := pinSet{pins: make([]overrides.EntryYAML, 0, n), entries: make([]overrides.Entry, 0, n), lines: make([][]byte, 0, n)}
+	for i := range c.pins {
+		if keep(i) {
+			s.pins = append(s.pins, c.pins[i])
+			s.entries = append(s.entries, c.pinEntries[i])
+			s.lines = append(s.lines, c.pinLines[i])
 		}
 	}
-	return false
+	return s
+}
+
+// notFor is the pins but those for network p.
+func (c *control) notFor(p netip.Prefix) pinSet {
+	return c.keepPins(func(i int) bool { return !slices.Contains(c.pinEntries[i].Prefixes, p) })
 }
 
 // prunePins drops the pins expired at now from the state.
 func (c *control) prunePins(now time.Time) {
-	keep := c.pins[:0:0]
-	for _, p := range c.pins {
+	c.installPins(c.keepPins(func(i int) bool {
+		p := &c.pins[i]
 		if p.Expires == nil || p.Expires.After(now) {
-			keep = append(keep, p)
-		} else {
-			log.Infof("admin: pin %s expired", pinKey(&p))
+			return true
 		}
-	}
-	if err := c.setPins(keep); err != nil {
-		log.Errorf("admin: pins: %v", err)
-		return
-	}
+		log.Infof("admin: pin %s expired", pinKey(p))
+		return false
+	}))
 	c.saveLogged()
 }
 
@@ -224,7 +254,7 @@ func pinKey(p *overrides.EntryYAML) string {
 
 // state is the admin state to save. Callers hold c.mu.
 func (c *control) state() *admin.State {
-	st := &admin.State{Pins: c.pins}
+	st := &admin.State{Pins: c.pins, PinLines: c.pinLines}
 	for _, id := range slices.Sorted(maps.Keys(c.drains)) {
 		if d := c.drains[id]; d.Drained {
 			st.Drains = append(st.Drains, admin.DrainEntry{Node: id, Since: yamlfile.Time{Time: d.Since}})
@@ -408,21 +438,21 @@ func (b *adminBackend) AddPin(req admin.PinRequest, who string) ([]admin.Pin, er
 	if err := c.writable(); err != nil {
 		return nil, err
 	}
-	if _, err := y.Entry(knownIn(c.table)); err != nil {
+	e, err := y.Entry(knownIn(c.table))
+	if err != nil {
 		return nil, admin.Badf("%v", err)
 	}
-	if err := admin.CheckPin(&y); err != nil {
+	line, err := admin.CheckPin(&y)
+	if err != nil {
 		return nil, admin.Badf("%v", err)
 	}
 	// A pin of the same network replaces it.
-	next := slices.DeleteFunc(slices.Clone(c.pins), func(e overrides.EntryYAML) bool { return samePrefix(&e, p) })
-	next = append(next, y)
-	prev := c.pins
-	if err := c.setPins(next); err != nil {
-		return nil, admin.Badf("%v", err)
-	}
+	next := c.notFor(p)
+	next.pins, next.entries, next.lines = append(next.pins, y), append(next.entries, e), append(next.lines, line)
+	prev := c.pinSet()
+	c.installPins(next)
 	if err := c.saveState(c.state()); err != nil {
-		c.setPins(prev)
+		c.installPins(prev)
 		return nil, err
 	}
 	c.applyOverrides(time.Now())
@@ -449,16 +479,14 @@ func (b *adminBackend) DeletePin(p netip.Prefix, who string) ([]admin.Pin, error
 	if err := c.writable(); err != nil {
 		return nil, err
 	}
-	next := slices.DeleteFunc(slices.Clone(c.pins), func(e overrides.EntryYAML) bool { return samePrefix(&e, p) })
-	if len(next) == len(c.pins) {
+	next := c.notFor(p)
+	if len(next.pins) == len(c.pins) {
 		return nil, fmt.Errorf("pin %s: %w", p, admin.ErrNotFound)
 	}
-	prev := c.pins
-	if err := c.setPins(next); err != nil {
-		return nil, err
-	}
+	prev := c.pinSet()
+	c.installPins(next)
 	if err := c.saveState(c.state()); err != nil {
-		c.setPins(prev)
+		c.installPins(prev)
 		return nil, err
 	}
 	c.applyOverrides(time.Now())

@@ -46,10 +46,12 @@ type control struct {
 	canary atomic.Pointer[canary]
 	// What the admin API changed: drains by node id, and pins, which
 	// take precedence over the overrides file.
-	drains   map[string]policy.Drain
-	pins     []overrides.EntryYAML
-	pinTable *overrides.Table
-	admin    *admin.Handle
+	drains     map[string]policy.Drain
+	pins       []overrides.EntryYAML
+	pinEntries []overrides.Entry // checked, one per pin
+	pinLines   [][]byte          // in the state file, one per pin
+	pinTable   *overrides.Table
+	admin      *admin.Handle
 	// started: this instance serves and may write the admin state; the
 	// tools' engines and instances being set up or stopped never do.
 	started bool

@@ -21,6 +21,9 @@ type State struct {
 	Drains []DrainEntry          `yaml:"drains,omitempty" json:"drains,omitempty"`
 	Pins   []overrides.EntryYAML `yaml:"pins,omitempty" json:"pins,omitempty"`
 	Canary *CanaryEntry          `yaml:"canary,omitempty" json:"canary,omitempty"`
+	// PinLines, when it has one per pin, holds each pin's encoding
+	// (PinLine): a save of many pins copies them, and encodes none.
+	PinLines [][]byte `yaml:"-" json:"-"`
 }
 
 // DrainEntry is a drained node.
@@ -153,30 +156,83 @@ const header = "# gslb admin state: written by the admin API on every change; ed
 
 // Marshal is the state file's content. It is JSON, whose strings carry any
 // text (newlines, leading blanks, '#', NUL) in a form YAML reads back as
-// it was; the drains and the canary are read back before they are written,
-// and each pin is when the API takes it (CheckPin).
+// it was, one entry a line, so that an error names the entry's line. The
+// drains and the canary are read back before they are written, and each
+// pin is when the API takes it (CheckPin).
 func (s *State) Marshal() ([]byte, error) {
-	data, err := encode(s)
-	if err != nil {
-		return nil, err
-	}
 	if err := roundTrip(&State{Drains: s.Drains, Canary: s.Canary}); err != nil {
 		return nil, err
 	}
-	return data, nil
+	return encode(s)
 }
 
+// encode writes s one entry a line.
 func encode(s *State) ([]byte, error) {
 	var b bytes.Buffer
 	b.WriteString(header)
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(s); err != nil {
+	b.WriteString("{")
+	sep := "\n"
+	list := func(key string, n int, line func(i int) ([]byte, error)) error {
+		if n == 0 {
+			return nil
+		}
+		fmt.Fprintf(&b, "%s  %q: [\n", sep, key)
+		for i := range n {
+			l, err := line(i)
+			if err != nil {
+				return err
+			}
+			b.WriteString("    ")
+			b.Write(l)
+			if i < n-1 {
+				b.WriteByte(',')
+			}
+			b.WriteByte('\n')
+		}
+		b.WriteString("  ]")
+		sep = ",\n"
+		return nil
+	}
+	if err := list("drains", len(s.Drains), func(i int) ([]byte, error) { return compact(&s.Drains[i]) }); err != nil {
 		return nil, err
 	}
-	return escapeYAML(b.Bytes()), nil
+	if err := list("pins", len(s.Pins), func(i int) ([]byte, error) {
+		if len(s.PinLines) == len(s.Pins) {
+			return s.PinLines[i], nil
+		}
+		return PinLine(&s.Pins[i])
+	}); err != nil {
+		return nil, err
+	}
+	if s.Canary != nil {
+		l, err := compact(s.Canary)
+		if err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(&b, "%s  \"canary\": %s", sep, l)
+		sep = ",\n"
+	}
+	if sep == "\n" {
+		b.WriteString("}\n")
+	} else {
+		b.WriteString("\n}\n")
+	}
+	return b.Bytes(), nil
 }
+
+// compact is v's JSON on one line, escaped for YAML.
+func compact(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return escapeYAML(bytes.TrimSuffix(b.Bytes(), []byte("\n"))), nil
+}
+
+// PinLine is pin y's line in the state file.
+func PinLine(y *overrides.EntryYAML) ([]byte, error) { return compact(y) }
 
 // escapeYAML escapes, in JSON text, the characters YAML reads otherwise
 // than JSON: those outside YAML's printable set, NEL (a line break to
@@ -236,22 +292,25 @@ func roundTrip(s *State) error {
 	return nil
 }
 
-// CheckPin reports an error unless pin y reads back from the state file
-// exactly as the API took it.
-func CheckPin(y *overrides.EntryYAML) error {
+// CheckPin returns pin y's line in the state file, or an error unless it
+// reads back from the file exactly as the API took it.
+func CheckPin(y *overrides.EntryYAML) ([]byte, error) {
 	for _, s := range []string{y.Note, y.CIDR} {
 		if !utf8.ValidString(s) {
-			return errors.New("not valid UTF-8: the state file cannot store it")
+			return nil, errors.New("not valid UTF-8: the state file cannot store it")
 		}
 	}
 	if l := y.Location; l != nil {
 		for _, s := range []string{l.Country, l.Province, l.City, l.ISP} {
 			if !utf8.ValidString(s) {
-				return errors.New("location: not valid UTF-8: the state file cannot store it")
+				return nil, errors.New("location: not valid UTF-8: the state file cannot store it")
 			}
 		}
 	}
-	return roundTrip(&State{Pins: []overrides.EntryYAML{*y}})
+	if err := roundTrip(&State{Pins: []overrides.EntryYAML{*y}}); err != nil {
+		return nil, err
+	}
+	return PinLine(y)
 }
 
 // Write replaces the state file atomically: a reader sees the old file

@@ -41,7 +41,7 @@ func TestStateRandomStrings(t *testing.T) {
 		note, city := randomText(r), randomText(r)
 		pin := overrides.EntryYAML{CIDR: "58.208.0.0/16", Nodes: []string{"a"}, Note: note,
 			Location: &overrides.LocationYAML{Country: "CN", Province: "ZJ", City: city}}
-		if err := CheckPin(&pin); err != nil {
+		if _, err := CheckPin(&pin); err != nil {
 			t.Fatalf("round %d: valid UTF-8 refused: note %q city %q: %v", i, note, city, err)
 		}
 		accepted++
@@ -69,7 +69,7 @@ func TestStateRandomStrings(t *testing.T) {
 	}
 	// Invalid UTF-8 cannot be stored exactly: refused, not changed.
 	bad := overrides.EntryYAML{CIDR: "58.208.0.0/16", Nodes: []string{"a"}, Note: "ok\xff"}
-	if err := CheckPin(&bad); err == nil {
+	if _, err := CheckPin(&bad); err == nil {
 		t.Errorf("Expected a note of invalid UTF-8 refused")
 	}
 	t.Logf("%d of %d random notes stored and read back", accepted, rounds)

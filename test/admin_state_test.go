@@ -183,7 +183,7 @@ func TestAdminDrainDuringReload(t *testing.T) {
 			if !n[id].Drained {
 				t.Errorf("round %d: %s acked but not drained in /v1/nodes", round, id)
 			}
-			if !strings.Contains(string(data), fmt.Sprintf(`"node": %q`, id)) {
+			if !strings.Contains(string(data), fmt.Sprintf(`"node":%q`, id)) {
 				t.Errorf("round %d: %s acked but not in the state file", round, id)
 			}
 		}

@@ -334,7 +334,7 @@ func TestAdminState(t *testing.T) {
 	}
 	check("before")
 	data, err := os.ReadFile(filepath.Join(e.dir, "state.yaml"))
-	if err != nil || !strings.Contains(string(data), `"node": "hz-a"`) || !strings.Contains(string(data), `"note": "ticket 42"`) {
+	if err != nil || !strings.Contains(string(data), `"node":"hz-a"`) || !strings.Contains(string(data), `"note":"ticket 42"`) {
 		t.Fatalf("Expected the state file to hold the drain and the pin: %v\n%s", err, data)
 	}
 

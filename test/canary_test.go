@@ -192,7 +192,7 @@ records:
 	// The rollback is in the state file: a restart keeps it.
 	waitFor(t, "the rollback in the state file", func() (bool, string) {
 		data, _ := os.ReadFile(filepath.Join(e.dir, "state.yaml"))
-		return strings.Contains(string(data), `"rolled_back": true`), string(data)
+		return strings.Contains(string(data), `"rolled_back":true`), string(data)
 	})
 	e.s.stop()
 	e.s = startServer(t, e.text)
