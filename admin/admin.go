@@ -424,7 +424,10 @@ func (s *server) change(fn func(t *target, r *http.Request, body []byte, who str
 				err = ErrUnavailable
 				break
 			}
-			if v, err = fn(t, r, body, r.RemoteAddr); !errors.Is(err, ErrSuperseded) {
+			v, err = fn(t, r, body, r.RemoteAddr)
+			// Superseded, or stopped once superseded: the block that
+			// serves now makes it.
+			if !errors.Is(err, ErrSuperseded) && !(errors.Is(err, ErrUnavailable) && s.cur.Load() != t) {
 				break
 			}
 		}

@@ -36,7 +36,7 @@ func TestStateRandomStrings(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "state.yaml")
 	since := yamlfile.Time{Time: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)}
 	accepted := 0
-	const rounds = 5000
+	const rounds = 2500
 	for i := range rounds {
 		note, city := randomText(r), randomText(r)
 		pin := overrides.EntryYAML{CIDR: "58.208.0.0/16", Nodes: []string{"a"}, Note: note,
