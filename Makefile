@@ -42,7 +42,8 @@ demo:
 # testdata/fuzz are replayed by make test).
 FUZZTIME ?= 60s
 FUZZ_TARGETS = .:FuzzParseECS .:FuzzServeDNS ./table:FuzzNodeTable .:FuzzCorefile \
-	./locate:FuzzOnlineAnswer ./locate:FuzzRedisValue ./geo/ipdb:FuzzFromBytes
+	./locate:FuzzOnlineAnswer ./locate:FuzzRedisValue ./geo/ipdb:FuzzFromBytes \
+	.:FuzzAdminAPI ./admin:FuzzStateFile
 
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \

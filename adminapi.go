@@ -2,6 +2,7 @@ package gslb
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"net/netip"
@@ -25,21 +26,46 @@ import (
 var adminMemory sync.Map // address -> *admin.State
 
 // restoreState applies the admin state: the state file's, or what an
-// earlier load of the Corefile left for the same address. Callers own c.
-func (c *control) restoreState() error {
+// earlier load of the Corefile left for the same address. A state file
+// that does not load never stops gslb: it serves without it, says so, and
+// refuses changes (so that nothing overwrites the file) until the file is
+// fixed or removed. Callers own c.
+func (c *control) restoreState() {
 	a := c.opts.admin
 	if a == nil {
-		return nil
+		return
 	}
 	st := &admin.State{}
 	if a.State != "" {
 		s, err := admin.LoadState(a.State, c.opts.maxFileSize, knownIn(c.table))
 		if err != nil {
-			return err
+			if c.stateErr == nil || c.stateErr.Error() != err.Error() {
+				log.Errorf("admin: %v: serving without it; the admin API refuses changes until the file is fixed or removed", err)
+			}
+			c.stateErr = err
+			adminStateOK.WithLabelValues(a.State).Set(0)
+			// What this process last saved, if it did: a reload keeps it.
+			if m, ok := adminMemory.Load(a.Addr); ok {
+				st = m.(*admin.State)
+			}
+		} else {
+			if c.stateErr != nil {
+				log.Infof("admin state %s loads again: the admin API takes changes", a.State)
+			}
+			c.stateErr = nil
+			adminStateOK.WithLabelValues(a.State).Set(1)
+			st = s
 		}
-		st = s
 	} else if m, ok := adminMemory.Load(a.Addr); ok {
 		st = m.(*admin.State)
+	}
+	c.adopt(st)
+}
+
+// adopt makes st this instance's admin state. Callers own c.
+func (c *control) adopt(st *admin.State) {
+	for id := range c.drains {
+		nodeDrained.DeleteLabelValues(id)
 	}
 	c.drains = map[string]policy.Drain{}
 	for id, since := range st.Drained() {
@@ -47,7 +73,7 @@ func (c *control) restoreState() error {
 		nodeDrained.WithLabelValues(id).Set(1)
 	}
 	if err := c.setPins(st.Pins); err != nil {
-		return err
+		log.Errorf("admin: pins: %v", err)
 	}
 	// The API's share, or a rollback, holds while the canary line and the
 	// candidate file are those it was made for.
@@ -58,6 +84,34 @@ func (c *control) restoreState() error {
 			cn.share.Store(percentToShare(e.Percent))
 		}
 	}
+}
+
+// follow applies the state a later load of the Corefile saved: this
+// instance may answer queries until it stops.
+func (c *control) follow(st *admin.State) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.adopt(st)
+	c.applyOverrides(time.Now())
+	c.publish()
+}
+
+// writable reports whether the API may change the state: not while the
+// state file does not load. It reads the file again first, so that a
+// fixed or removed file is taken up. Callers hold c.mu.
+func (c *control) writable() error {
+	if !c.started {
+		return admin.ErrUnavailable
+	}
+	if c.stateErr == nil {
+		return nil
+	}
+	c.restoreState()
+	if c.stateErr != nil {
+		return &admin.Refused{Reason: fmt.Sprintf("%v: changes are refused until the file is fixed or removed", c.stateErr)}
+	}
+	c.applyOverrides(time.Now())
+	c.publish()
 	return nil
 }
 
@@ -103,9 +157,7 @@ func (c *control) forgetRemoved(t *table.Table) {
 		log.Errorf("admin: pins: %v", err)
 	}
 	c.table = prev
-	if err := c.saveState(c.state()); err != nil {
-		log.Errorf("admin: %v", err)
-	}
+	c.saveLogged()
 }
 
 // noteRollback is called on the query path when the canary rolls back:
@@ -118,6 +170,7 @@ func (c *control) noteRollback() {
 // setPins validates pins against the current table and installs them.
 func (c *control) setPins(pins []overrides.EntryYAML) error {
 	entries := make([]overrides.Entry, 0, len(pins))
+	lines := make([][]byte, 0, len(pins))
 	seen := map[netip.Prefix]bool{}
 	for i := range pins {
 		e, err := pins[i].Entry(knownIn(c.table))
@@ -130,39 +183,66 @@ func (c *control) setPins(pins []overrides.EntryYAML) error {
 			}
 			seen[p] = true
 		}
+		line, err := admin.PinLine(&pins[i])
+		if err != nil {
+			return fmt.Errorf("pin %s: %w", pinKey(&pins[i]), err)
+		}
 		entries = append(entries, e)
+		lines = append(lines, line)
 	}
-	c.pins, c.pinTable = pins, overrides.New(entries)
+	c.installPins(pinSet{pins, entries, lines, nil})
 	return nil
 }
 
-// samePrefix reports whether pin y is for network p.
-func samePrefix(y *overrides.EntryYAML, p netip.Prefix) bool {
-	for _, s := range append([]string{y.CIDR}, y.CIDRs...) {
-		if q, err := overrides.ParsePrefix(s); err == nil && q == p {
-			return true
+// pinSet is the pins with what a change needs of each, kept so that a
+// change of one pin checks and encodes only that one: its entry, and its
+// line in the state file.
+type pinSet struct {
+	pins    []overrides.EntryYAML
+	entries []overrides.Entry
+	lines   [][]byte
+	table   *overrides.Table // nil: to build
+}
+
+func (c *control) pinSet() pinSet { return pinSet{c.pins, c.pinEntries, c.pinLines, c.pinTable} }
+
+func (c *control) installPins(s pinSet) {
+	if s.table == nil {
+		s.table = overrides.New(s.entries)
+	}
+	c.pins, c.pinEntries, c.pinLines, c.pinTable = s.pins, s.entries, s.lines, s.table
+}
+
+// keepPins is the pins keep holds to, in new slices.
+func (c *control) keepPins(keep func(i int) bool) pinSet {
+	n := len(c.pins) + 1 // room for a pin to add
+	s := pinSet{pins: make([]overrides.EntryYAML, 0, n), entries: make([]overrides.Entry, 0, n), lines: make([][]byte, 0, n)}
+	for i := range c.pins {
+		if keep(i) {
+			s.pins = append(s.pins, c.pins[i])
+			s.entries = append(s.entries, c.pinEntries[i])
+			s.lines = append(s.lines, c.pinLines[i])
 		}
 	}
-	return false
+	return s
+}
+
+// notFor is the pins but those for network p.
+func (c *control) notFor(p netip.Prefix) pinSet {
+	return c.keepPins(func(i int) bool { return !slices.Contains(c.pinEntries[i].Prefixes, p) })
 }
 
 // prunePins drops the pins expired at now from the state.
 func (c *control) prunePins(now time.Time) {
-	keep := c.pins[:0:0]
-	for _, p := range c.pins {
+	c.installPins(c.keepPins(func(i int) bool {
+		p := &c.pins[i]
 		if p.Expires == nil || p.Expires.After(now) {
-			keep = append(keep, p)
-		} else {
-			log.Infof("admin: pin %s expired", pinKey(&p))
+			return true
 		}
-	}
-	if err := c.setPins(keep); err != nil {
-		log.Errorf("admin: pins: %v", err)
-		return
-	}
-	if err := c.saveState(c.state()); err != nil {
-		log.Errorf("admin: %v", err)
-	}
+		log.Infof("admin: pin %s expired", pinKey(p))
+		return false
+	}))
+	c.saveLogged()
 }
 
 func pinKey(p *overrides.EntryYAML) string {
@@ -174,7 +254,7 @@ func pinKey(p *overrides.EntryYAML) string {
 
 // state is the admin state to save. Callers hold c.mu.
 func (c *control) state() *admin.State {
-	st := &admin.State{Pins: c.pins, CanarySalt: c.salt.stored}
+	st := &admin.State{Pins: c.pins, PinLines: c.pinLines, CanarySalt: c.salt.stored}
 	for _, id := range slices.Sorted(maps.Keys(c.drains)) {
 		if d := c.drains[id]; d.Drained {
 			st.Drains = append(st.Drains, admin.DrainEntry{Node: id, Since: yamlfile.Time{Time: d.Since}})
@@ -196,20 +276,39 @@ func (c *control) state() *admin.State {
 }
 
 // saveState writes st to the state file, or keeps it in memory without
-// one. Callers hold c.mu.
+// one. Never over a state file that does not load, and never once a later
+// load of the Corefile serves the API (admin.ErrSuperseded). Callers hold
+// c.mu.
 func (c *control) saveState(st *admin.State) error {
 	a := c.opts.admin
 	if a == nil || !c.started {
 		return nil
 	}
-	adminMemory.Store(a.Addr, st)
-	if a.State == "" {
+	if c.stateErr != nil {
+		return &admin.Refused{Reason: fmt.Sprintf("%v: changes are refused until the file is fixed or removed", c.stateErr)}
+	}
+	write := func() error {
+		if a.State != "" {
+			if err := st.Write(a.State); err != nil {
+				return fmt.Errorf("admin state %s: %w", a.State, err)
+			}
+		}
+		adminMemory.Store(a.Addr, st)
 		return nil
 	}
-	if err := st.Write(a.State); err != nil {
-		return fmt.Errorf("admin state %s: %w", a.State, err)
+	if c.admin == nil {
+		return write()
 	}
-	return nil
+	return c.admin.Save(st, write)
+}
+
+// saveLogged saves the state for a change the API did not ask for (an
+// expiry, a node leaving the table, a rollback). Callers hold c.mu.
+func (c *control) saveLogged() {
+	err := c.saveState(c.state())
+	if err != nil && !errors.Is(err, admin.ErrSuperseded) && !errors.As(err, new(*admin.Refused)) {
+		log.Errorf("admin: %v", err)
+	}
 }
 
 // adminBackend is a gslb block's side of the admin API.
@@ -260,8 +359,8 @@ func (b *adminBackend) Drain(id string, drained bool, who string) (admin.Node, e
 	c := b.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if !c.started {
-		return admin.Node{}, admin.ErrUnavailable
+	if err := c.writable(); err != nil {
+		return admin.Node{}, err
 	}
 	i, ok := c.table.Index(id)
 	if !ok {
@@ -336,10 +435,15 @@ func (b *adminBackend) AddPin(req admin.PinRequest, who string) ([]admin.Pin, er
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if !c.started {
-		return nil, admin.ErrUnavailable
+	if err := c.writable(); err != nil {
+		return nil, err
 	}
-	if _, err := y.Entry(knownIn(c.table)); err != nil {
+	e, err := y.Entry(knownIn(c.table))
+	if err != nil {
+		return nil, admin.Badf("%v", err)
+	}
+	line, err := admin.CheckPin(&y)
+	if err != nil {
 		return nil, admin.Badf("%v", err)
 	}
 	if y.Location != nil {
@@ -348,14 +452,12 @@ func (b *adminBackend) AddPin(req admin.PinRequest, who string) ([]admin.Pin, er
 		}
 	}
 	// A pin of the same network replaces it.
-	next := slices.DeleteFunc(slices.Clone(c.pins), func(e overrides.EntryYAML) bool { return samePrefix(&e, p) })
-	next = append(next, y)
-	prev := c.pins
-	if err := c.setPins(next); err != nil {
-		return nil, admin.Badf("%v", err)
-	}
+	next := c.notFor(p)
+	next.pins, next.entries, next.lines = append(next.pins, y), append(next.entries, e), append(next.lines, line)
+	prev := c.pinSet()
+	c.installPins(next)
 	if err := c.saveState(c.state()); err != nil {
-		c.setPins(prev)
+		c.installPins(prev)
 		return nil, err
 	}
 	c.applyOverrides(time.Now())
@@ -379,19 +481,17 @@ func (b *adminBackend) DeletePin(p netip.Prefix, who string) ([]admin.Pin, error
 	c := b.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if !c.started {
-		return nil, admin.ErrUnavailable
-	}
-	next := slices.DeleteFunc(slices.Clone(c.pins), func(e overrides.EntryYAML) bool { return samePrefix(&e, p) })
-	if len(next) == len(c.pins) {
-		return nil, fmt.Errorf("pin %s: %w", p, admin.ErrNotFound)
-	}
-	prev := c.pins
-	if err := c.setPins(next); err != nil {
+	if err := c.writable(); err != nil {
 		return nil, err
 	}
+	next := c.notFor(p)
+	if len(next.pins) == len(c.pins) {
+		return nil, fmt.Errorf("pin %s: %w", p, admin.ErrNotFound)
+	}
+	prev := c.pinSet()
+	c.installPins(next)
 	if err := c.saveState(c.state()); err != nil {
-		c.setPins(prev)
+		c.installPins(prev)
 		return nil, err
 	}
 	c.applyOverrides(time.Now())
@@ -442,8 +542,8 @@ func (b *adminBackend) SetCanary(percent float64, who string) (admin.Canary, err
 	c := b.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if !c.started {
-		return admin.Canary{}, admin.ErrUnavailable
+	if err := c.writable(); err != nil {
+		return admin.Canary{}, err
 	}
 	cn := c.canary.Load()
 	if cn == nil {

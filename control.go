@@ -46,15 +46,20 @@ type control struct {
 	canary atomic.Pointer[canary]
 	// What the admin API changed: drains by node id, and pins, which
 	// take precedence over the overrides file.
-	drains   map[string]policy.Drain
-	pins     []overrides.EntryYAML
-	pinTable *overrides.Table
-	admin    *admin.Handle
+	drains     map[string]policy.Drain
+	pins       []overrides.EntryYAML
+	pinEntries []overrides.Entry // checked, one per pin
+	pinLines   [][]byte          // in the state file, one per pin
+	pinTable   *overrides.Table
+	admin      *admin.Handle
 	// started: this instance serves and may write the admin state; the
 	// tools' engines and instances being set up or stopped never do.
 	started bool
 	// salt keys the canary's choice of subnets, for the control's life.
 	salt canarySalt
+	// stateErr: the state file does not load; no change is saved until
+	// it does.
+	stateErr error
 	// rolledBack is set by a canary rolling back on the query path; the
 	// watcher saves the state.
 	rolledBack atomic.Bool
@@ -139,9 +144,7 @@ func newControl(o options, zones []string) (c *control, option string, err error
 		cn.onRollback = c.noteRollback
 		c.canary.Store(cn)
 	}
-	if err := c.restoreState(); err != nil {
-		return nil, "admin", err
-	}
+	c.restoreState()
 	c.applyOverrides(time.Now())
 	c.publish()
 	recordDBInfo(db)
@@ -359,11 +362,11 @@ func (c *control) start() error {
 		return err
 	}
 	c.admin = h
+	h.Follow(c.follow)
 	// The previous instance served the API until now: take what it
-	// changed since this one was set up.
-	if err := c.restoreState(); err != nil {
-		log.Errorf("admin: %v", err)
-	}
+	// changed since this one was set up. Its saves from now on are
+	// refused and made here.
+	c.restoreState()
 	c.started = true
 	c.keepSalt()
 	c.applyOverrides(time.Now())
@@ -378,6 +381,9 @@ func (c *control) reclaim() error {
 	defer c.mu.Unlock()
 	if c.admin != nil {
 		c.admin.Reclaim()
+		c.restoreState() // what the failed load saved meanwhile
+		c.applyOverrides(time.Now())
+		c.publish()
 	}
 	return nil
 }
@@ -429,9 +435,7 @@ func (c *control) watch() {
 		case <-c.wake:
 			if c.rolledBack.Swap(false) {
 				c.mu.Lock()
-				if err := c.saveState(c.state()); err != nil {
-					log.Errorf("admin: %v", err)
-				}
+				c.saveLogged()
 				c.mu.Unlock()
 			}
 		case <-tick:
@@ -539,7 +543,7 @@ func (c *control) swapCanary(cn *canary) *canary {
 	cn.checker = c.newCanaryChecker(cn)
 	cn.onRollback = c.noteRollback
 	old := c.canary.Swap(cn)
-	c.saveState(c.state()) // the previous canary's share or rollback no longer holds
+	c.saveLogged() // the previous canary's share or rollback no longer holds
 	return old
 }
 

@@ -79,6 +79,13 @@ var (
 		Help:      "Gauge that is 1 while the admin API has the node drained.",
 	}, []string{"node"})
 
+	adminStateOK = promauto.With(metricset.Registerer).NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: plugin.Namespace,
+		Subsystem: "gslb",
+		Name:      "admin_state_ok",
+		Help:      "Gauge that is 1 while the admin state file loads, 0 while it does not (gslb serves without it and the admin API refuses changes).",
+	}, []string{"file"})
+
 	policyDecisions = promauto.With(metricset.Registerer).NewCounterVec(prometheus.CounterOpts{
 		Namespace: plugin.Namespace,
 		Subsystem: "gslb",

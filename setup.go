@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -97,9 +96,6 @@ const (
 	defaultRollbackWindow = time.Minute
 	minSalt               = 16
 )
-
-// minToken is the shortest admin token accepted.
-const minToken = 16
 
 // defaultRollbackMin is rollback_min's default.
 const defaultRollbackMin = 1000
@@ -403,12 +399,8 @@ func parseAdmin(c *caddy.Controller, path func(string) string) (*admin.Config, e
 		return nil, err
 	}
 	if tokenFile != "" {
-		data, err := os.ReadFile(tokenFile)
-		if err != nil {
+		if a.Token, err = admin.ReadTokenFile(tokenFile); err != nil {
 			return nil, c.Errf("admin: token_file: %v", err)
-		}
-		if a.Token = strings.TrimSpace(string(data)); len(a.Token) < minToken || strings.ContainsAny(a.Token, " \t\r\n") {
-			return nil, c.Errf("admin: token_file %s must hold one token of at least %d characters, without blanks", tokenFile, minToken)
 		}
 	}
 	if a.Token == "" && !admin.Loopback(a.Addr) {

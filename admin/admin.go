@@ -5,6 +5,7 @@
 package admin
 
 import (
+	"bytes"
 	"context"
 	"crypto/subtle"
 	"encoding/json"
@@ -96,6 +97,15 @@ var ErrNotFound = errors.New("not found")
 // ErrUnavailable is a 503: the instance is not serving (yet, or any more).
 var ErrUnavailable = errors.New("this gslb instance is not serving: retry")
 
+// ErrSuperseded: a later load of the Corefile serves the API now; the
+// change is retried there.
+var ErrSuperseded = errors.New("a later Corefile load serves the admin API")
+
+// Refused is a 503 with its reason: the instance takes no change now.
+type Refused struct{ Reason string }
+
+func (e *Refused) Error() string { return e.Reason }
+
 // BadRequest is a 400 with its reason.
 type BadRequest struct{ Reason string }
 
@@ -121,12 +131,18 @@ type server struct {
 	http *http.Server
 	cur  atomic.Pointer[target]
 	refs []*Handle
+	// save orders the state saves of all the blocks on the address with
+	// the switch of cur: a save either lands before a later block takes
+	// over (and is in the state it restores) or is refused.
+	save         sync.Mutex
+	unauthorized limitedLog
 }
 
 // Handle is a block's hold on its address.
 type Handle struct {
-	s *server
-	t *target
+	s      *server
+	t      *target
+	follow func(*State) // applies a later block's saved state to this one
 }
 
 var (
@@ -158,10 +174,50 @@ func Acquire(cfg Config, b Backend) (*Handle, error) {
 		})
 		log.Infof("admin API on http://%s", ln.Addr())
 	}
+	s.save.Lock()
 	s.cur.Store(t)
+	s.save.Unlock()
 	h := &Handle{s: s, t: t}
 	s.refs = append(s.refs, h)
 	return h, nil
+}
+
+// Follow sets what applies the state another block on the address saved
+// to h's block, which may still answer queries until it stops.
+func (h *Handle) Follow(fn func(*State)) {
+	mu.Lock()
+	defer mu.Unlock()
+	h.follow = fn
+}
+
+// Save runs write, which makes st durable, if h's block serves the API;
+// ErrSuperseded if a later block took it over. The other blocks on the
+// address then follow st before Save returns, so that none of them
+// answers against an acknowledged change.
+func (h *Handle) Save(st *State, write func() error) error {
+	s := h.s
+	s.save.Lock()
+	if s.cur.Load() != h.t {
+		s.save.Unlock()
+		return ErrSuperseded
+	}
+	err := write()
+	s.save.Unlock()
+	if err != nil {
+		return err
+	}
+	mu.Lock()
+	var others []func(*State)
+	for _, r := range s.refs {
+		if r != h && r.follow != nil {
+			others = append(others, r.follow)
+		}
+	}
+	mu.Unlock()
+	for _, f := range others {
+		f(st)
+	}
+	return nil
 }
 
 // Addr is the listener's address.
@@ -180,7 +236,9 @@ func (h *Handle) Reclaim() {
 			break
 		}
 	}
+	s.save.Lock()
 	s.cur.Store(h.t)
+	s.save.Unlock()
 }
 
 // Release gives the address up; the last holder closes the listener.
@@ -195,9 +253,11 @@ func (h *Handle) Release() {
 		}
 	}
 	if len(s.refs) > 0 {
+		s.save.Lock()
 		if s.cur.Load() == h.t {
 			s.cur.Store(s.refs[len(s.refs)-1].t)
 		}
+		s.save.Unlock()
 		return
 	}
 	delete(servers, s.addr)
@@ -209,17 +269,77 @@ func (h *Handle) Release() {
 }
 
 // guard refuses cross-site requests (a browser page posting to the API)
-// and, on an API without a token, requests for another host name (DNS
-// rebinding).
+// and requests for a host name (DNS rebinding: a page of the attacker's
+// name that resolves to the API): the Host must be an IP address, or
+// localhost, and a loopback one on an API without a token. With a token,
+// every endpoint needs it.
 func (s *server) guard(next http.Handler) http.Handler {
 	cop := http.NewCrossOriginProtection()
 	return cop.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if t := s.cur.Load(); t != nil && t.token == "" && !Loopback(hostPort(r.Host)) {
-			writeError(w, http.StatusForbidden, fmt.Sprintf("host %q is not a loopback address", r.Host))
+		t := s.cur.Load()
+		if t == nil {
+			writeError(w, http.StatusServiceUnavailable, ErrUnavailable.Error())
+			return
+		}
+		if err := checkHost(r.Host, t.token != ""); err != nil {
+			writeError(w, http.StatusForbidden, err.Error())
+			return
+		}
+		if t.token != "" && !authorized(r, t.token) {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="gslb"`)
+			writeError(w, http.StatusUnauthorized, "a valid bearer token is required")
+			s.unauthorized.log(r)
 			return
 		}
 		next.ServeHTTP(w, r)
 	}))
+}
+
+// checkHost accepts a Host header that names an address, not a name that
+// could resolve to one.
+func checkHost(host string, token bool) error {
+	h, _, err := net.SplitHostPort(hostPort(host))
+	if err != nil {
+		return fmt.Errorf("host %q is not HOST[:PORT]", host)
+	}
+	if h == "localhost" {
+		return nil
+	}
+	a, err := netip.ParseAddr(h)
+	switch {
+	case err != nil:
+		return fmt.Errorf("host %q is not an IP address (a DNS name could rebind to the API): use the address", host)
+	case !token && !a.IsLoopback():
+		return fmt.Errorf("host %q is not a loopback address", host)
+	}
+	return nil
+}
+
+// limitedLog logs a refused request at most once per interval, with the
+// count of those it left out: a flood of bad tokens is one line, not one
+// per request.
+type limitedLog struct {
+	mu      sync.Mutex
+	last    time.Time
+	dropped int
+}
+
+const logInterval = 10 * time.Second
+
+func (l *limitedLog) log(r *http.Request) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	now := time.Now()
+	if now.Sub(l.last) < logInterval {
+		l.dropped++
+		return
+	}
+	more := ""
+	if l.dropped > 0 {
+		more = fmt.Sprintf(" (and %d more since the last such line)", l.dropped)
+	}
+	l.last, l.dropped = now, 0
+	log.Warningf("admin: unauthorized %s %q from %s%s", r.Method, r.URL.Path, r.RemoteAddr, more)
 }
 
 // hostPort makes a Host header HOST:PORT for Loopback.
@@ -233,21 +353,21 @@ func hostPort(h string) string {
 func (s *server) routes() http.Handler {
 	m := http.NewServeMux()
 	m.HandleFunc("GET /v1/nodes", s.nodes)
-	m.HandleFunc("POST /v1/nodes/{id}/drain", s.change(func(t *target, r *http.Request, who string) (any, error) {
+	m.HandleFunc("POST /v1/nodes/{id}/drain", s.change(func(t *target, r *http.Request, body []byte, who string) (any, error) {
 		return t.b.Drain(r.PathValue("id"), true, who)
 	}))
-	m.HandleFunc("POST /v1/nodes/{id}/undrain", s.change(func(t *target, r *http.Request, who string) (any, error) {
+	m.HandleFunc("POST /v1/nodes/{id}/undrain", s.change(func(t *target, r *http.Request, body []byte, who string) (any, error) {
 		return t.b.Drain(r.PathValue("id"), false, who)
 	}))
 	m.HandleFunc("GET /v1/pins", s.pins)
-	m.HandleFunc("POST /v1/pins", s.change(func(t *target, r *http.Request, who string) (any, error) {
+	m.HandleFunc("POST /v1/pins", s.change(func(t *target, r *http.Request, body []byte, who string) (any, error) {
 		var req PinRequest
-		if err := decode(r, &req); err != nil {
+		if err := decode(body, &req); err != nil {
 			return nil, err
 		}
 		return t.b.AddPin(req, who)
 	}))
-	m.HandleFunc("DELETE /v1/pins/{cidr...}", s.change(func(t *target, r *http.Request, who string) (any, error) {
+	m.HandleFunc("DELETE /v1/pins/{cidr...}", s.change(func(t *target, r *http.Request, body []byte, who string) (any, error) {
 		p, err := overrides.ParsePrefix(r.PathValue("cidr"))
 		if err != nil {
 			return nil, Badf("cidr: %v", err)
@@ -256,11 +376,11 @@ func (s *server) routes() http.Handler {
 	}))
 	m.HandleFunc("GET /v1/explain", s.explain)
 	m.HandleFunc("GET /v1/canary", s.canary)
-	m.HandleFunc("POST /v1/canary", s.change(func(t *target, r *http.Request, who string) (any, error) {
+	m.HandleFunc("POST /v1/canary", s.change(func(t *target, r *http.Request, body []byte, who string) (any, error) {
 		var req struct {
 			Percent *float64 `json:"percent"`
 		}
-		if err := decode(r, &req); err != nil {
+		if err := decode(body, &req); err != nil {
 			return nil, err
 		}
 		if req.Percent == nil {
@@ -275,8 +395,8 @@ func (s *server) routes() http.Handler {
 }
 
 // decode reads a JSON body strictly.
-func decode(r *http.Request, v any) error {
-	dec := json.NewDecoder(io.LimitReader(r.Body, maxBody))
+func decode(body []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		return Badf("body: %v", err)
@@ -287,23 +407,30 @@ func decode(r *http.Request, v any) error {
 	return nil
 }
 
-// change wraps a state-changing endpoint: the bearer token first, then
-// the change, then its new state as JSON.
-func (s *server) change(fn func(t *target, r *http.Request, who string) (any, error)) http.HandlerFunc {
+// change wraps a state-changing endpoint: the change, then its new state
+// as JSON. A change that reached a block a Corefile reload replaced
+// meanwhile is made on the block that serves now.
+func (s *server) change(fn func(t *target, r *http.Request, body []byte, who string) (any, error)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		t := s.cur.Load()
-		if t == nil {
-			http.Error(w, "gslb is not serving", http.StatusServiceUnavailable)
+		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
+		if err != nil {
+			reply(w, nil, Badf("body: %v", err))
 			return
 		}
-		if t.token != "" && !authorized(r, t.token) {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="gslb"`)
-			writeError(w, http.StatusUnauthorized, "a valid bearer token is required")
-			log.Warningf("admin: unauthorized %s %q from %s", r.Method, r.URL.Path, r.RemoteAddr)
-			return
+		var v any
+		for range 8 {
+			t := s.cur.Load()
+			if t == nil {
+				err = ErrUnavailable
+				break
+			}
+			v, err = fn(t, r, body, r.RemoteAddr)
+			// Superseded, or stopped once superseded: the block that
+			// serves now makes it.
+			if !errors.Is(err, ErrSuperseded) && !(errors.Is(err, ErrUnavailable) && s.cur.Load() != t) {
+				break
+			}
 		}
-		r.Body = http.MaxBytesReader(w, r.Body, maxBody)
-		v, err := fn(t, r, r.RemoteAddr)
 		reply(w, v, err)
 	}
 }
@@ -342,19 +469,11 @@ func (s *server) canary(w http.ResponseWriter, _ *http.Request) {
 	}
 }
 
-// explain needs the token when there is one: it may ask the online API.
 func (s *server) explain(w http.ResponseWriter, r *http.Request) {
-	t := s.cur.Load()
-	if t == nil {
-		writeError(w, http.StatusServiceUnavailable, ErrUnavailable.Error())
+	b := s.backend(w)
+	if b == nil {
 		return
 	}
-	if t.token != "" && !authorized(r, t.token) {
-		w.Header().Set("WWW-Authenticate", `Bearer realm="gslb"`)
-		writeError(w, http.StatusUnauthorized, "a valid bearer token is required")
-		return
-	}
-	b := t.b
 	q := r.URL.Query()
 	if q.Get("addr") == "" {
 		writeError(w, http.StatusBadRequest, "addr: missing (addr=ADDRESS or ADDRESS/PREFIX)")
@@ -371,7 +490,7 @@ func reply(w http.ResponseWriter, v any, err error) {
 		writeError(w, http.StatusBadRequest, bad.Reason)
 	case errors.Is(err, ErrNotFound):
 		writeError(w, http.StatusNotFound, err.Error())
-	case errors.Is(err, ErrUnavailable):
+	case errors.Is(err, ErrUnavailable), errors.Is(err, ErrSuperseded), errors.As(err, new(*Refused)):
 		writeError(w, http.StatusServiceUnavailable, err.Error())
 	case err != nil:
 		writeError(w, http.StatusInternalServerError, err.Error())

@@ -2,6 +2,7 @@ package admin
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/netip"
@@ -9,7 +10,7 @@ import (
 	"slices"
 	"time"
 
-	"go.yaml.in/yaml/v3"
+	"unicode/utf8"
 
 	"github.com/gslbdns/gslb/internal/atomicfile"
 	"github.com/gslbdns/gslb/internal/yamlfile"
@@ -19,28 +20,31 @@ import (
 // State is what the admin API changed: it is written to the state file on
 // every change and read back at startup and on a Corefile reload.
 type State struct {
-	Drains []DrainEntry          `yaml:"drains,omitempty"`
-	Pins   []overrides.EntryYAML `yaml:"pins,omitempty"`
-	Canary *CanaryEntry          `yaml:"canary,omitempty"`
+	Drains []DrainEntry          `yaml:"drains,omitempty" json:"drains,omitempty"`
+	Pins   []overrides.EntryYAML `yaml:"pins,omitempty" json:"pins,omitempty"`
+	Canary *CanaryEntry          `yaml:"canary,omitempty" json:"canary,omitempty"`
+	// PinLines, when it has one per pin, holds each pin's encoding
+	// (PinLine): a save of many pins copies them, and encodes none.
+	PinLines [][]byte `yaml:"-" json:"-"`
 	// CanarySalt keys the canary's choice of subnets when the Corefile
 	// sets no salt: generated at the first start, then kept.
-	CanarySalt string `yaml:"canary_salt,omitempty"`
+	CanarySalt string `yaml:"canary_salt,omitempty" json:"canary_salt,omitempty"`
 }
 
 // DrainEntry is a drained node.
 type DrainEntry struct {
-	Node  string        `yaml:"node"`
-	Since yamlfile.Time `yaml:"since"`
+	Node  string        `yaml:"node" json:"node"`
+	Since yamlfile.Time `yaml:"since" json:"since"`
 }
 
 // CanaryEntry is a canary share the API set, or a rollback. It holds only
 // while the canary line and the candidate file are those of Identity.
 type CanaryEntry struct {
-	Identity   string  `yaml:"identity"` // a digest of the canary line and the candidate file
-	File       string  `yaml:"file"`     // for the reader
-	Percent    float64 `yaml:"percent"`
-	RolledBack bool    `yaml:"rolled_back,omitempty"`
-	Reason     string  `yaml:"reason,omitempty"`
+	Identity   string  `yaml:"identity" json:"identity"` // a digest of the canary line and the candidate file
+	File       string  `yaml:"file" json:"file"`         // for the reader
+	Percent    float64 `yaml:"percent" json:"percent"`
+	RolledBack bool    `yaml:"rolled_back,omitempty" json:"rolled_back,omitempty"`
+	Reason     string  `yaml:"reason,omitempty" json:"reason,omitempty"`
 }
 
 // LoadState reads a state file; a missing file is an empty state (the
@@ -153,15 +157,177 @@ func checkOverlap(entries []overrides.Entry) error {
 	return nil
 }
 
-// Write replaces the state file atomically: a reader sees the old file
-// or the new one, never a part.
-func (s *State) Write(path string) error {
-	data, err := yaml.Marshal(s)
+// header opens the state file; the rest is JSON, which is YAML too: an
+// operator may edit it in either form.
+const header = "# gslb admin state: written by the admin API on every change; edit with care.\n"
+
+// Marshal is the state file's content. It is JSON, whose strings carry any
+// text (newlines, leading blanks, '#', NUL) in a form YAML reads back as
+// it was, one entry a line, so that an error names the entry's line. The
+// drains and the canary are read back before they are written, and each
+// pin is when the API takes it (CheckPin).
+func (s *State) Marshal() ([]byte, error) {
+	if err := roundTrip(&State{Drains: s.Drains, Canary: s.Canary}); err != nil {
+		return nil, err
+	}
+	return encode(s)
+}
+
+// encode writes s one entry a line.
+func encode(s *State) ([]byte, error) {
+	var b bytes.Buffer
+	b.WriteString(header)
+	b.WriteString("{")
+	sep := "\n"
+	list := func(key string, n int, line func(i int) ([]byte, error)) error {
+		if n == 0 {
+			return nil
+		}
+		fmt.Fprintf(&b, "%s  %q: [\n", sep, key)
+		for i := range n {
+			l, err := line(i)
+			if err != nil {
+				return err
+			}
+			b.WriteString("    ")
+			b.Write(l)
+			if i < n-1 {
+				b.WriteByte(',')
+			}
+			b.WriteByte('\n')
+		}
+		b.WriteString("  ]")
+		sep = ",\n"
+		return nil
+	}
+	if err := list("drains", len(s.Drains), func(i int) ([]byte, error) { return compact(&s.Drains[i]) }); err != nil {
+		return nil, err
+	}
+	if err := list("pins", len(s.Pins), func(i int) ([]byte, error) {
+		if len(s.PinLines) == len(s.Pins) {
+			return s.PinLines[i], nil
+		}
+		return PinLine(&s.Pins[i])
+	}); err != nil {
+		return nil, err
+	}
+	if s.Canary != nil {
+		l, err := compact(s.Canary)
+		if err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(&b, "%s  \"canary\": %s", sep, l)
+		sep = ",\n"
+	}
+	if sep == "\n" {
+		b.WriteString("}\n")
+	} else {
+		b.WriteString("\n}\n")
+	}
+	return b.Bytes(), nil
+}
+
+// compact is v's JSON on one line, escaped for YAML.
+func compact(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return escapeYAML(bytes.TrimSuffix(b.Bytes(), []byte("\n"))), nil
+}
+
+// PinLine is pin y's line in the state file.
+func PinLine(y *overrides.EntryYAML) ([]byte, error) { return compact(y) }
+
+// escapeYAML escapes, in JSON text, the characters YAML reads otherwise
+// than JSON: those outside YAML's printable set, NEL (a line break to
+// YAML) and the byte order mark. Outside strings JSON is ASCII, so only
+// strings change.
+func escapeYAML(data []byte) []byte {
+	var out []byte
+	for i := 0; i < len(data); {
+		r, n := utf8.DecodeRune(data[i:])
+		if yamlPrintable(r) {
+			if out != nil {
+				out = append(out, data[i:i+n]...)
+			}
+			i += n
+			continue
+		}
+		if out == nil {
+			out = append(make([]byte, 0, len(data)+16), data[:i]...)
+		}
+		out = fmt.Appendf(out, "\\u%04x", r)
+		i += n
+	}
+	if out == nil {
+		return data
+	}
+	return out
+}
+
+func yamlPrintable(r rune) bool {
+	switch {
+	case r == '\t' || r == '\n' || r == '\r' || r >= 0x20 && r <= 0x7e:
+		return true
+	case r == 0x85 || r == 0xfeff || r == utf8.RuneError:
+		return false
+	}
+	return r >= 0xa0 && r <= 0xd7ff || r >= 0xe000 && r <= 0xfffd || r >= 0x10000 && r <= 0x10ffff
+}
+
+// roundTrip reports an error unless s reads back from the state file as
+// it is.
+func roundTrip(s *State) error {
+	data, err := encode(s)
 	if err != nil {
 		return err
 	}
-	header := []byte("# gslb admin state: written by the admin API on every change; edit with care.\n")
-	return atomicfile.WriteBytes(path, append(header, data...))
+	back, _, err := parseState(data, nil)
+	if err != nil {
+		return fmt.Errorf("the state file cannot store it: %w", err)
+	}
+	again, err := encode(back)
+	if err != nil {
+		return err
+	}
+	if !bytes.Equal(again, data) {
+		return errors.New("the state file cannot store it exactly (text must be valid UTF-8)")
+	}
+	return nil
+}
+
+// CheckPin returns pin y's line in the state file, or an error unless it
+// reads back from the file exactly as the API took it.
+func CheckPin(y *overrides.EntryYAML) ([]byte, error) {
+	for _, s := range []string{y.Note, y.CIDR} {
+		if !utf8.ValidString(s) {
+			return nil, errors.New("not valid UTF-8: the state file cannot store it")
+		}
+	}
+	if l := y.Location; l != nil {
+		for _, s := range []string{l.Country, l.Province, l.City, l.ISP} {
+			if !utf8.ValidString(s) {
+				return nil, errors.New("location: not valid UTF-8: the state file cannot store it")
+			}
+		}
+	}
+	if err := roundTrip(&State{Pins: []overrides.EntryYAML{*y}}); err != nil {
+		return nil, err
+	}
+	return PinLine(y)
+}
+
+// Write replaces the state file atomically: a reader sees the old file
+// or the new one, never a part.
+func (s *State) Write(path string) error {
+	data, err := s.Marshal()
+	if err != nil {
+		return err
+	}
+	return atomicfile.WriteBytes(path, data)
 }
 
 // Drained returns the drain times by node id.

@@ -243,7 +243,7 @@ func (l *Locator) Locate(ctx context.Context, addr netip.Addr) Result {
 	addr = addr.Unmap()
 	k := KeyOf(addr)
 	if bits, ok := geo.Special(addr); ok {
-		return Result{Location: geo.Location{Special: true, Bits: uint8(bits)}, Key: k, Scope: uint8(bits)}
+		return l.special(addr, k, bits)
 	}
 	// Pooled: a Query passed to the sources' interface methods would
 	// escape, and a cache hit must not allocate. No source keeps q.
@@ -263,6 +263,29 @@ func (l *Locator) Locate(ctx context.Context, addr netip.Addr) Result {
 	if r.Province == "" && l.refines {
 		r.Scope = max(r.Scope, k.Bits())
 	}
+	return r
+}
+
+// special is what is known about a special-purpose address (a private
+// network's resolver, loopback): only what the overrides and the pins say
+// of it; else nothing, and it is decided without a location.
+func (l *Locator) special(addr netip.Addr, k Key, bits int) Result {
+	r := Result{Location: geo.Location{Special: true, Bits: uint8(bits)}, Key: k, Scope: uint8(bits)}
+	ts := l.over.tables.Load()
+	if ts == nil {
+		return r
+	}
+	m := overrides.Lookup(*ts, addr)
+	if m.Location == nil && m.Pin == nil {
+		return r
+	}
+	r.Override = m
+	if m.Location != nil {
+		r.Location = *m.Location.Location
+		r.Location.Bits = m.LocBits
+		l.carriers.Load().Apply(&r.Location)
+	}
+	r.Scope = max(r.Location.Bits, m.MinBits)
 	return r
 }
 

@@ -27,7 +27,12 @@ func (l *Locator) Trace(ctx context.Context, addr netip.Addr) (Result, []Step) {
 	addr = addr.Unmap()
 	k := KeyOf(addr)
 	if bits, ok := geo.Special(addr); ok {
-		return Result{Location: geo.Location{Special: true, Bits: uint8(bits)}, Key: k, Scope: uint8(bits)}, nil
+		r := l.special(addr, k, bits)
+		var steps []Step
+		if r.Override.Location != nil || r.Override.Pin != nil {
+			steps = []Step{{Source: "override", Location: r.Location, Found: r.Override.Location != nil, Final: true}}
+		}
+		return r, steps
 	}
 	carriers := l.carriers.Load()
 	q := &Query{Addr: addr, Key: k}

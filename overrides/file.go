@@ -137,7 +137,10 @@ func ParsePrefix(s string) (netip.Prefix, error) {
 		return p, fmt.Errorf("%q is not a network such as 203.0.113.0/24", s)
 	}
 	if p.Addr().Is4In6() {
-		p = netip.PrefixFrom(p.Addr().Unmap(), max(p.Bits()-96, 0))
+		if p.Bits() < 96 {
+			return p, fmt.Errorf("%s: an IPv4-mapped network needs a prefix of at least /96 (::ffff:0:0/96 is 0.0.0.0/0)", p)
+		}
+		p = netip.PrefixFrom(p.Addr().Unmap(), p.Bits()-96)
 	}
 	if p.Masked() != p {
 		return p, fmt.Errorf("%s has bits set after the prefix (the network is %s)", p, p.Masked())

@@ -177,7 +177,7 @@ records:
 	if f := share(inCanary(t, e, subnets[:500])); f != 0 {
 		t.Errorf("Expected no /24 in the canary after the rollback, got %.1f%%", 100*f)
 	}
-	_, body := e.call(t, "GET", "/v1/canary", "", "")
+	_, body := e.call(t, "GET", "/v1/canary", e.token, "")
 	var st struct {
 		Percent    float64
 		RolledBack bool `json:"rolled_back"`
@@ -192,7 +192,7 @@ records:
 	// The rollback is in the state file: a restart keeps it.
 	waitFor(t, "the rollback in the state file", func() (bool, string) {
 		data, _ := os.ReadFile(filepath.Join(e.dir, "state.yaml"))
-		return strings.Contains(string(data), "rolled_back: true"), string(data)
+		return strings.Contains(string(data), `"rolled_back":true`), string(data)
 	})
 	e.s.stop()
 	e.s = startServer(t, e.text)
@@ -206,7 +206,7 @@ records:
 		v := gaugeValue(t, "coredns_gslb_canary_rolled_back", "", "")
 		return v == 0, fmt.Sprint(v)
 	})
-	_, body = e.call(t, "GET", "/v1/canary", "", "")
+	_, body = e.call(t, "GET", "/v1/canary", e.token, "")
 	if !strings.Contains(body, `"percent": 30`) || !strings.Contains(body, `"rolled_back": false`) {
 		t.Errorf("Expected the canary back at 30%%, got %s", body)
 	}

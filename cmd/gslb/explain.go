@@ -80,7 +80,7 @@ func report(w io.Writer, x *gslb.Explanation) {
 	loc := x.Location
 	switch {
 	case loc.Special:
-		fmt.Fprintf(w, "Location  none: a special-purpose range (/%d), decided without a location\n", loc.Scope)
+		fmt.Fprintf(w, "Location  none: a special-purpose range (/%d), decided without a location; only the overrides and the pins apply to it\n", loc.Scope)
 	case loc.Source == "none":
 		fmt.Fprintf(w, "Location  unknown: no source placed the client, decided without a location\n")
 	default:
