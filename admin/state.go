@@ -167,7 +167,7 @@ const header = "# gslb admin state: written by the admin API on every change; ed
 // drains and the canary are read back before they are written, and each
 // pin is when the API takes it (CheckPin).
 func (s *State) Marshal() ([]byte, error) {
-	if err := roundTrip(&State{Drains: s.Drains, Canary: s.Canary}); err != nil {
+	if err := roundTrip(&State{Drains: s.Drains, Canary: s.Canary, CanarySalt: s.CanarySalt}); err != nil {
 		return nil, err
 	}
 	return encode(s)
@@ -217,6 +217,14 @@ func encode(s *State) ([]byte, error) {
 			return nil, err
 		}
 		fmt.Fprintf(&b, "%s  \"canary\": %s", sep, l)
+		sep = ",\n"
+	}
+	if s.CanarySalt != "" {
+		l, err := compact(s.CanarySalt)
+		if err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(&b, "%s  \"canary_salt\": %s", sep, l)
 		sep = ",\n"
 	}
 	if sep == "\n" {

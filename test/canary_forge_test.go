@@ -36,7 +36,7 @@ func startForge(t *testing.T, extra string) *adminEnv {
 	e := &adminEnv{dir: t.TempDir(), addr: freeAddr(t), token: "s3cret-token-for-tests"}
 	city, asn := forgeDBs(t, e.dir)
 	nodes := writeFile(t, e.dir, "nodes.yaml", adminNodes)
-	tokenFile := writeFile(t, e.dir, "token", e.token+"\n")
+	tokenFile := writeToken(t, e.dir, e.token)
 	e.text = corefile(city, asn, nodes, fmt.Sprintf("admin %s {\n token_file %s\n state %s\n}\n%s",
 		e.addr, tokenFile, filepath.Join(e.dir, "state.yaml"), extra))
 	e.s = startServer(t, e.text)
@@ -213,7 +213,7 @@ func TestCanarySalt(t *testing.T) {
 	line := "canary " + cand + " 20"
 	a := startAdmin(t, line)
 	data, err := os.ReadFile(filepath.Join(a.dir, "state.yaml"))
-	if err != nil || !strings.Contains(string(data), "canary_salt: ") {
+	if err != nil || !strings.Contains(string(data), `"canary_salt": `) {
 		t.Fatalf("Expected a canary_salt in the state file at the first start, got %q, %v", data, err)
 	}
 	first := inCanary(t, a, subnets)

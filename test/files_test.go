@@ -40,8 +40,8 @@ func startFails(t *testing.T, corefile string) error {
 // rejected on reload at its line, an overrides change made meanwhile is
 // loaded, a Corefile reload fails fast while the running instance keeps
 // serving, and the server shuts down promptly; at startup the bomb in the
-// overrides, quality, state or candidate file is an error naming the file
-// and the line.
+// overrides, quality or candidate file is an error naming the file and
+// the line, and in the state file a logged error: the server starts without it.
 func TestAliasBombRejected(t *testing.T) {
 	logs := captureLog(t)
 	dir := t.TempDir()
@@ -50,7 +50,6 @@ func TestAliasBombRejected(t *testing.T) {
 	for _, tc := range []struct{ name, extra, data string }{
 		{"overrides.yaml", "overrides %s", "overrides:\n  - cidr: 1.0.1.0/24\n    nodes: [&k bogus]\n" + bomb},
 		{"quality.yaml", "quality %s", "quality:\n  - node: &k bogus\n" + bomb},
-		{"state.yaml", "admin 127.0.0.1:0 {\n state %s\n}", "drains:\n  - node: &k bogus\n" + bomb},
 		{"candidate.yaml", "canary %s 10", reloadNodes(filesHZ, "") + "nameservers: [&k bogus]\n" + testsupport.AliasBomb("")},
 	} {
 		p := writeFile(t, dir, "bad-"+tc.name, tc.data)
@@ -59,6 +58,12 @@ func TestAliasBombRejected(t *testing.T) {
 			t.Errorf("%s: startup error %q does not name the file and the alias", tc.name, err)
 		}
 	}
+
+	// A state file never stops the start: the server serves without it
+	// and logs the file and the line.
+	st := writeFile(t, dir, "bad-state.yaml", "drains:\n  - node: &k bogus\n"+bomb)
+	startServer(t, gslbCorefile(t, nodes, fmt.Sprintf("admin 127.0.0.1:0 {\n state %s\n}", st)))
+	logs.line(t, st+": line 3: an alias (*k) is not allowed")
 
 	ov := writeFile(t, dir, "overrides.yaml", filesPin("hz-telecom"))
 	q := writeFile(t, dir, "quality.yaml", filesQualityValid)
