@@ -18,7 +18,6 @@ import (
 	"github.com/gslbdns/gslb/internal/testsupport"
 
 	"github.com/miekg/dns"
-	"github.com/prometheus/client_golang/prometheus"
 )
 
 // adminNodes: two equal Zhejiang telecom nodes, one in Shanghai, one in
@@ -64,8 +63,14 @@ type adminEnv struct {
 // file) and the extra gslb lines.
 func startAdmin(t *testing.T, extra string) *adminEnv {
 	t.Helper()
+	return startAdminOn(t, adminDBs, extra)
+}
+
+// startAdminOn is startAdmin with the databases dbs writes.
+func startAdminOn(t *testing.T, dbs func(*testing.T, string) (string, string), extra string) *adminEnv {
+	t.Helper()
 	e := &adminEnv{dir: t.TempDir(), addr: freeAddr(t), token: "s3cret-token-for-tests"}
-	city, asn := adminDBs(t, e.dir)
+	city, asn := dbs(t, e.dir)
 	nodes := writeFile(t, e.dir, "nodes.yaml", adminNodes)
 	tokenFile := writeToken(t, e.dir, e.token)
 	e.text = corefile(city, asn, nodes, fmt.Sprintf("admin %s {\n token_file %s\n state %s\n}\n%s",
@@ -121,30 +126,6 @@ func (e *adminEnv) nodes(t *testing.T) map[string]apiNode {
 		m[n.ID] = n
 	}
 	return m
-}
-
-func gaugeValue(t *testing.T, name, label, value string) float64 {
-	t.Helper()
-	mfs, err := prometheus.DefaultGatherer.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if label == "" || l.GetName() == label && l.GetValue() == value {
-					return m.GetGauge().GetValue()
-				}
-			}
-			if label == "" {
-				return m.GetGauge().GetValue()
-			}
-		}
-	}
-	return -1
 }
 
 // TestAdminDrain: drain moves the answers, needs the token, shows in

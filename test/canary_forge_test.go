@@ -33,14 +33,7 @@ func forgeDBs(t *testing.T, dir string) (city, asn string) {
 // startForge is startAdmin on forgeDBs.
 func startForge(t *testing.T, extra string) *adminEnv {
 	t.Helper()
-	e := &adminEnv{dir: t.TempDir(), addr: freeAddr(t), token: "s3cret-token-for-tests"}
-	city, asn := forgeDBs(t, e.dir)
-	nodes := writeFile(t, e.dir, "nodes.yaml", adminNodes)
-	tokenFile := writeToken(t, e.dir, e.token)
-	e.text = corefile(city, asn, nodes, fmt.Sprintf("admin %s {\n token_file %s\n state %s\n}\n%s",
-		e.addr, tokenFile, filepath.Join(e.dir, "state.yaml"), extra))
-	e.s = startServer(t, e.text)
-	return e
+	return startAdminOn(t, forgeDBs, extra)
 }
 
 // subnetsIn are n distinct /24s of the /8 first.

@@ -14,7 +14,6 @@ import (
 	"github.com/gslbdns/gslb/internal/testsupport"
 
 	"github.com/miekg/dns"
-	"github.com/prometheus/client_golang/prometheus"
 )
 
 // chinaNodes: one telecom node in each of Zhejiang, Guangdong and Beijing.
@@ -184,30 +183,4 @@ func TestOverridesBadAtStartup(t *testing.T) {
 			t.Errorf("Error %q does not contain %q", err, want)
 		}
 	}
-}
-
-// counterValue reads a metric's value for one label from the default
-// registry.
-func counterValue(t *testing.T, name, label, value string) float64 {
-	t.Helper()
-	mfs, err := prometheus.DefaultGatherer.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == label && l.GetValue() == value {
-					if c := m.GetCounter(); c != nil {
-						return c.GetValue()
-					}
-					return m.GetGauge().GetValue()
-				}
-			}
-		}
-	}
-	return 0
 }

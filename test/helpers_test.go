@@ -9,6 +9,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -24,6 +25,8 @@ import (
 	"github.com/gslbdns/gslb/internal/testsupport"
 
 	"github.com/miekg/dns"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 )
 
 // mu serializes caddy.Start: caddy's controller state is global.
@@ -282,4 +285,59 @@ func corefile(city, asn, nodes, extra string) string {
         %s
     }
 }`, logFormat, city, asn, nodes, extra)
+}
+
+// metric is the value of the first series of name, a counter or a gauge,
+// whose labels include want, and whether there is one.
+func metric(t *testing.T, name string, want map[string]string) (float64, bool) {
+	t.Helper()
+	mfs, err := prometheus.DefaultGatherer.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+	series:
+		for _, m := range mf.GetMetric() {
+			for k, v := range want {
+				if !slices.ContainsFunc(m.GetLabel(), func(l *dto.LabelPair) bool { return l.GetName() == k && l.GetValue() == v }) {
+					continue series
+				}
+			}
+			if c := m.GetCounter(); c != nil {
+				return c.GetValue(), true
+			}
+			return m.GetGauge().GetValue(), true
+		}
+	}
+	return 0, false
+}
+
+// seriesValue is metric's value, 0 without a series.
+func seriesValue(t *testing.T, name string, want map[string]string) float64 {
+	t.Helper()
+	v, _ := metric(t, name, want)
+	return v
+}
+
+// counterValue is the value of name's series with label=value, 0 without one.
+func counterValue(t *testing.T, name, label, value string) float64 {
+	t.Helper()
+	return seriesValue(t, name, map[string]string{label: value})
+}
+
+// gaugeValue is the value of name's series with label=value (any series
+// when label is ""), -1 without one.
+func gaugeValue(t *testing.T, name, label, value string) float64 {
+	t.Helper()
+	want := map[string]string{label: value}
+	if label == "" {
+		want = nil
+	}
+	if v, ok := metric(t, name, want); ok {
+		return v
+	}
+	return -1
 }

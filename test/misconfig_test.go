@@ -18,23 +18,7 @@ import (
 	"github.com/gslbdns/gslb/internal/testredis"
 
 	"github.com/miekg/dns"
-	"github.com/prometheus/client_golang/prometheus"
 )
-
-// startErr starts CoreDNS from corefile, which must fail, and returns the
-// error.
-func startErr(t *testing.T, corefile string) error {
-	t.Helper()
-	mu.Lock()
-	inst, err := caddy.Start(input(corefile))
-	mu.Unlock()
-	if err == nil {
-		inst.ShutdownCallbacks()
-		inst.Stop()
-		t.Fatalf("Expected the start to fail:\n%s", corefile)
-	}
-	return err
-}
 
 // TestOrderAfterCache: a build that puts gslb after cache (plugin.cfg with
 // gslb appended) must refuse to start a block with both, naming the fix.
@@ -126,35 +110,6 @@ func TestCheckLikeServer(t *testing.T) {
 	}
 }
 
-// seriesValue is a counter's value for the series with exactly these
-// label values among its labels.
-func seriesValue(t *testing.T, name string, want map[string]string) float64 {
-	t.Helper()
-	mfs, err := prometheus.DefaultGatherer.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-	series:
-		for _, m := range mf.GetMetric() {
-			got := map[string]string{}
-			for _, l := range m.GetLabel() {
-				got[l.GetName()] = l.GetValue()
-			}
-			for k, v := range want {
-				if got[k] != v {
-					continue series
-				}
-			}
-			return m.GetCounter().GetValue()
-		}
-	}
-	return 0
-}
-
 // TestSecrets: an unset secret is a startup error; a password Redis
 // refuses and a key the API refuses (401) are warned about, once per
 // period, and counted under result "auth".
@@ -170,7 +125,7 @@ func TestSecrets(t *testing.T) {
 		{"redis 127.0.0.1:6379 {\n password {$GSLB_TEST_UNSET_SECRET}\n}", "redis: password is empty"},
 		{"online http://127.0.0.1:1/v1/{ip} {\n header X-Api-Key {$GSLB_TEST_UNSET_SECRET}\n}", "online: header X-Api-Key is empty"},
 	} {
-		if err := startErr(t, corefile(city, "", nodes, tc.extra)); !strings.Contains(err.Error(), tc.want) {
+		if err := startFails(t, corefile(city, "", nodes, tc.extra)); !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("Expected %q, got %v", tc.want, err)
 		}
 	}
