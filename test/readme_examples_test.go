@@ -459,7 +459,8 @@ func (r *readmeRun) checkAdminFragment(t *testing.T, b readmeBlock) {
 // checkAdminCurl runs each curl line, in bash with the block's variable
 // lines before it, against Corefile.example with the admin block above and
 // the canary line of "Canary rollout" (candidate.yaml, a copy of the demo
-// table). Each must get a 2xx answer with a JSON body.
+// table). Each must get a 2xx answer with a JSON body, and 401 without the
+// token.
 func (r *readmeRun) checkAdminCurl(t *testing.T, b readmeBlock) {
 	if r.adminFragment == "" {
 		t.Fatalf("README line %d: no admin block came before the curl lines", b.line)
@@ -486,6 +487,11 @@ func (r *readmeRun) checkAdminCurl(t *testing.T, b readmeBlock) {
 		}
 		if !json.Valid([]byte(out)) {
 			t.Errorf("README line %d: %s: not a JSON answer:\n%s", b.line+i, cmd, out)
+		}
+		// "every request needs Authorization: Bearer TOKEN, reads too"
+		bare := strings.Replace(strings.Replace(mapped, ` -H "$T"`, "", 1), "curl ", `curl -s -o /dev/null -w '%{http_code}' `, 1)
+		if out, _ := r.bash(bare); out != "401" {
+			t.Errorf("README line %d: without the token: status %s, want 401", b.line+i, out)
 		}
 	}
 }
