@@ -97,7 +97,7 @@ func readmeSkipped(b readmeBlock) (reason, key string) {
 	if r, ok := readmeSkips[b.first()]; ok {
 		return r, b.first()
 	}
-	if b.kind == "txt" && b.section == "Architecture" {
+	if (b.kind == "txt" || b.kind == "text") && b.section == "Architecture" {
 		return "a diagram of the code", ""
 	}
 	return "", ""
