@@ -9,6 +9,8 @@ import (
 	"io"
 	"math"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -375,10 +377,26 @@ func (r *readmeRun) checkQuality(t *testing.T, b readmeBlock) {
 	}
 }
 
+// checkJSON: the online API's answer, served by a real HTTP server as the
+// block's `online` URL, places its network's client (explain -live).
 func (r *readmeRun) checkJSON(t *testing.T, b readmeBlock) {
-	var v map[string]any
+	var v struct {
+		Network  string `json:"network"`
+		Province string `json:"province"`
+	}
 	if err := json.Unmarshal([]byte(b.text()), &v); err != nil {
-		t.Errorf("README line %d: not JSON: %v", b.line, err)
+		t.Fatalf("README line %d: not JSON: %v", b.line, err)
+	}
+	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, b.text())
+	}))
+	defer api.Close()
+	r.write("Corefile.online", r.withGslbLines("online "+api.URL+"/v1/{ip}"), 0o644)
+	out, code := r.toolJSON(t, "explain", "-json", "-live", "-conf", "Corefile.online", v.Network)
+	var e explainOut
+	if code != 0 || json.Unmarshal([]byte(out), &e) != nil || e.Location.Source != "online" || e.Location.Province != v.Province {
+		t.Errorf("README line %d: served as the online API's answer for %s, it is not used (status %d):\n%s", b.line, v.Network, code, out)
 	}
 }
 
