@@ -83,16 +83,21 @@ func TestREADMEExamples(t *testing.T) {
 			t.Errorf("The skip list names a block the README no longer has: %q", key)
 		}
 	}
+	for key := range readmeSkipLines {
+		if !r.skippedLines[key] {
+			t.Errorf("The skip list names a command the README no longer has: %q", key)
+		}
+	}
 }
 
 // readmeSkips: the blocks that cannot run here, by their first line.
-var readmeSkips = map[string]string{
-	"git clone --depth 1 --branch v1.15.0 https://github.com/coredns/coredns && cd coredns": "fetches CoreDNS from the network; make test-plugincfg (test/plugincfg.sh) runs the same commands offline from the module cache",
-}
+var readmeSkips = map[string]string{}
 
 // readmeSkipLines: single lines of a checked block that cannot run here.
 var readmeSkipLines = map[string]string{
 	"make test": "is what runs this test",
+	"git clone --depth 1 --branch v1.15.0 https://github.com/coredns/coredns && cd coredns": "fetches CoreDNS from the network; test/plugincfg.sh copies v1.15.0's source from the module cache instead",
+	"go mod tidy": "offline it wants the test dependencies of every CoreDNS package, which the module cache lacks; test/plugincfg.sh builds with -mod=mod instead",
 }
 
 func readmeSkipped(b readmeBlock) (reason, key string) {
@@ -166,11 +171,12 @@ type readmeRun struct {
 	demo  *readmeServer // Corefile.example, started by the quick start
 	// the admin block, paths mapped, that the curl lines run against
 	adminFragment string
+	skippedLines  map[string]bool // the readmeSkipLines met
 }
 
 func newReadmeRun(t *testing.T) *readmeRun {
 	w := t.TempDir()
-	r := &readmeRun{t: t, w: w, token: "0123456789abcdef" + "fedcba9876543210"}
+	r := &readmeRun{t: t, w: w, skippedLines: map[string]bool{}, token: "0123456789abcdef" + "fedcba9876543210"}
 	for _, f := range []string{"Corefile.example", "nodes.example.yaml"} {
 		data, err := os.ReadFile(repoFile(t, f))
 		if err != nil {
@@ -259,6 +265,8 @@ func (r *readmeRun) checkFor(b readmeBlock) func(*testing.T, readmeBlock) {
 		return r.checkTranscript
 	case b.kind == "sh" && strings.HasPrefix(first, "gslb replay "):
 		return r.checkReplayCI
+	case b.kind == "sh" && strings.HasPrefix(first, "git clone ") && strings.Contains(b.text(), "plugin.cfg"):
+		return r.checkPluginCfg
 	}
 	return nil
 }
@@ -270,6 +278,7 @@ func (r *readmeRun) checkQuickStart(t *testing.T, b readmeBlock) {
 		cmd, comment, _ := strings.Cut(l, "#")
 		cmd = strings.TrimSpace(cmd)
 		if reason, ok := readmeSkipLines[cmd]; ok {
+			r.skippedLines[cmd] = true
 			t.Logf("README line %d: %q not run: %s", b.line+i, cmd, reason)
 			continue
 		}
@@ -609,6 +618,26 @@ func (r *readmeRun) checkReplayCI(t *testing.T, b readmeBlock) {
 		out, code := r.tool(t, f[1:]...)
 		if code != 0 || !strings.Contains(out, "Queries               3") {
 			t.Errorf("README line %d: %s: status %d, want 0 and the log's 3 queries:\n%s", b.line+i, l, code, out)
+		}
+	}
+}
+
+// checkPluginCfg: building CoreDNS takes minutes and the network, so the
+// block is run by make test-plugincfg (test/plugincfg.sh, not in make test);
+// here each command must be one that script runs ($GSLB is its "$repo").
+func (r *readmeRun) checkPluginCfg(t *testing.T, b readmeBlock) {
+	script := mustRead(t, repoFile(t, "test/plugincfg.sh"))
+	for i, l := range b.lines {
+		cmd := strings.TrimSpace(l)
+		if reason, ok := readmeSkipLines[cmd]; ok {
+			r.skippedLines[cmd] = true
+			t.Logf("README line %d: %q not run: %s", b.line+i, cmd, reason)
+			continue
+		}
+		mapped := strings.ReplaceAll(cmd, "$GSLB", `"$repo"`)
+		mapped = strings.TrimSuffix(mapped, " gslb")
+		if !strings.Contains(script, "\n"+mapped) {
+			t.Errorf("README line %d: %q is not a command test/plugincfg.sh runs", b.line+i, cmd)
 		}
 	}
 }
