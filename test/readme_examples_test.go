@@ -214,20 +214,20 @@ mail	3600 IN A 192.0.2.25
 	return r
 }
 
+// write and read work on W; they report to the whole test (Error, not
+// Fatal: they also run in the checks' goroutines), and what follows fails.
 func (r *readmeRun) write(name, data string, mode os.FileMode) string {
-	r.t.Helper()
 	p := filepath.Join(r.w, name)
 	if err := os.WriteFile(p, []byte(data), mode); err != nil {
-		r.t.Fatal(err)
+		r.t.Error(err)
 	}
 	return p
 }
 
 func (r *readmeRun) read(name string) string {
-	r.t.Helper()
 	data, err := os.ReadFile(filepath.Join(r.w, name))
 	if err != nil {
-		r.t.Fatal(err)
+		r.t.Error(err)
 	}
 	return string(data)
 }
@@ -291,7 +291,7 @@ func (r *readmeRun) checkQuickStart(t *testing.T, b readmeBlock) {
 			t.Errorf("README line %d says %q, but Corefile.example does not serve there:\n%s", b.line+i, comment, cf)
 		}
 		// The later blocks (dig, the log) ask this server: it lives as long as the whole test.
-		r.demo = startReadmeServer(r.t, r, "Corefile.example", cf)
+		r.demo = startReadmeServer(t, r.t, r, "Corefile.example", cf)
 	}
 }
 
@@ -344,7 +344,7 @@ func (r *readmeRun) checkLoadedLine(t *testing.T, b readmeBlock) {
 	if _, err := os.Stat(filepath.Join(r.w, "overrides.yaml")); err != nil {
 		t.Fatalf("README line %d: no overrides example was written before this block", b.line)
 	}
-	s := startReadmeServer(t, r, "Corefile.loaded", r.withGslbLines("overrides overrides.yaml"))
+	s := startReadmeServer(t, t, r, "Corefile.loaded", r.withGslbLines("overrides overrides.yaml"))
 	for i, l := range b.lines {
 		s.waitLine(t, fmt.Sprintf("README line %d", b.line+i), l)
 	}
@@ -493,7 +493,7 @@ func (r *readmeRun) checkAdminCurl(t *testing.T, b readmeBlock) {
 		t.Fatalf("README line %d: no admin block came before the curl lines", b.line)
 	}
 	r.write("candidate.yaml", r.read("nodes.example.yaml"), 0o644)
-	s := startReadmeServer(t, r, "Corefile.admin", r.withGslbLines(r.adminFragment, "canary candidate.yaml 1 { rollback_cross 0.02 }"))
+	s := startReadmeServer(t, t, r, "Corefile.admin", r.withGslbLines(r.adminFragment, "canary candidate.yaml 1 { rollback_cross 0.02 }"))
 	var prelude []string
 	for i, l := range b.lines {
 		cmd, _, _ := strings.Cut(l, "   #")
@@ -536,7 +536,7 @@ func (r *readmeRun) checkServerBlock(t *testing.T, b readmeBlock) {
 	if !strings.Contains(cf, "\n    log ") {
 		return
 	}
-	s := startReadmeServer(t, r, name, cf)
+	s := startReadmeServer(t, t, r, name, cf)
 	want := map[string]int{}
 	subnets := []string{"202.101.172.0/24", "202.106.0.0/24", "8.8.8.0/24", "114.114.114.0/24"}
 	for _, sn := range subnets {
@@ -765,7 +765,8 @@ func (r *readmeRun) withGslbLines(lines ...string) string {
 	}
 	i := strings.Index(cf, "        ttl 60\n")
 	if i < 0 {
-		r.t.Fatalf("Corefile.example has no `ttl 60` line in its gslb block")
+		r.t.Error("Corefile.example has no `ttl 60` line in its gslb block")
+		return cf
 	}
 	return cf[:i] + add.String() + cf[i:]
 }
@@ -943,8 +944,8 @@ var (
 )
 
 // startReadmeServer writes corefile as W/name.ports with its ports mapped
-// and runs it until the test ends.
-func startReadmeServer(t *testing.T, r *readmeRun, name, corefile string) *readmeServer {
+// and runs it until the test owner ends.
+func startReadmeServer(t, owner *testing.T, r *readmeRun, name, corefile string) *readmeServer {
 	t.Helper()
 	s := &readmeServer{ports: map[string]string{}}
 	readmePorts := []string{"1053", "53", "9153", "8181", "9154"}
@@ -965,7 +966,7 @@ func startReadmeServer(t *testing.T, r *readmeRun, name, corefile string) *readm
 	}
 	done := make(chan struct{})
 	go func() { s.cmd.Wait(); close(done) }()
-	t.Cleanup(func() {
+	owner.Cleanup(func() {
 		s.cmd.Process.Signal(os.Interrupt)
 		select {
 		case <-done:
