@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -670,6 +671,7 @@ func TestReplayDnstap(t *testing.T) {
 	}
 	go output.RunOutputLoop()
 	accepted, ready := make(chan struct{}), make(chan struct{})
+	var responses atomic.Int64 // tapped answers to the test's queries
 	recorded := make(chan error, 1)
 	go func() {
 		conn, err := ln.Accept()
@@ -689,9 +691,13 @@ func TestReplayDnstap(t *testing.T) {
 		go func() {
 			var once sync.Once
 			for f := range frames {
-				if isWarmup(f) {
+				warmup, response := tapped(f)
+				if warmup {
 					once.Do(func() { close(ready) })
 					continue
+				}
+				if response {
+					responses.Add(1)
 				}
 				output.GetOutputChannel() <- f
 			}
@@ -736,6 +742,12 @@ func TestReplayDnstap(t *testing.T) {
 		wantNodes[nodeProvince[inOrder(r)[0]][0]]++
 		ask(t, s, "www.example.org", dns.TypeHTTPS, "1.1.1.0/24")
 	}
+	// The tap is asynchronous: stop the server once every answer is in it.
+	want := int64(len(v4) + 10)
+	waitFor(t, "every answer in the dnstap stream", func() (bool, string) {
+		n := responses.Load()
+		return n >= want, fmt.Sprintf("%d of %d", n, want)
+	})
 	s.stop()
 	select {
 	case err := <-recorded:
@@ -845,19 +857,20 @@ func startFile(path string) (*caddy.Instance, error) {
 
 const warmupName = "warmup.example.org"
 
-// isWarmup reports whether a dnstap frame is of a warm-up query.
-func isWarmup(frame []byte) bool {
+// tapped says whether a dnstap frame is of a warm-up query, and whether
+// it is an answer.
+func tapped(frame []byte) (warmup, response bool) {
 	var d dnstap.Dnstap
 	if proto.Unmarshal(frame, &d) != nil || d.Message == nil {
-		return false
+		return false, false
 	}
 	raw := d.Message.QueryMessage
-	if raw == nil {
+	if response = d.Message.GetType() == dnstap.Message_CLIENT_RESPONSE; response {
 		raw = d.Message.ResponseMessage
 	}
 	var m dns.Msg
 	if m.Unpack(raw) != nil || len(m.Question) == 0 {
-		return false
+		return false, response
 	}
-	return strings.EqualFold(m.Question[0].Name, warmupName+".")
+	return strings.EqualFold(m.Question[0].Name, warmupName+"."), response
 }
