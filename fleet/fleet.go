@@ -128,6 +128,7 @@ type Fleet struct {
 	lastErr  string
 	own      *Report
 	reported time.Time
+	fresh    bool // own is not yet published
 	reports  []heldReport
 	nodes    []string
 	watch    string          // canary identity whose rollback is watched
@@ -136,6 +137,8 @@ type Fleet struct {
 	cb      sync.Mutex // one callback at a time
 	kick    chan struct{}
 	done    chan struct{}
+	base    context.Context // cancelled by Close
+	cancel  context.CancelFunc
 	wg      sync.WaitGroup
 	ps      *redis.PubSub
 	started time.Time
@@ -168,6 +171,7 @@ func Start(cfg Config) (*Fleet, error) {
 		kick: make(chan struct{}, 1), done: make(chan struct{}),
 	}
 	f.started = f.now()
+	f.base, f.cancel = context.WithCancel(context.Background())
 	seed := &State{Entries: map[string]Entry{}}
 	if cfg.Seed != nil {
 		seed = cfg.Seed.clone()
@@ -229,7 +233,8 @@ func (f *Fleet) tick() time.Duration { return f.cfg.ProbeInterval / 2 }
 func (f *Fleet) freshness() time.Duration { return 3 * f.cfg.ProbeInterval }
 
 // Close stops the loops and leaves the fleet: its heartbeat, verdicts and
-// leases are removed (at most Timeout), so others take over at once.
+// leases are removed, so others take over at once. It waits for a round in
+// flight and the leaving, each at most Timeout.
 func (f *Fleet) Close() error { return f.stop(true) }
 
 // stop ends the loops; without leave it is a crash, for tests.
@@ -238,6 +243,7 @@ func (f *Fleet) stop(leave bool) error {
 		return nil
 	}
 	close(f.done)
+	f.cancel()
 	err := f.ps.Close()
 	f.wg.Wait()
 	if leave {
@@ -277,6 +283,11 @@ func (f *Fleet) loop(name string, period time.Duration, fn func(), kick <-chan s
 	t := time.NewTicker(period)
 	defer t.Stop()
 	for {
+		select {
+		case <-f.done:
+			return
+		default:
+		}
 		recovery.Do(name, fn)
 		select {
 		case <-f.done:
@@ -287,9 +298,9 @@ func (f *Fleet) loop(name string, period time.Duration, fn func(), kick <-chan s
 	}
 }
 
-// ctx bounds one Redis call.
+// ctx bounds one round of Redis calls, and ends with Close.
 func (f *Fleet) ctx() (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.Background(), f.cfg.Timeout)
+	return context.WithTimeout(f.base, f.cfg.Timeout)
 }
 
 // State returns the current shared state, this member's changes included.

@@ -1,6 +1,7 @@
 package fleet
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"sync"
@@ -14,7 +15,14 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-func init() { clog.Discard() }
+func init() {
+	clog.Discard()
+	redis.SetLogger(quiet{})
+}
+
+type quiet struct{}
+
+func (quiet) Printf(context.Context, string, ...any) {}
 
 // testTimeout bounds each Redis call of a test member.
 const testTimeout = 300 * time.Millisecond
@@ -44,7 +52,7 @@ func (m *member) Rollbacks() []Rollback {
 func client(t testing.TB, rs *testredis.Server) redis.UniversalClient {
 	c := redis.NewClient(&redis.Options{
 		Addr: rs.Addr(), DialTimeout: testTimeout, ReadTimeout: testTimeout, WriteTimeout: testTimeout,
-		PoolTimeout: testTimeout, ContextTimeoutEnabled: true, MaxRetries: -1, DisableIdentity: true,
+		PoolTimeout: testTimeout, ContextTimeoutEnabled: true, MaxRetries: -1, DialerRetries: 1, DisableIdentity: true,
 	})
 	t.Cleanup(func() { c.Close() })
 	return c

@@ -123,7 +123,7 @@ func (f *Fleet) leaseRound(ctx context.Context, reported time.Time) {
 
 // leave removes this member's heartbeat, report and leases.
 func (f *Fleet) leave() {
-	ctx, cancel := f.ctx()
+	ctx, cancel := context.WithTimeout(context.Background(), f.cfg.Timeout)
 	defer cancel()
 	f.mu.Lock()
 	nodes := f.nodes

@@ -101,7 +101,7 @@ func (v *Verdicts) Carriers(node string) map[string]Decision {
 func (f *Fleet) Report(nodes map[string]NodeVerdict) {
 	r := &Report{Member: f.cfg.Member, Vantage: f.cfg.Vantage, IntervalMS: f.cfg.ProbeInterval.Milliseconds(), Nodes: maps.Clone(nodes)}
 	f.mu.Lock()
-	f.own, f.reported = r, f.now()
+	f.own, f.reported, f.fresh = r, f.now(), true
 	f.mu.Unlock()
 	f.combine(f.now(), false)
 }
@@ -140,10 +140,12 @@ func (f *Fleet) round() {
 	ctx, cancel := f.ctx()
 	defer cancel()
 	f.mu.Lock()
-	own, reported := f.own, f.reported
+	own, reported, fresh := f.own, f.reported, f.fresh
 	f.mu.Unlock()
+	// Only a new report is published: its time in Redis is then that of
+	// the caller's probes, whose staleness the readers judge.
 	var data []byte
-	if own != nil && f.now().Sub(reported) <= f.freshness() {
+	if own != nil && fresh {
 		var err error
 		if data, err = json.Marshal(own); err != nil || len(data) > MaxReportBytes {
 			f.failed("verdicts", fmt.Errorf("this member's report is %d bytes, over %d: %v", len(data), MaxReportBytes, err))
@@ -154,6 +156,13 @@ func (f *Fleet) round() {
 		f.cfg.Member, data, f.freshness().Milliseconds(), forgetAfter*f.cfg.ProbeInterval.Milliseconds()).Slice()
 	if err == nil {
 		err = f.readReports(res)
+	}
+	if err == nil && data != nil {
+		f.mu.Lock()
+		if f.own == own {
+			f.fresh = false
+		}
+		f.mu.Unlock()
 	}
 	if err != nil {
 		f.failed("verdicts", err)
