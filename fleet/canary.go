@@ -33,6 +33,9 @@ func (f *Fleet) canaryKey(identity, suffix string) string {
 // CanaryAdd adds this member's counts of the window starting at start (of
 // the given length) to the fleet's, and returns the fleet's totals.
 func (f *Fleet) CanaryAdd(ctx context.Context, identity string, start time.Time, length time.Duration, c CanaryCounts) (CanaryCounts, error) {
+	if length <= 0 {
+		return CanaryCounts{}, errors.New("fleet: a canary window must have a length")
+	}
 	ctx, cancel := context.WithTimeout(ctx, f.cfg.Timeout)
 	defer cancel()
 	k := f.canaryKey(identity, strconv.FormatInt(start.Unix(), 10))

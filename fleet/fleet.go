@@ -134,16 +134,17 @@ type Fleet struct {
 	watch    string          // canary identity whose rollback is watched
 	seen     map[string]bool // rollbacks reported through OnRollback
 
-	cb      sync.Mutex // one callback at a time
-	kick    chan struct{}
-	done    chan struct{}
-	base    context.Context // cancelled by Close
-	cancel  context.CancelFunc
-	wg      sync.WaitGroup
-	ps      *redis.PubSub
-	started time.Time
-	running atomic.Bool // loops started: OnState is called
-	closed  atomic.Bool
+	cb       sync.Mutex // one callback at a time
+	kick     chan struct{}
+	done     chan struct{}
+	base     context.Context // cancelled by Close
+	cancel   context.CancelFunc
+	wg       sync.WaitGroup
+	ps       *redis.PubSub
+	started  time.Time
+	running  atomic.Bool // loops started: OnState is called
+	isolated atomic.Bool // warned that Redis is unreachable
+	closed   atomic.Bool
 }
 
 type keys struct {
@@ -207,6 +208,7 @@ func (c *Config) defaults() error {
 	case c.Probers < 0:
 		return fmt.Errorf("fleet: probers %d is negative", c.Probers)
 	}
+	c.Vantage.Carrier = strings.ToLower(strings.TrimSpace(c.Vantage.Carrier))
 	if c.Timeout <= 0 {
 		c.Timeout = DefaultTimeout
 	}
@@ -328,6 +330,20 @@ func (f *Fleet) failed(what string, err error) {
 	f.lastErr = what + ": " + err.Error()
 	f.mu.Unlock()
 	log.Debugf("Fleet %s: %s: %v", f.cfg.Name, what, err)
+	if s := f.Stats(); s.Isolated && !f.isolated.Swap(true) {
+		log.Warningf("Fleet %s: Redis unreachable for %v: answering from this member's own probes; changes are kept until it returns: %s",
+			f.cfg.Name, s.SyncAge.Round(time.Second), s.LastError)
+	}
+}
+
+// reached notes a successful read of the state.
+func (f *Fleet) reached() {
+	f.mu.Lock()
+	f.synced, f.lastErr = f.now(), ""
+	f.mu.Unlock()
+	if f.isolated.Swap(false) {
+		log.Infof("Fleet %s: Redis reachable again", f.cfg.Name)
+	}
 }
 
 // callback runs fn under the callback lock, outside f.mu.

@@ -84,9 +84,7 @@ func (f *Fleet) syncState() {
 			return
 		}
 		if remote == nil && len(pend) == 0 { // unchanged
-			f.mu.Lock()
-			f.synced, f.lastErr = f.now(), ""
-			f.mu.Unlock()
+			f.reached()
 			return
 		}
 		if remote == nil {
@@ -219,8 +217,9 @@ func (f *Fleet) commit(local *State, remote *doc, merged *State, stamp string, p
 	}
 	changed := !sameEntries(cur.Entries, merged.Entries)
 	f.state.Store(merged)
-	f.stamp, f.synced, f.lastErr = stamp, f.now(), ""
+	f.stamp = stamp
 	f.mu.Unlock()
+	f.reached()
 	for _, c := range conflicts {
 		log.Warningf("Fleet %s: %s by %s at %s lost to %s by %s at %s", f.cfg.Name, c.Key,
 			c.Loser.Origin.Member, c.Loser.Origin.Time.Format(time.RFC3339Nano),
