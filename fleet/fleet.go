@@ -134,17 +134,18 @@ type Fleet struct {
 	watch    string          // canary identity whose rollback is watched
 	seen     map[string]bool // rollbacks reported through OnRollback
 
-	cb       sync.Mutex // one callback at a time
-	kick     chan struct{}
-	done     chan struct{}
-	base     context.Context // cancelled by Close
-	cancel   context.CancelFunc
-	wg       sync.WaitGroup
-	ps       *redis.PubSub
-	started  time.Time
-	running  atomic.Bool // loops started: OnState is called
-	isolated atomic.Bool // warned that Redis is unreachable
-	closed   atomic.Bool
+	combining sync.Mutex // one combine at a time, stored in order
+	cb        sync.Mutex // one callback at a time
+	kick      chan struct{}
+	done      chan struct{}
+	base      context.Context // cancelled by Close
+	cancel    context.CancelFunc
+	wg        sync.WaitGroup
+	ps        *redis.PubSub
+	started   time.Time
+	running   atomic.Bool // loops started: OnState is called
+	isolated  atomic.Bool // warned that Redis is unreachable
+	closed    atomic.Bool
 }
 
 type keys struct {

@@ -216,3 +216,35 @@ func TestMerge(t *testing.T) {
 		t.Errorf("Expected a tie to go to the greater member id, got %s", m["x"].Value)
 	}
 }
+
+// Redis unreachable at start: the member starts from its local copy, and
+// writes it when Redis comes.
+func TestStartWithoutRedisUsesSeed(t *testing.T) {
+	rs := testredis.Start(t)
+	rs.Stop()
+	seed := &State{Entries: map[string]Entry{
+		"drain/n1": {Value: json.RawMessage(`{}`), Origin: Origin{Member: "a", Time: time.Now().Add(-time.Minute), Version: 3}},
+	}}
+	began := time.Now()
+	a := start(t, rs, "a", telecom, func(c *Config) { c.Seed = seed })
+	if d := time.Since(began); d > 2*testTimeout {
+		t.Errorf("Expected Start bounded by the timeout without Redis, took %v", d)
+	}
+	if ok, last := has(a, "drain/n1", ""); !ok {
+		t.Fatalf("Expected the local copy in force: %s", last)
+	}
+	rs.Restart()
+	b := start(t, rs, "b", unicom, nil)
+	testsupport.WaitFor(t, "a's local copy on b", func() (bool, string) { return has(b, "drain/n1", "") })
+}
+
+// A panic in a callback is recovered: the member goes on syncing.
+func TestCallbackPanicRecovered(t *testing.T) {
+	rs := testredis.Start(t)
+	a := start(t, rs, "a", telecom, nil)
+	b := start(t, rs, "b", unicom, func(c *Config) { c.OnState = func(*State) { panic("callback") } })
+	a.Set(drain("n1"))
+	testsupport.WaitFor(t, "the drain on b", func() (bool, string) { return has(b, "drain/n1", "") })
+	a.Set(drain("n2"))
+	testsupport.WaitFor(t, "the second drain on b", func() (bool, string) { return has(b, "drain/n2", "") })
+}

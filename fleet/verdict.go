@@ -221,6 +221,7 @@ func (f *Fleet) readReports(res []any) error {
 // combine builds Verdicts from the reports still fresh at now, this
 // member's own included, and calls OnVerdicts if notify.
 func (f *Fleet) combine(now time.Time, notify bool) {
+	f.combining.Lock() // stores in the order computed
 	f.mu.Lock()
 	var reports []Report
 	for _, r := range f.reports {
@@ -235,6 +236,7 @@ func (f *Fleet) combine(now time.Time, notify bool) {
 	v := Combine(reports, f.cfg.Quorum)
 	v.At = now
 	f.verdicts.Store(v)
+	f.combining.Unlock()
 	if notify && f.cfg.OnVerdicts != nil {
 		f.callback(func() { f.cfg.OnVerdicts(v) })
 	}
