@@ -11,11 +11,12 @@
 // Redis Cluster keeps one fleet in one slot and its scripts stay atomic:
 //
 //	gslb:fleet:{NAME}:state             hash: stamp, doc (the control state as JSON, see doc)
-//	gslb:fleet:{NAME}:changes           channel: "STAMP" after every accepted change
+//	gslb:fleet:{NAME}:changes           channel: the stamp after every accepted change, "rollback" after one
 //	gslb:fleet:{NAME}:members           sorted set: member -> last heartbeat (Redis time, ms)
 //	gslb:fleet:{NAME}:verdicts          hash: member -> its Report as JSON
 //	gslb:fleet:{NAME}:verdicts:at       hash: member -> when it was written (Redis time, ms)
-//	gslb:fleet:{NAME}:lease:VANTAGE:NODE:SLOT   string: member holding the probe lease (PX)
+//	gslb:fleet:{NAME}:lease:VANTAGE:NODE:SLOT  string: the member holding a probe lease, PX 1.5 intervals
+//	                                    (VANTAGE is carrier or carrier/province; SLOT 0..probers-1)
 //	gslb:fleet:{NAME}:canary:ID:WINDOW  hash: cs, cx, ss, sx (canary/stable same/cross-province)
 //	gslb:fleet:{NAME}:canary:ID:rollback  string: the Rollback as JSON, SET NX
 //
@@ -24,6 +25,12 @@
 // wins (origin time, then member id), so a change made while Redis was
 // unreachable is written when it returns, and a Redis that lost its data
 // is written back by the members that kept theirs.
+//
+// Timing, with I the probe interval: heartbeats, reports and lease renewals
+// every I/2; a member counts for 3I after its heartbeat, a report for 3I
+// after it was written (then it is ignored, and deleted after 10I); a lease
+// lives 1.5I; canary windows expire after 3 windows, rollbacks and
+// deletions are kept 30 days.
 package fleet
 
 import (
