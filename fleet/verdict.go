@@ -145,7 +145,7 @@ func (f *Fleet) round() {
 	// Only a new report is published: its time in Redis is then that of
 	// the caller's probes, whose staleness the readers judge.
 	var data []byte
-	if own != nil && fresh {
+	if own != nil && fresh && f.now().Sub(reported) <= f.freshness() {
 		var err error
 		if data, err = json.Marshal(own); err != nil || len(data) > MaxReportBytes {
 			f.failed("verdicts", fmt.Errorf("this member's report is %d bytes, over %d: %v", len(data), MaxReportBytes, err))
