@@ -74,7 +74,7 @@ type Config struct {
 	Timeout       time.Duration // bound of every Redis call; 0: DefaultTimeout
 	ProbeInterval time.Duration // verdicts older than 3 of these are ignored; 0: DefaultProbeInterval
 	SyncInterval  time.Duration // re-read of the state besides the channel; 0: DefaultSyncInterval
-	Quorum        float64       // share that must see a node down; 0: DefaultQuorum
+	Quorum        float64       // down when at least this share sees a node down; 0: DefaultQuorum
 	Probers       int           // members per vantage probing a node; 0: all
 
 	// Seed is the last known state (the state file), used when Redis is
@@ -82,7 +82,7 @@ type Config struct {
 	Seed *State
 
 	// Callbacks, called from the fleet's goroutines one at a time; they
-	// must not call back into Set.
+	// may call the Fleet's methods, and should return quickly.
 	OnState    func(*State)     // the state changed, other than by the caller's Set or in Start
 	OnConflict func(Conflict)   // a change lost to a concurrent one
 	OnVerdicts func(*Verdicts)  // new combined verdicts

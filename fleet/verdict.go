@@ -96,8 +96,9 @@ func (v *Verdicts) Carriers(node string) map[string]Decision {
 }
 
 // Report publishes this member's verdicts of the nodes it probes (with
-// leases: those it holds) at the next heartbeat, and every one after while
-// the caller keeps reporting.
+// leases: those it holds) at the next heartbeat. Call it every probe round:
+// a report is ignored 3 intervals after it was published, and a member that
+// stops reporting lets its leases lapse.
 func (f *Fleet) Report(nodes map[string]NodeVerdict) {
 	r := &Report{Member: f.cfg.Member, Vantage: f.cfg.Vantage, IntervalMS: f.cfg.ProbeInterval.Milliseconds(), Nodes: maps.Clone(nodes)}
 	f.mu.Lock()
