@@ -2,6 +2,7 @@ package health
 
 import (
 	"crypto/x509"
+	"net/netip"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -29,6 +30,7 @@ type Options struct {
 	RootCAs     *x509.CertPool   // https roots; nil: the system's
 	Concurrency int              // probes in flight; 0: DefaultConcurrency
 	Now         func() time.Time // clock of the state machine; nil: time.Now
+	Source      netip.Addr       // source address of the probes (a multi-homed host); zero: the system's
 }
 
 // Checker is one node table's view of its probes: it publishes a Snapshot

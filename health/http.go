@@ -12,6 +12,7 @@ import (
 	"math"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"slices"
 )
@@ -85,6 +86,8 @@ func newHTTPProber(s Spec, roots *x509.CertPool) prober {
 	}
 	return p
 }
+
+func (p *httpProber) setSource(a netip.Addr) { p.dialer.LocalAddr = sourceAddr(a) }
 
 func (p *httpProber) probe(parent context.Context) outcome {
 	ctx, cancel := context.WithTimeout(parent, p.spec.Timeout.D())

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"net"
+	"net/netip"
 	"os"
 	"slices"
 	"strings"
@@ -125,6 +126,20 @@ type outcome struct {
 func newProber(s Spec, roots *x509.CertPool) prober {
 	return kinds[s.Type].new(s, roots)
 }
+
+// sourced is a prober whose connections can leave from a given address.
+type sourced interface{ setSource(netip.Addr) }
+
+// prober builds the prober of a validated spec with o's roots and source.
+func (o *Options) prober(s Spec) prober {
+	p := newProber(s, o.RootCAs)
+	if sp, ok := p.(sourced); ok && o.Source.IsValid() {
+		sp.setSource(o.Source)
+	}
+	return p
+}
+
+func sourceAddr(a netip.Addr) *net.TCPAddr { return &net.TCPAddr{IP: a.AsSlice(), Zone: a.Zone()} }
 
 // fail classifies an I/O error: an error at or after the deadline is a
 // timeout (the conn deadline may fire just before the context's).

@@ -32,7 +32,7 @@ func ProbeOnce(ctx context.Context, targets []Target, opts Options) *Snapshot {
 			sem <- struct{}{}
 			defer func() { <-sem }()
 			out := outcome{reason: ReasonConnect} // what a panicking prober leaves
-			recovery.Do("probe", func() { out = newProber(spec, opts.RootCAs).probe(ctx) })
+			recovery.Do("probe", func() { out = opts.prober(spec).probe(ctx) })
 			st := Status{State: StateUp, Load: out.load, HasLoad: out.hasLoad, From: StateUnknown, Since: now()}
 			if !out.ok {
 				st = Status{State: StateDown, Reason: out.reason, From: StateUnknown, Since: now()}

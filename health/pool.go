@@ -91,7 +91,7 @@ func (p *Pool) acquire(t Target, c *Checker) *probe {
 	pr := p.probes[k]
 	if pr == nil {
 		s := t.Spec
-		pr = &probe{pool: p, key: k, typ: s.Type, every: s.Interval.D(), prober: newProber(s, p.opts.RootCAs),
+		pr = &probe{pool: p, key: k, typ: s.Type, every: s.Interval.D(), prober: p.opts.prober(s),
 			done: make(chan struct{})}
 		pr.st = node{rise: s.Rise, fall: s.Fall, holdDown: s.holdDown()}
 		pr.st.st.Since = p.opts.Now()

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 )
 
 // tcpKind checks that a TCP connection opens.
@@ -32,6 +33,8 @@ type tcpProber struct {
 	spec   Spec
 	dialer net.Dialer
 }
+
+func (p *tcpProber) setSource(a netip.Addr) { p.dialer.LocalAddr = sourceAddr(a) }
 
 func (p *tcpProber) probe(parent context.Context) outcome {
 	ctx, cancel := context.WithTimeout(parent, p.spec.Timeout.D())

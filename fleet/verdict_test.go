@@ -1,0 +1,151 @@
+package fleet
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"reflect"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/gslbdns/gslb/internal/testredis"
+	"github.com/gslbdns/gslb/internal/testsupport"
+)
+
+func report(member string, v Vantage, nodes map[string]NodeVerdict) Report {
+	return Report{Member: member, Vantage: v, Nodes: nodes}
+}
+
+var (
+	up   = NodeVerdict{Load: 0.2}
+	down = NodeVerdict{Down: true}
+)
+
+func TestCombineQuorum(t *testing.T) {
+	mobile := Vantage{Carrier: "mobile"}
+	reports := []Report{
+		report("a", telecom, map[string]NodeVerdict{"n1": up, "n2": down, "n3": up}),
+		report("b", telecom, map[string]NodeVerdict{"n1": up, "n2": up, "n3": down}),
+		report("c", telecom, map[string]NodeVerdict{"n1": up, "n2": down, "n3": up}),
+		report("d", unicom, map[string]NodeVerdict{"n1": down, "n2": up, "n3": up}),
+		report("e", mobile, map[string]NodeVerdict{"n1": up, "n2": up, "n3": up}),
+	}
+	for _, tc := range []struct {
+		quorum          float64
+		node, carrier   string
+		down            bool
+		vantage         string
+		downVotes, vots int
+	}{
+		{0.5, "n1", "unicom", true, "unicom", 1, 1},
+		{0.5, "n1", "telecom", false, "telecom", 0, 3},
+		{0.5, "n1", "edu", false, VantageFleet, 1, 3}, // 1 of 3 carriers
+		{0.5, "n2", "telecom", true, "telecom", 2, 3},
+		{0.7, "n2", "telecom", false, "telecom", 2, 3},
+		{0.5, "n3", "telecom", false, "telecom", 1, 3},
+		{0.3, "n3", "telecom", true, "telecom", 1, 3},
+		{0.3, "n1", "edu", true, VantageFleet, 1, 3},
+	} {
+		d, ok := Combine(reports, tc.quorum).Decide(tc.node, tc.carrier)
+		if !ok || d.Down != tc.down || d.Vantage != tc.vantage || d.DownVotes != tc.downVotes || d.Votes != tc.vots {
+			t.Errorf("Quorum %v, %s for %s: expected down %v by %s %d/%d, got %+v (ok %v)",
+				tc.quorum, tc.node, tc.carrier, tc.down, tc.vantage, tc.downVotes, tc.vots, d, ok)
+		}
+	}
+	if _, ok := Combine(reports, 0.5).Decide("n9", "telecom"); ok {
+		t.Errorf("Expected no decision for a node no member reports")
+	}
+	// Every member combining the same reports, in any order, decides alike.
+	want := Combine(reports, 0.5)
+	r := rand.New(rand.NewPCG(1, 2))
+	for range 20 {
+		shuffled := append([]Report(nil), reports...)
+		r.Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
+		if got := Combine(shuffled, 0.5); !reflect.DeepEqual(got, want) {
+			t.Fatalf("Expected the same verdicts in any order, got %+v, want %+v", got, want)
+		}
+	}
+}
+
+// keepReporting has m report nodes every 50ms until the test ends.
+func keepReporting(t *testing.T, m *member, nodes func() map[string]NodeVerdict) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		tk := time.NewTicker(50 * time.Millisecond)
+		defer tk.Stop()
+		for {
+			m.Report(nodes())
+			select {
+			case <-ctx.Done():
+				return
+			case <-tk.C:
+			}
+		}
+	}()
+	stop = func() { cancel(); wg.Wait() }
+	t.Cleanup(stop)
+	return stop
+}
+
+func decided(m *member, node, carrier string, down bool, vantage string, votes int) (bool, string) {
+	d, ok := m.Verdicts().Decide(node, carrier)
+	if !ok || d.Down != down || d.Vantage != vantage || d.Votes != votes {
+		return false, fmt.Sprintf("%s: %s for %s: %+v (ok %v)", m.cfg.Member, node, carrier, d, ok)
+	}
+	return true, ""
+}
+
+// A node dark from unicom only is down for unicom clients on every member
+// and up for telecom clients; a member that stops reporting is forgotten
+// after 3 intervals; without Redis a member answers from its own probes.
+func TestVerdictsPerVantage(t *testing.T) {
+	rs := testredis.Start(t)
+	a := start(t, rs, "a", telecom, nil)
+	b := start(t, rs, "b", unicom, nil)
+	c := start(t, rs, "c", telecom, nil)
+	ms := []*member{a, b, c}
+	keepReporting(t, a, func() map[string]NodeVerdict { return map[string]NodeVerdict{"n1": up} })
+	stopB := keepReporting(t, b, func() map[string]NodeVerdict { return map[string]NodeVerdict{"n1": down} })
+	var cDown atomic.Bool
+	keepReporting(t, c, func() map[string]NodeVerdict { return map[string]NodeVerdict{"n1": {Down: cDown.Load()}} })
+
+	testsupport.WaitFor(t, "n1 down for unicom on every member", all(ms, func(m *member) (bool, string) {
+		return decided(m, "n1", "unicom", true, "unicom", 1)
+	}))
+	testsupport.WaitFor(t, "n1 up for telecom on every member", all(ms, func(m *member) (bool, string) {
+		return decided(m, "n1", "telecom", false, "telecom", 2)
+	}))
+	// No member sees from mobile: one of two carriers sees n1 down, 0.5.
+	testsupport.WaitFor(t, "n1 by the fleet for mobile", all(ms, func(m *member) (bool, string) {
+		return decided(m, "n1", "mobile", true, VantageFleet, 2)
+	}))
+	testsupport.WaitFor(t, "three members", all(ms, func(m *member) (bool, string) {
+		return m.Stats().Members == 3, fmt.Sprint(m.Stats())
+	}))
+
+	// b's probes stop: its verdict goes stale, and telecom decides for all.
+	stopB()
+	began := time.Now()
+	testsupport.WaitFor(t, "b's stale verdict ignored", all([]*member{a, c}, func(m *member) (bool, string) {
+		return decided(m, "n1", "unicom", false, VantageFleet, 1)
+	}))
+	if d, most := time.Since(began), 4*a.cfg.ProbeInterval; d > most {
+		t.Errorf("Expected a stale verdict ignored after 3 intervals, took %v", d)
+	}
+
+	// Redis down: c's verdict goes stale on a, which answers from its own.
+	cDown.Store(true)
+	testsupport.WaitFor(t, "c's down verdict on a", func() (bool, string) { return decided(a, "n1", "telecom", true, "telecom", 2) })
+	rs.Stop()
+	testsupport.WaitFor(t, "a on its own probes", func() (bool, string) {
+		if !a.Stats().Isolated {
+			return false, fmt.Sprint(a.Stats())
+		}
+		return decided(a, "n1", "telecom", false, "telecom", 1)
+	})
+}
