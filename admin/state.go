@@ -157,10 +157,6 @@ func checkOverlap(entries []overrides.Entry) error {
 	return nil
 }
 
-// header opens the state file; the rest is JSON, which is YAML too: an
-// operator may edit it in either form.
-const header = "# gslb admin state: written by the admin API on every change; edit with care.\n"
-
 // Marshal is the state file's content. It is JSON, whose strings carry any
 // text (newlines, leading blanks, '#', NUL) in a form YAML reads back as
 // it was, one entry a line, so that an error names the entry's line. The
@@ -176,7 +172,6 @@ func (s *State) Marshal() ([]byte, error) {
 // encode writes s one entry a line.
 func encode(s *State) ([]byte, error) {
 	var b bytes.Buffer
-	b.WriteString(header)
 	b.WriteString("{")
 	sep := "\n"
 	list := func(key string, n int, line func(i int) ([]byte, error)) error {
@@ -335,7 +330,8 @@ func (s *State) Write(path string) error {
 	if err != nil {
 		return err
 	}
-	return atomicfile.WriteBytes(path, data)
+	// It holds the canary's salt: for the server's user only.
+	return atomicfile.WriteBytesMode(path, 0o600, data)
 }
 
 // Drained returns the drain times by node id.

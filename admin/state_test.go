@@ -1,6 +1,7 @@
 package admin
 
 import (
+	"encoding/json"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -121,5 +122,27 @@ func TestCheckOverlapLarge(t *testing.T) {
 	entries = append(entries, overrides.Entry{Prefixes: []netip.Prefix{netip.MustParsePrefix("1.1.2.0/24"), netip.MustParsePrefix("1.0.5.0/24")}})
 	if err := checkOverlap(entries); err == nil || err.Error() != "pins: 1.1.2.0/24 is pinned twice" {
 		t.Fatalf("Expected 1.1.2.0/24 pinned twice, got %v", err)
+	}
+}
+
+// TestStateFileIsPrivateJSON: the file is plain JSON (jq reads it) and
+// readable by its owner only, whatever its mode was: it holds the salt.
+func TestStateFileIsPrivateJSON(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state.json")
+	if err := os.WriteFile(path, []byte("{}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	st := &State{Drains: []DrainEntry{{Node: "a", Since: yamlfile.Time{Time: time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)}}}, CanarySalt: "00ff"}
+	if err := st.Write(path); err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(path)
+	if err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("Expected mode 0600, got %v, %v", fi.Mode().Perm(), err)
+	}
+	data, _ := os.ReadFile(path)
+	var v map[string]any
+	if err := json.Unmarshal(data, &v); err != nil || v["canary_salt"] != "00ff" {
+		t.Errorf("Expected plain JSON with the salt, got %v: %s", err, data)
 	}
 }

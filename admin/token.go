@@ -83,5 +83,19 @@ func CheckToken(tok string) error {
 		return fmt.Errorf("the token is too weak (%d characters, %d different, about %.0f bits; at least %d bits and 8 different characters): use e.g. openssl rand -hex 16",
 			len(tok), len(distinct), bits, minTokenBits)
 	}
+	if p := period(tok); p < len(tok) {
+		return fmt.Errorf("the token repeats its first %d characters: use e.g. openssl rand -hex 16", p)
+	}
 	return nil
+}
+
+// period is the length of the shortest string whose repetition (the last
+// copy cut short) makes s: len(s) when s repeats nothing.
+func period(s string) int {
+	for p := 1; p <= len(s)/2; p++ {
+		if s[p:] == s[:len(s)-p] {
+			return p
+		}
+	}
+	return len(s)
 }

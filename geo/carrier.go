@@ -164,12 +164,18 @@ func (c *Carriers) Extend(asns map[uint32]string, names map[string]string) (*Car
 		if carrier == "" {
 			return nil, fmt.Errorf("carriers.asn: %d: empty carrier", asn)
 		}
+		if near, typo := builtinTypo(carrier); typo {
+			return nil, fmt.Errorf("carriers.asn: %d: carrier %q looks like a typo of %s: its clients would match no %s node", asn, asns[asn], near, NormalizeCarrier(near))
+		}
 		n.AddASN(asn, carrier)
 	}
 	for _, sub := range slices.Sorted(maps.Keys(names)) {
 		carrier := NormalizeCarrier(names[sub])
 		if strings.TrimSpace(sub) == "" || carrier == "" {
 			return nil, fmt.Errorf("carriers.names: %q: empty name or carrier", sub)
+		}
+		if near, typo := builtinTypo(carrier); typo {
+			return nil, fmt.Errorf("carriers.names: %q: carrier %q looks like a typo of %s: its clients would match no %s node", sub, names[sub], near, NormalizeCarrier(near))
 		}
 		n.AddName(sub, carrier)
 	}
@@ -294,12 +300,17 @@ func (c *Carriers) CheckCarrier(word, carrier string) error {
 	if strings.TrimSpace(word) == "" || c.Known(carrier) {
 		return nil
 	}
-	return fmt.Errorf("unknown carrier %q (did you mean %s?): known are telecom, unicom, mobile, edu, cbn, their aliases, and the carriers the node table's carriers: adds",
-		word, c.nearest(strings.ToLower(strings.TrimSpace(word))))
+	hint := ""
+	if near, ok := c.nearest(strings.ToLower(strings.TrimSpace(word))); ok {
+		hint = " (did you mean " + near + "?)"
+	}
+	return fmt.Errorf("unknown carrier %q%s: known are telecom, unicom, mobile, edu, cbn, their aliases, and the carriers the node table's carriers: adds",
+		word, hint)
 }
 
-// nearest is the known carrier word closest to w in edit distance.
-func (c *Carriers) nearest(w string) string {
+// nearest is the known carrier word closest to w in edit distance, when
+// it is close enough to be a typo of it.
+func (c *Carriers) nearest(w string) (string, bool) {
 	words := slices.Sorted(maps.Keys(carrierAliases))
 	if c != nil {
 		for _, v := range c.asn {
@@ -316,29 +327,63 @@ func (c *Carriers) nearest(w string) string {
 			best, bd = k, d
 		}
 	}
-	return best
+	return best, bd >= 0 && bd <= typoDistance(w)
 }
 
-// editDistance is the Levenshtein distance of a and b, in runes.
+// typoDistance is how many edits still make a typo of a word of w's
+// length: short carrier names differ from each other by two (cernet,
+// cstnet).
+func typoDistance(w string) int {
+	if len([]rune(w)) < 8 {
+		return 1
+	}
+	return 2
+}
+
+// builtinTypo returns the built-in carrier word that carrier, which is not
+// one, looks like a typo of.
+func builtinTypo(carrier string) (string, bool) {
+	switch carrier {
+	case Telecom, Unicom, Mobile, Edu, CBN:
+		return "", false
+	}
+	if _, alias := carrierAliases[carrier]; alias {
+		return "", false
+	}
+	best, bd := "", typoDistance(carrier)+1
+	for _, k := range slices.Sorted(maps.Keys(carrierAliases)) {
+		if d := editDistance(carrier, k); d < bd {
+			best, bd = k, d
+		}
+	}
+	return best, best != ""
+}
+
+// editDistance is the optimal-string-alignment distance of a and b, in
+// runes: a swap of two neighbours is one edit, as typists make them.
 func editDistance(a, b string) int {
 	ra, rb := []rune(a), []rune(b)
-	prev := make([]int, len(rb)+1)
-	cur := make([]int, len(rb)+1)
-	for j := range prev {
-		prev[j] = j
+	d := make([][]int, len(ra)+1)
+	for i := range d {
+		d[i] = make([]int, len(rb)+1)
+		d[i][0] = i
+	}
+	for j := range d[0] {
+		d[0][j] = j
 	}
 	for i := 1; i <= len(ra); i++ {
-		cur[0] = i
 		for j := 1; j <= len(rb); j++ {
 			cost := 1
 			if ra[i-1] == rb[j-1] {
 				cost = 0
 			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+			d[i][j] = min(d[i-1][j]+1, d[i][j-1]+1, d[i-1][j-1]+cost)
+			if i > 1 && j > 1 && ra[i-1] == rb[j-2] && ra[i-2] == rb[j-1] {
+				d[i][j] = min(d[i][j], d[i-2][j-2]+1)
+			}
 		}
-		prev, cur = cur, prev
 	}
-	return prev[len(rb)]
+	return d[len(ra)][len(rb)]
 }
 
 // NormalizeCarrier maps a carrier spelling to telecom, unicom, mobile or edu

@@ -112,3 +112,31 @@ func TestNormalizeCarrier(t *testing.T) {
 		}
 	}
 }
+
+// TestCarrierTypos: a carriers: target that is a typo of a built-in word is
+// an error (its clients would match no node of that carrier), a new
+// carrier is not, and a word far from every known one gets no suggestion.
+func TestCarrierTypos(t *testing.T) {
+	c := DefaultCarriers()
+	for _, tc := range []struct {
+		asn     map[uint32]string
+		names   map[string]string
+		wantErr string
+	}{
+		{map[uint32]string{4134: "telcom"}, nil, `carriers.asn: 4134: carrier "telcom" looks like a typo of telecom`},
+		{nil, map[string]string{"Chinanet": "unicon"}, `carriers.names: "Chinanet": carrier "unicon" looks like a typo of unicom`},
+		{map[uint32]string{4134: "ctcc", 9808: "China Mobile"}, nil, ""},
+		{map[uint32]string{17964: "drpeng"}, map[string]string{"Great Wall": "cstnet"}, ""},
+	} {
+		_, err := c.Extend(tc.asn, tc.names)
+		if tc.wantErr == "" && err != nil || tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)) {
+			t.Errorf("Extend(%v, %v): got %v, want %q", tc.asn, tc.names, err, tc.wantErr)
+		}
+	}
+	if err := c.CheckCarrier("google", "google"); err == nil || strings.Contains(err.Error(), "did you mean") {
+		t.Errorf("Expected no suggestion for a word far from every carrier, got %v", err)
+	}
+	if err := c.CheckCarrier("moblie", "moblie"); err == nil || !strings.Contains(err.Error(), "did you mean mobile?") {
+		t.Errorf("Expected a suggestion for a typo, got %v", err)
+	}
+}

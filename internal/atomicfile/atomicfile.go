@@ -12,6 +12,11 @@ import (
 
 // Write creates path with what write puts into it, mode 0644.
 func Write(path string, write func(io.Writer) error) error {
+	return WriteMode(path, 0o644, write)
+}
+
+// WriteMode is Write with the file's mode.
+func WriteMode(path string, mode os.FileMode, write func(io.Writer) error) error {
 	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
 		return err
@@ -30,7 +35,7 @@ func Write(path string, write func(io.Writer) error) error {
 	if err := f.Close(); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
-	if err := os.Chmod(f.Name(), 0o644); err != nil {
+	if err := os.Chmod(f.Name(), mode); err != nil {
 		return err
 	}
 	if err := os.Rename(f.Name(), path); err != nil {
@@ -44,8 +49,11 @@ func Write(path string, write func(io.Writer) error) error {
 }
 
 // WriteBytes creates path holding b.
-func WriteBytes(path string, b []byte) error {
-	return Write(path, func(w io.Writer) error {
+func WriteBytes(path string, b []byte) error { return WriteBytesMode(path, 0o644, b) }
+
+// WriteBytesMode creates path holding b, with mode.
+func WriteBytesMode(path string, mode os.FileMode, b []byte) error {
+	return WriteMode(path, mode, func(w io.Writer) error {
 		_, err := w.Write(b)
 		return err
 	})

@@ -5,6 +5,7 @@
 package yamlfile
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -73,8 +74,25 @@ type Lines map[string][]int
 // path of the entry, e.g. `line 4: nodes[0].probe: unknown key "kind"`.
 func Decode(data []byte, v any) (Lines, error) {
 	var root yaml.Node
-	if err := yaml.Unmarshal(data, &root); err != nil {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(&root); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, ErrEmpty
+		}
 		return nil, err
+	}
+	// A second document would be ignored: refuse it, or an entry an
+	// operator added after a "---" would silently not apply.
+	var more yaml.Node
+	switch err := dec.Decode(&more); {
+	case errors.Is(err, io.EOF):
+	case err != nil:
+		return nil, err
+	default:
+		if len(more.Content) == 1 && more.Content[0].Tag == "!!null" && more.Content[0].Value == "" {
+			break // a trailing "---" alone
+		}
+		return nil, fmt.Errorf("line %d: a second YAML document: a file holds one (remove the ---)", more.Line)
 	}
 	if len(root.Content) == 0 {
 		return nil, ErrEmpty

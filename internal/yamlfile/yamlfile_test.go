@@ -91,3 +91,25 @@ func TestReadFileLimit(t *testing.T) {
 		t.Errorf("Expected a missing file's error, got %v", err)
 	}
 }
+
+// TestDecodeOneDocument: what follows the first document is an error, not
+// silently ignored.
+func TestDecodeOneDocument(t *testing.T) {
+	type file struct {
+		A []int `yaml:"a"`
+		B []int `yaml:"b"`
+	}
+	for _, tc := range []struct{ data, want string }{
+		{"a: [1]\n---\nb: [2]\n", "line 2: a second YAML document"},
+		{"a: [1]\n---\nthis is: [not even, valid\n", "line "},
+		{"{\"a\": [1]}\n{\"b\": [2]}\n", "line "},
+		{"a: [1]\n---\n", ""},
+		{"a: [1]\n", ""},
+	} {
+		var f file
+		_, err := Decode([]byte(tc.data), &f)
+		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("Decode(%q): got %v, want %q", tc.data, err, tc.want)
+		}
+	}
+}
