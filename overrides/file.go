@@ -74,6 +74,9 @@ func parse(data []byte, known func(id string) bool) (*Table, error) {
 		at := yamlfile.Where("overrides", lines, i)
 		e, err := y.Entry(known)
 		if err != nil {
+			if l := yamlfile.MessageLine(data, "overrides", i, err.Error()); l != 0 {
+				at = fmt.Sprintf("line %d: overrides[%d]", l, i)
+			}
 			return nil, fmt.Errorf("%s: %w", at, err)
 		}
 		e.Line = yamlfile.LineAt(lines, i)

@@ -18,7 +18,7 @@ func TestParseErrors(t *testing.T) {
 		{"bad cidr", "overrides:\n  - cidr: 203.0.113.0/33\n    nodes: [gz-telecom]\n", "field cidr: \"203.0.113.0/33\" is not a network"},
 		{"host bits", "overrides:\n  - cidr: 203.0.113.5/24\n    nodes: [gz-telecom]\n", "has bits set after the prefix (the network is 203.0.113.0/24)"},
 		{"nothing to do", "overrides:\n  - cidr: 203.0.113.0/24\n    note: hi\n", "field location/nodes"},
-		{"unknown node", "overrides:\n  - cidr: 203.0.113.0/24\n    nodes: [nobody]\n", `line 2: overrides[0]: field nodes: unknown node "nobody"`},
+		{"unknown node", "overrides:\n  - cidr: 203.0.113.0/24\n    nodes: [nobody]\n", `line 3: overrides[0]: field nodes: unknown node "nobody"`},
 		{"empty nodes", "overrides:\n  - cidr: 203.0.113.0/24\n    nodes: []\n", "field nodes: an empty list"},
 		{"no country", "overrides:\n  - cidr: 203.0.113.0/24\n    location: {province: ZJ}\n", "field location.country: missing; country is required"},
 		{"bad country", "overrides:\n  - cidr: 203.0.113.0/24\n    location: {country: XX}\n", "field location.country"},

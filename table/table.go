@@ -89,12 +89,12 @@ func parse(data []byte, zones []string, defaultTTL uint32) (*Table, error) {
 		return nil, err
 	}
 	index, err := t.addNodes(&f, yamlfile.EntryLines(doc, "nodes"))
-	err = atField(func(i int, path ...string) int { return yamlfile.FieldLine(data, "nodes", i, path...) }, err)
+	err = atField(func(i int, msg string) int { return yamlfile.MessageLine(data, "nodes", i, msg) }, err)
 	if err != nil {
 		return nil, err
 	}
 	if err := t.addRecords(&f, index, yamlfile.EntryLines(doc, "records"), zones, defaultTTL); err != nil {
-		return nil, atField(func(i int, path ...string) int { return yamlfile.FieldLine(data, "records", i, path...) }, err)
+		return nil, atField(func(i int, msg string) int { return yamlfile.MessageLine(data, "records", i, msg) }, err)
 	}
 	if t.Topology, err = scoring.ParseTopology(f.Neighbors, f.Regions); err != nil {
 		return nil, err
@@ -119,17 +119,12 @@ func (e *entryError) Error() string { return e.at + ": " + e.msg }
 
 // atField moves an entry error's line from the entry's first line to the
 // line of the field it names ("field lat: ...", "probe.timeout: ...").
-func atField(fieldLine func(i int, path ...string) int, err error) error {
+func atField(fieldLine func(i int, msg string) int, err error) error {
 	var ee *entryError
 	if !errors.As(err, &ee) {
 		return err
 	}
-	name := strings.TrimPrefix(ee.msg, "field ")
-	end := strings.IndexAny(name, ":[/ ")
-	if end <= 0 {
-		return err
-	}
-	line := fieldLine(ee.i, strings.Split(name[:end], ".")...)
+	line := fieldLine(ee.i, ee.msg)
 	if line == 0 {
 		return err
 	}

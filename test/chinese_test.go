@@ -178,7 +178,7 @@ func TestOverridesBadAtStartup(t *testing.T) {
 		inst.Stop()
 		t.Fatalf("Started with a bad overrides file")
 	}
-	for _, want := range []string{"Corefile:", ov, "line 2: overrides[0]: field location.province"} {
+	for _, want := range []string{"Corefile:", ov, "line 3: overrides[0]: field location.province"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("Error %q does not contain %q", err, want)
 		}

@@ -273,6 +273,18 @@ func FieldLine(data []byte, list string, i int, path ...string) int {
 	return line
 }
 
+// MessageLine is FieldLine for an error message about element i that
+// starts with the field's path ("field a.b: ..." or "a.b: ..."): the line
+// of that field, or 0.
+func MessageLine(data []byte, list string, i int, msg string) int {
+	name := strings.TrimPrefix(msg, "field ")
+	end := strings.IndexAny(name, ":[/ ")
+	if end <= 0 {
+		return 0
+	}
+	return FieldLine(data, list, i, strings.Split(name[:end], ".")...)
+}
+
 // LineAt returns lines[i], or 0 when the entry has no known line.
 func LineAt(lines []int, i int) int {
 	if i < len(lines) {
