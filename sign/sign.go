@@ -46,6 +46,7 @@ const (
 // Signer signs one zone's answers. It is safe for concurrent use.
 type Signer struct {
 	zone   string
+	labels int
 	d      dnssec.Dnssec
 	dnskey []dns.DNSKEY
 	ds     []*dns.DS
@@ -179,7 +180,8 @@ func newSigner(zone string, signing, publish []*key, ttl uint32, capacity int) *
 		}
 	}
 	s := &Signer{
-		zone: zone,
+		zone:   zone,
+		labels: dns.CountLabel(zone),
 		// With KSKs and ZSKs, plugin/dnssec signs DNSKEY with the KSKs
 		// and the rest with the ZSKs.
 		d:     dnssec.New([]string{zone}, keys, ksk > 0 && zsk > 0, nil, cache.New[[]dns.RR](capacity)),
@@ -254,7 +256,7 @@ func (s *Signer) section(rrs []dns.RR, now time.Time, server string) []dns.RR {
 	n := len(rrs)
 	for i := 0; i < n; i++ {
 		h := rrs[i].Header()
-		if h.Rrtype == dns.TypeRRSIG || h.Rrtype == dns.TypeOPT || !dns.IsSubDomain(s.zone, h.Name) {
+		if h.Rrtype == dns.TypeRRSIG || h.Rrtype == dns.TypeOPT || !s.inZone(h.Name) {
 			continue
 		}
 		first := true
@@ -272,6 +274,18 @@ func (s *Signer) section(rrs []dns.RR, now time.Time, server string) []dns.RR {
 		}
 	}
 	return rrs
+}
+
+// inZone is dns.IsSubDomain(s.zone, name) without its allocations.
+func (s *Signer) inZone(name string) bool {
+	if s.labels == 0 {
+		return true
+	}
+	if dns.CountLabel(name) < s.labels {
+		return false
+	}
+	i, _ := dns.PrevLabel(name, s.labels)
+	return strings.EqualFold(name[i:], s.zone)
 }
 
 func sameSet(a, b *dns.RR_Header) bool {
