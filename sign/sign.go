@@ -50,8 +50,8 @@ type Signer struct {
 	d      dnssec.Dnssec
 	dnskey []dns.DNSKEY
 	ds     []*dns.DS
-	pos    *cache.Cache[*entry] // RRsets of positive answers
-	neg    *cache.Cache[*entry] // denials: a name flood evicts only these
+	pos    *cache.Cache[*entry] // RRsets but NSEC
+	neg    *cache.Cache[*entry] // NSECs: a flood of names evicts only these
 	seed1  maphash.Seed
 	seed2  maphash.Seed
 	now    func() time.Time
@@ -65,11 +65,7 @@ type entry struct {
 	k2    uint64
 	n     int
 	until int64 // unix seconds from which the entry is refreshed
-
-	add     []dns.RR // RRSIGs of an RRset; for a denial what follows the SOA
-	rcode   int      // denial: the reply's rcode (NOERROR, black lies)
-	answer  []dns.RR // denial of an NSEC query: the answer section
-	keepSOA bool
+	sigs  []dns.RR
 }
 
 // registry shares Signers by key file identity, so a reload that keeps
@@ -269,7 +265,11 @@ func (s *Signer) section(rrs []dns.RR, now time.Time, server string) []dns.RR {
 		if !first {
 			continue
 		}
-		for _, sig := range s.rrsetSigs(rrs[:n], i, now, server) {
+		c := s.pos
+		if h.Rrtype == dns.TypeNSEC {
+			c = s.neg
+		}
+		for _, sig := range s.rrsetSigs(c, rrs[:n], i, now, server) {
 			rrs = append(rrs, clone(sig))
 		}
 	}
@@ -294,7 +294,7 @@ func sameSet(a, b *dns.RR_Header) bool {
 
 // rrsetSigs returns the signatures of the RRset rrs[i] starts, from the
 // cache or signed now.
-func (s *Signer) rrsetSigs(rrs []dns.RR, i int, now time.Time, server string) []dns.RR {
+func (s *Signer) rrsetSigs(c *cache.Cache[*entry], rrs []dns.RR, i int, now time.Time, server string) []dns.RR {
 	h := rrs[i].Header()
 	var k1, k2 uint64
 	n := 0
@@ -316,9 +316,9 @@ func (s *Signer) rrsetSigs(rrs []dns.RR, i int, now time.Time, server string) []
 	}
 	bufPool.Put(bp)
 	if ok {
-		if e, hit := s.pos.Get(k1); hit && e.k2 == k2 && e.n == n && now.Unix() < e.until {
+		if e, hit := c.Get(k1); hit && e.k2 == k2 && e.n == n && now.Unix() < e.until {
 			s.hits.Add(1)
-			return e.add
+			return e.sigs
 		}
 	}
 	s.misses.Add(1)
@@ -333,73 +333,73 @@ func (s *Signer) rrsetSigs(rrs []dns.RR, i int, now time.Time, server string) []
 	s.d.Sign(request.Request{Req: scratch, Zone: s.zone}, now, server)
 	sigs := scratch.Answer[len(set):]
 	if ok && len(sigs) > 0 {
-		s.pos.Add(k1, &entry{k2: k2, n: n, until: until(sigs), add: sigs})
+		c.Add(k1, &entry{k2: k2, n: n, until: until(sigs), sigs: sigs})
 	}
 	return sigs
 }
 
-// deny signs a negative answer with black lies, as plugin/dnssec does.
+// deny turns a negative answer into a NODATA proven by an NSEC black
+// lie, as plugin/dnssec does: the NSEC's owner is the query name, the next
+// name its immediate successor, so it covers no other name.
 func (s *Signer) deny(m *dns.Msg, now time.Time, server string) {
 	if len(m.Question) == 0 || len(m.Ns) != 1 || m.Ns[0].Header().Rrtype != dns.TypeSOA {
 		return
 	}
 	q := m.Question[0]
-	var h1, h2 maphash.Hash
-	h1.SetSeed(s.seed1)
-	h2.SetSeed(s.seed2)
-	bp := bufPool.Get().(*[]byte)
-	w, err := wire(m.Ns[0], bp)
-	if err == nil {
-		var tail [3]byte
-		tail[0], tail[1], tail[2] = byte(q.Qtype>>8), byte(q.Qtype), byte(m.Rcode)
-		h1.Write(w)
-		h1.Write(tail[:])
-		h1.WriteString(q.Name)
-		h2.Write(w)
-		h2.Write(tail[:])
-		h2.WriteString(q.Name)
+	nsec := &dns.NSEC{
+		Hdr:        dns.RR_Header{Name: q.Name, Rrtype: dns.TypeNSEC, Class: dns.ClassINET, Ttl: m.Ns[0].Header().Ttl},
+		NextDomain: `\000.` + q.Name,
+		TypeBitMap: bitmap(q.Qtype, strings.EqualFold(q.Name, s.zone)),
 	}
-	bufPool.Put(bp)
-	k1, k2 := h1.Sum64(), h2.Sum64()
-	if err == nil {
-		if e, hit := s.neg.Get(k1); hit && e.k2 == k2 && now.Unix() < e.until {
-			s.hits.Add(1)
-			apply(m, e)
-			return
-		}
+	if q.Name == "." {
+		nsec.NextDomain = `\000.`
 	}
-	s.misses.Add(1)
-	scratch := &dns.Msg{Question: []dns.Question{q}, Ns: []dns.RR{m.Ns[0]}}
-	scratch.Response = true
-	scratch.Rcode = m.Rcode
-	s.d.Sign(request.Request{Req: scratch, Zone: s.zone}, now, server)
-	e := &entry{k2: k2, rcode: scratch.Rcode}
-	switch {
-	case len(scratch.Ns) > 1:
-		e.add, e.keepSOA = scratch.Ns[1:], true
-	case len(scratch.Answer) > 0: // an NSEC query: the NSEC is the answer
-		e.answer = scratch.Answer
-	default:
-		return // nothing signed
+	m.Rcode = dns.RcodeSuccess
+	if q.Qtype == dns.TypeNSEC { // the NSEC is the answer
+		m.Ns = nil
+		m.Answer = s.section(append(m.Answer, nsec), now, server)
+		return
 	}
-	e.until = min(until(e.add), until(e.answer))
-	if err == nil {
-		s.neg.Add(k1, e)
-	}
-	apply(m, e)
+	m.Ns = s.section(append(m.Ns, nsec), now, server)
 }
 
-func apply(m *dns.Msg, e *entry) {
-	m.Rcode = e.rcode
-	if !e.keepSOA {
-		m.Ns = nil
+// The NSEC bitmaps are plugin/dnssec's with HTTPS and SVCB added: a
+// resolver that keeps an NSEC answers NODATA from it for every type it
+// does not name, and gslb answers HTTPS.
+var (
+	// In ascending order, as the wire form needs.
+	zoneTypes = []uint16{dns.TypeA, dns.TypeHINFO, dns.TypeTXT, dns.TypeAAAA, dns.TypeLOC, dns.TypeSRV, dns.TypeCERT, dns.TypeSSHFP,
+		dns.TypeRRSIG, dns.TypeNSEC, dns.TypeTLSA, dns.TypeHIP, dns.TypeOPENPGPKEY, dns.TypeSVCB, dns.TypeHTTPS, dns.TypeSPF}
+	apexTypes = []uint16{dns.TypeA, dns.TypeNS, dns.TypeSOA, dns.TypeHINFO, dns.TypeMX, dns.TypeTXT, dns.TypeAAAA, dns.TypeLOC,
+		dns.TypeSRV, dns.TypeCERT, dns.TypeSSHFP, dns.TypeRRSIG, dns.TypeNSEC, dns.TypeDNSKEY, dns.TypeTLSA, dns.TypeHIP,
+		dns.TypeOPENPGPKEY, dns.TypeSVCB, dns.TypeHTTPS, dns.TypeSPF}
+	// without[apex][qtype] is the bitmap less qtype, made once.
+	without = [2]map[uint16][]uint16{minus(zoneTypes), minus(apexTypes)}
+)
+
+func minus(types []uint16) map[uint16][]uint16 {
+	m := map[uint16][]uint16{}
+	for i, t := range types {
+		if t == dns.TypeNSEC || t == dns.TypeRRSIG {
+			continue
+		}
+		m[t] = append(append([]uint16(nil), types[:i]...), types[i+1:]...)
 	}
-	for _, rr := range e.add {
-		m.Ns = append(m.Ns, clone(rr))
+	return m
+}
+
+// bitmap is the NSEC type bitmap denying qtype. A DS query gets the same
+// as any other: gslb delegates nothing, and plugin/dnssec's delegation
+// bitmap (NS without SOA) would prove an insecure delegation.
+func bitmap(qtype uint16, apex bool) []uint16 {
+	i, all := 0, zoneTypes
+	if apex {
+		i, all = 1, apexTypes
 	}
-	for _, rr := range e.answer {
-		m.Answer = append(m.Answer, clone(rr))
+	if b, ok := without[i][qtype]; ok {
+		return b
 	}
+	return all
 }
 
 // until is when signatures sigs are to be refreshed.

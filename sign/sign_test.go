@@ -400,3 +400,25 @@ func TestInZone(t *testing.T) {
 		}
 	}
 }
+
+func TestBitmaps(t *testing.T) {
+	for _, apex := range []bool{false, true} {
+		for _, q := range []uint16{dns.TypeA, dns.TypeAAAA, dns.TypeHTTPS, dns.TypeDS, dns.TypeNSEC, dns.TypeMX, dns.TypeSOA} {
+			b := bitmap(q, apex)
+			if !slices.IsSorted(b) {
+				t.Errorf("Bitmap for %s (apex %v) is not in order: %v", dns.TypeToString[q], apex, b)
+			}
+			if q != dns.TypeNSEC && slices.Contains(b, q) {
+				t.Errorf("Bitmap denying %s names it", dns.TypeToString[q])
+			}
+			for _, must := range []uint16{dns.TypeRRSIG, dns.TypeNSEC, dns.TypeHTTPS, dns.TypeA, dns.TypeAAAA} {
+				if must != q && !slices.Contains(b, must) {
+					t.Errorf("Bitmap denying %s (apex %v) lacks %s", dns.TypeToString[q], apex, dns.TypeToString[must])
+				}
+			}
+			if slices.Contains(b, dns.TypeCNAME) || slices.Contains(b, dns.TypeDS) || slices.Contains(b, dns.TypeNS) != apex {
+				t.Errorf("Bitmap %v (apex %v): CNAME, DS, or NS off the apex", b, apex)
+			}
+		}
+	}
+}

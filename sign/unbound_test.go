@@ -1,0 +1,213 @@
+package sign
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/gslbdns/gslb/internal/testsupport"
+
+	"github.com/miekg/dns"
+)
+
+// authority is a tiny authoritative server for zone answering the way
+// gslb does, signed by s when the query has the DO bit. bogus.example.test
+// has its A record changed after signing.
+func authority(t *testing.T, s *Signer) string {
+	t.Helper()
+	soa := rr(t, "example.test. 30 IN SOA ns1.example.test. hostmaster.example.test. 1 7200 1800 1209600 30")
+	names := map[string]map[uint16][]string{
+		"example.test.":       {dns.TypeNS: {"example.test. 30 IN NS ns1.example.test."}, dns.TypeSOA: {soa.String()}},
+		"ns1.example.test.":   {dns.TypeA: {"ns1.example.test. 30 IN A 127.0.0.1"}},
+		"www.example.test.":   {dns.TypeA: {"www.example.test. 30 IN A 192.0.2.1", "www.example.test. 30 IN A 192.0.2.2"}, dns.TypeHTTPS: {`www.example.test. 30 IN HTTPS 1 . alpn="h2,h3" ipv4hint=192.0.2.1`}},
+		"alias.example.test.": {dns.TypeCNAME: {"alias.example.test. 30 IN CNAME www.example.test."}},
+		"bogus.example.test.": {dns.TypeA: {"bogus.example.test. 30 IN A 192.0.2.66"}},
+	}
+	h := dns.HandlerFunc(func(w dns.ResponseWriter, r *dns.Msg) {
+		m := new(dns.Msg)
+		m.SetReply(r)
+		m.Authoritative = true
+		q := r.Question[0]
+		name := strings.ToLower(q.Name)
+		do := r.IsEdns0() != nil && r.IsEdns0().Do()
+		switch rrs, ok := names[name]; {
+		case name == zone && q.Qtype == dns.TypeDNSKEY:
+			s.DNSKEY(m, do, "")
+			do = false
+		case !ok:
+			m.Rcode = dns.RcodeNameError
+			m.Ns = []dns.RR{dns.Copy(soa)}
+		case rrs[dns.TypeCNAME] != nil && q.Qtype != dns.TypeCNAME:
+			m.Answer = []dns.RR{rr(t, rrs[dns.TypeCNAME][0])}
+		case rrs[q.Qtype] == nil:
+			m.Ns = []dns.RR{dns.Copy(soa)}
+		default:
+			for _, a := range rrs[q.Qtype] {
+				m.Answer = append(m.Answer, rr(t, a))
+			}
+		}
+		if r.IsEdns0() != nil {
+			m.SetEdns0(1232, r.IsEdns0().Do())
+		}
+		if do {
+			s.Sign(m, "")
+		}
+		if name == "bogus.example.test." && len(m.Answer) > 0 {
+			m.Answer[0].(*dns.A).A = net.IPv4(192, 0, 2, 99)
+		}
+		w.WriteMsg(m)
+	})
+	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &dns.Server{PacketConn: pc, Handler: h}
+	go srv.ActivateAndServe()
+	t.Cleanup(func() { srv.Shutdown() })
+	if l, err := net.Listen("tcp", pc.LocalAddr().String()); err == nil {
+		tsrv := &dns.Server{Listener: l, Handler: h}
+		go tsrv.ActivateAndServe()
+		t.Cleanup(func() { tsrv.Shutdown() })
+	}
+	return pc.LocalAddr().String()
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pc.Close()
+	return pc.LocalAddr().(*net.UDPAddr).Port
+}
+
+// unbound starts a validating unbound on loopback with the zone's DS as
+// its trust anchor and the authority as the zone's stub.
+func unbound(t *testing.T, s *Signer, auth string) string {
+	t.Helper()
+	bin, err := exec.LookPath("unbound")
+	if err != nil {
+		if _, serr := os.Stat("/usr/sbin/unbound"); serr != nil {
+			t.Fatalf("unbound not found: run `make test`, which installs it")
+		}
+		bin = "/usr/sbin/unbound"
+	}
+	dir := t.TempDir()
+	host, port, _ := net.SplitHostPort(auth)
+	var anchors strings.Builder
+	for _, ds := range s.DS() {
+		fmt.Fprintf(&anchors, "  trust-anchor: \"%s\"\n", strings.ReplaceAll(ds.String(), "\t", " "))
+	}
+	listen := freePort(t)
+	conf := fmt.Sprintf(`server:
+  interface: 127.0.0.1
+  port: %d
+  do-ip6: no
+  username: ""
+  chroot: ""
+  directory: %q
+  pidfile: %q
+  use-syslog: no
+  logfile: ""
+  do-daemonize: no
+  verbosity: 1
+  val-log-level: 2
+  num-threads: 1
+  do-not-query-localhost: no
+  module-config: "validator iterator"
+  qname-minimisation: no
+  local-zone: "test." nodefault
+%sstub-zone:
+  name: %q
+  stub-addr: %s@%s
+remote-control:
+  control-enable: no
+`, listen, dir, filepath.Join(dir, "unbound.pid"), anchors.String(), zone, host, port)
+	cf := filepath.Join(dir, "unbound.conf")
+	if err := os.WriteFile(cf, []byte(conf), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var out testsupport.LogBuffer
+	cmd := exec.Command(bin, "-d", "-c", cf)
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+		if t.Failed() {
+			t.Logf("unbound said:\n%s", out.String())
+		}
+	})
+	addr := fmt.Sprintf("127.0.0.1:%d", listen)
+	testsupport.WaitFor(t, "unbound to answer", func() (bool, string) {
+		m := new(dns.Msg)
+		m.SetQuestion("version.bind.", dns.TypeTXT)
+		m.Question[0].Qclass = dns.ClassCHAOS
+		_, _, err := new(dns.Client).Exchange(m, addr)
+		if err != nil {
+			return false, err.Error() + "; " + out.String()
+		}
+		return true, ""
+	})
+	return addr
+}
+
+// A validating resolver with the zone's trust anchor accepts the signed
+// answers, positive and negative, as secure.
+func TestUnboundValidates(t *testing.T) {
+	for _, flags := range [][]uint16{{257}, {257, 256}} {
+		t.Run(fmt.Sprintf("keys%v", flags), func(t *testing.T) {
+			s := signer(t, flags...)
+			addr := unbound(t, s, authority(t, s))
+			tests := []struct {
+				name    string
+				qname   string
+				qtype   uint16
+				rcode   int
+				answers int
+				ad      bool
+			}{
+				// A DS denial first: www is no delegation, and stays secure.
+				{"DS", "www.example.test.", dns.TypeDS, dns.RcodeSuccess, 0, true},
+				{"A", "www.example.test.", dns.TypeA, dns.RcodeSuccess, 2, true},
+				{"NODATA", "www.example.test.", dns.TypeAAAA, dns.RcodeSuccess, 0, true},
+				{"NXDOMAIN as black lie", "nope.example.test.", dns.TypeA, dns.RcodeSuccess, 0, true},
+				{"CNAME", "alias.example.test.", dns.TypeA, dns.RcodeSuccess, 3, true},
+				// After the AAAA denial: its NSEC must not deny HTTPS.
+				{"HTTPS", "www.example.test.", dns.TypeHTTPS, dns.RcodeSuccess, 1, true},
+				{"NXDOMAIN apex type", "example.test.", dns.TypeMX, dns.RcodeSuccess, 0, true},
+				{"apex NS", "example.test.", dns.TypeNS, dns.RcodeSuccess, 1, true},
+				{"apex SOA", "example.test.", dns.TypeSOA, dns.RcodeSuccess, 1, true},
+				{"DNSKEY", "example.test.", dns.TypeDNSKEY, dns.RcodeSuccess, len(flags), true},
+				{"tampered", "bogus.example.test.", dns.TypeA, dns.RcodeServerFailure, 0, false},
+			}
+			for _, tc := range tests {
+				m := new(dns.Msg)
+				m.SetQuestion(tc.qname, tc.qtype)
+				m.SetEdns0(1232, true)
+				m.AuthenticatedData = true
+				r, _, err := (&dns.Client{Net: "tcp"}).Exchange(m, addr)
+				if err != nil {
+					t.Fatalf("%s: %v", tc.name, err)
+				}
+				answers := 0
+				for _, a := range r.Answer {
+					if a.Header().Rrtype != dns.TypeRRSIG {
+						answers++
+					}
+				}
+				if r.Rcode != tc.rcode || r.AuthenticatedData != tc.ad || answers != tc.answers {
+					t.Errorf("%s: rcode %s AD %v %d answers, want %s AD %v %d answers:\n%s", tc.name,
+						dns.RcodeToString[r.Rcode], r.AuthenticatedData, answers, dns.RcodeToString[tc.rcode], tc.ad, tc.answers, r)
+				}
+			}
+		})
+	}
+}
