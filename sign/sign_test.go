@@ -422,3 +422,20 @@ func TestBitmaps(t *testing.T) {
 		}
 	}
 }
+
+// An RRset that cannot be signed is left unsigned and not cached.
+func TestSignFailure(t *testing.T) {
+	s := signer(t, 257)
+	bad := &dns.NSEC{Hdr: dns.RR_Header{Name: "x.example.test.", Rrtype: dns.TypeNSEC, Class: dns.ClassINET, Ttl: 30},
+		NextDomain: `\000.x.example.test.`, TypeBitMap: []uint16{dns.TypeAAAA, dns.TypeA}} // out of order: no wire form
+	for range 2 {
+		m := reply("x.example.test.", dns.TypeNSEC, dns.RcodeSuccess, []dns.RR{bad, rr(t, "x.example.test. 30 IN A 192.0.2.1")}, nil)
+		s.Sign(m, "")
+		if len(m.Answer) != 3 {
+			t.Fatalf("Want the NSEC unsigned and the A signed: %v", m.Answer)
+		}
+	}
+	if hits, misses := s.Stats(); hits != 1 || misses != 3 {
+		t.Errorf("Hits %d misses %d, want 1 (the A) and 3 (the NSEC twice)", hits, misses)
+	}
+}
