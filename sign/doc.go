@@ -14,6 +14,16 @@
 // by the identity of its zone and key files' contents, so a reload that
 // keeps the keys keeps the cached signatures.
 //
+// # Use
+//
+// At setup, `dnssec KEYFILE... [publish KEYFILE...]` in the gslb block goes
+// through ParseArgs and Load, giving a Signer per zone. On the query path,
+// when the query's OPT has the DO bit: a DNSKEY query for the apex is
+// answered by DNSKEY; any other reply, once built (RRs, SOA, OPT with the
+// ECS option), goes through Sign just before it is written. Sign skips the
+// OPT, so it may come before or after the ECS option is added, but after
+// anything else is put in the additional section.
+//
 // # Key rollover
 //
 // Keys are files; a rollover is a sequence of reloads, each waiting out the

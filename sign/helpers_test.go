@@ -18,9 +18,14 @@ const zone = "example.test."
 // returns its base name.
 func writeKey(t testing.TB, dir, z string, flags uint16) string {
 	t.Helper()
+	return writeKeyAlg(t, dir, z, flags, dns.ECDSAP256SHA256, 256)
+}
+
+func writeKeyAlg(t testing.TB, dir, z string, flags uint16, alg uint8, bits int) string {
+	t.Helper()
 	k := &dns.DNSKEY{Hdr: dns.RR_Header{Name: z, Rrtype: dns.TypeDNSKEY, Class: dns.ClassINET, Ttl: 3600},
-		Flags: flags, Protocol: 3, Algorithm: dns.ECDSAP256SHA256}
-	priv, err := k.Generate(256)
+		Flags: flags, Protocol: 3, Algorithm: alg}
+	priv, err := k.Generate(bits)
 	if err != nil {
 		t.Fatal(err)
 	}

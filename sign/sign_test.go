@@ -3,6 +3,7 @@ package sign
 import (
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -437,5 +438,47 @@ func TestSignFailure(t *testing.T) {
 	}
 	if hits, misses := s.Stats(); hits != 1 || misses != 3 {
 		t.Errorf("Hits %d misses %d, want 1 (the A) and 3 (the NSEC twice)", hits, misses)
+	}
+}
+
+// The other algorithms plugin/dnssec reads sign as well.
+func TestAlgorithms(t *testing.T) {
+	for _, a := range []struct {
+		alg  uint8
+		bits int
+	}{{dns.ECDSAP384SHA384, 384}, {dns.ED25519, 256}, {dns.RSASHA256, 2048}} {
+		t.Run(dns.AlgorithmToString[a.alg], func(t *testing.T) {
+			base := writeKeyAlg(t, t.TempDir(), zone, 257, a.alg, a.bits)
+			ss, err := Load([]string{zone}, Config{Keys: []string{base}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := ss[zone]
+			m := reply("www.example.test.", dns.TypeA, dns.RcodeSuccess, []dns.RR{rr(t, "www.example.test. 30 IN A 192.0.2.1")}, nil)
+			s.Sign(m, "")
+			verify(t, s, m, map[uint16][]uint16{dns.TypeA: {s.dnskey[0].KeyTag()}})
+		})
+	}
+}
+
+// A Signer no server holds any longer is let go.
+func TestRegistryForgets(t *testing.T) {
+	base := writeKey(t, t.TempDir(), zone, 257)
+	ss, err := Load([]string{zone}, Config{Keys: []string{base}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ss = nil
+	_ = ss
+	runtime.GC()
+	if _, err := Load([]string{zone}, Config{Keys: []string{writeKey(t, t.TempDir(), zone, 257)}}); err != nil {
+		t.Fatal(err)
+	}
+	registry.Lock()
+	defer registry.Unlock()
+	for id, p := range registry.m {
+		if strings.Contains(id, zone) && p.Value() == nil {
+			t.Errorf("The registry keeps a collected Signer: %s", id)
+		}
 	}
 }
