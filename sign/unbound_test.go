@@ -97,13 +97,26 @@ func unbound(t *testing.T, s *Signer, auth string) string {
 		}
 		bin = "/usr/sbin/unbound"
 	}
-	dir := t.TempDir()
 	host, port, _ := net.SplitHostPort(auth)
 	var anchors strings.Builder
 	for _, ds := range s.DS() {
 		fmt.Fprintf(&anchors, "  trust-anchor: \"%s\"\n", strings.ReplaceAll(ds.String(), "\t", " "))
 	}
-	listen := freePort(t)
+	// The free port can be taken between probe and bind: try a few.
+	for range 3 {
+		if addr, ok := startUnbound(t, bin, freePort(t), anchors.String(), host, port); ok {
+			return addr
+		}
+	}
+	t.Fatalf("Cannot start unbound")
+	return ""
+}
+
+// startUnbound runs unbound on port until the test ends, and says whether
+// it answers.
+func startUnbound(t *testing.T, bin string, listen int, anchors, host, port string) (string, bool) {
+	t.Helper()
+	dir := t.TempDir()
 	conf := fmt.Sprintf(`server:
   interface: 127.0.0.1
   port: %d
@@ -127,36 +140,47 @@ func unbound(t *testing.T, s *Signer, auth string) string {
   stub-addr: %s@%s
 remote-control:
   control-enable: no
-`, listen, dir, filepath.Join(dir, "unbound.pid"), anchors.String(), zone, host, port)
+`, listen, dir, filepath.Join(dir, "unbound.pid"), anchors, zone, host, port)
 	cf := filepath.Join(dir, "unbound.conf")
 	if err := os.WriteFile(cf, []byte(conf), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	var out testsupport.LogBuffer
+	out := &testsupport.LogBuffer{}
 	cmd := exec.Command(bin, "-d", "-c", cf)
-	cmd.Stdout, cmd.Stderr = &out, &out
+	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	exited := make(chan struct{})
+	go func() { cmd.Wait(); close(exited) }()
 	t.Cleanup(func() {
 		cmd.Process.Kill()
-		cmd.Wait()
+		<-exited
 		if t.Failed() {
 			t.Logf("unbound said:\n%s", out.String())
 		}
 	})
 	addr := fmt.Sprintf("127.0.0.1:%d", listen)
-	testsupport.WaitFor(t, "unbound to answer", func() (bool, string) {
+	up := false
+	testsupport.WaitFor(t, "unbound to answer or exit", func() (bool, string) {
+		select {
+		case <-exited:
+			return true, ""
+		default:
+		}
 		m := new(dns.Msg)
 		m.SetQuestion("version.bind.", dns.TypeTXT)
 		m.Question[0].Qclass = dns.ClassCHAOS
-		_, _, err := new(dns.Client).Exchange(m, addr)
-		if err != nil {
+		if _, _, err := new(dns.Client).Exchange(m, addr); err != nil {
 			return false, err.Error() + "; " + out.String()
 		}
+		up = true
 		return true, ""
 	})
-	return addr
+	if !up {
+		t.Logf("unbound exited: %s", out.String())
+	}
+	return addr, up
 }
 
 // A validating resolver with the zone's trust anchor accepts the signed
