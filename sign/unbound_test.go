@@ -186,9 +186,33 @@ remote-control:
 // A validating resolver with the zone's trust anchor accepts the signed
 // answers, positive and negative, as secure.
 func TestUnboundValidates(t *testing.T) {
-	for _, flags := range [][]uint16{{257}, {257, 256}} {
-		t.Run(fmt.Sprintf("keys%v", flags), func(t *testing.T) {
-			s := signer(t, flags...)
+	configs := []struct {
+		name          string
+		keys, publish []uint16
+	}{
+		{"CSK", []uint16{257}, nil},
+		{"KSK and ZSK", []uint16{257, 256}, nil},
+		// The two states of a ZSK pre-publish rollover: a published key
+		// that signs nothing, before and after it takes over.
+		{"ZSK pre-published", []uint16{257, 256}, []uint16{256}},
+		{"two CSKs", []uint16{257, 257}, nil},
+	}
+	for _, cf := range configs {
+		t.Run(cf.name, func(t *testing.T) {
+			dir := t.TempDir()
+			var c Config
+			for _, f := range cf.keys {
+				c.Keys = append(c.Keys, writeKey(t, dir, zone, f))
+			}
+			for _, f := range cf.publish {
+				c.Publish = append(c.Publish, writeKey(t, dir, zone, f))
+			}
+			ss, err := Load([]string{zone}, c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := ss[zone]
+			flags := append(cf.keys, cf.publish...)
 			addr := unbound(t, s, authority(t, s))
 			tests := []struct {
 				name    string
