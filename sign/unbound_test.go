@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/gslbdns/gslb/internal/testsupport"
@@ -15,11 +16,12 @@ import (
 )
 
 // authority is a tiny authoritative server for zone answering the way
-// gslb does, signed by s when the query has the DO bit. bogus.example.test
-// has its A record changed after signing.
-func authority(t *testing.T, s *Signer) string {
+// gslb does, with TTL ttl, signed by the current Signer when the query has
+// the DO bit. bogus.example.test has its A record changed after signing.
+func authority(t *testing.T, cur *atomic.Pointer[Signer], ttl uint32) string {
 	t.Helper()
 	soa := rr(t, "example.test. 30 IN SOA ns1.example.test. hostmaster.example.test. 1 7200 1800 1209600 30")
+	soa.Header().Ttl = ttl
 	names := map[string]map[uint16][]string{
 		"example.test.":       {dns.TypeNS: {"example.test. 30 IN NS ns1.example.test."}, dns.TypeSOA: {soa.String()}},
 		"ns1.example.test.":   {dns.TypeA: {"ns1.example.test. 30 IN A 127.0.0.1"}},
@@ -27,7 +29,15 @@ func authority(t *testing.T, s *Signer) string {
 		"alias.example.test.": {dns.TypeCNAME: {"alias.example.test. 30 IN CNAME www.example.test."}},
 		"bogus.example.test.": {dns.TypeA: {"bogus.example.test. 30 IN A 192.0.2.66"}},
 	}
+	for _, types := range names {
+		for _, rrs := range types {
+			for i := range rrs {
+				rrs[i] = strings.Replace(rrs[i], " 30 IN ", fmt.Sprintf(" %d IN ", ttl), 1)
+			}
+		}
+	}
 	h := dns.HandlerFunc(func(w dns.ResponseWriter, r *dns.Msg) {
+		s := cur.Load()
 		m := new(dns.Msg)
 		m.SetReply(r)
 		m.Authoritative = true
@@ -213,7 +223,9 @@ func TestUnboundValidates(t *testing.T) {
 			}
 			s := ss[zone]
 			flags := append(cf.keys, cf.publish...)
-			addr := unbound(t, s, authority(t, s))
+			var cur atomic.Pointer[Signer]
+			cur.Store(s)
+			addr := unbound(t, s, authority(t, &cur, 30))
 			tests := []struct {
 				name    string
 				qname   string
@@ -256,6 +268,72 @@ func TestUnboundValidates(t *testing.T) {
 						dns.RcodeToString[r.Rcode], r.AuthenticatedData, answers, dns.RcodeToString[tc.rcode], tc.ad, tc.answers, r)
 				}
 			}
+		})
+	}
+}
+
+// A ZSK rollover by pre-publication, step by step as the package says,
+// keeps every answer of a validating resolver secure.
+func TestUnboundZSKRollover(t *testing.T) {
+	dir := t.TempDir()
+	ksk, old, next := writeKey(t, dir, zone, 257), writeKey(t, dir, zone, 256), writeKey(t, dir, zone, 256)
+	load := func(keys, publish []string) *Signer {
+		ss, err := Load([]string{zone}, Config{Keys: keys, Publish: publish, DNSKEYTTL: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ss[zone]
+	}
+	tag := func(base string) uint16 {
+		s := load([]string{base}, nil)
+		return s.dnskey[0].KeyTag()
+	}
+	var cur atomic.Pointer[Signer]
+	cur.Store(load([]string{ksk, old}, nil))
+	addr := unbound(t, cur.Load(), authority(t, &cur, 1))
+	ask := func(qtype uint16) *dns.Msg {
+		m := new(dns.Msg)
+		m.SetQuestion("www.example.test.", qtype)
+		if qtype == dns.TypeDNSKEY {
+			m.SetQuestion(zone, qtype)
+		}
+		m.SetEdns0(1232, true)
+		r, _, err := (&dns.Client{Net: "tcp"}).Exchange(m, addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Rcode != dns.RcodeSuccess || !r.AuthenticatedData {
+			t.Fatalf("%s: rcode %s AD %v, want a secure answer throughout:\n%s", dns.TypeToString[qtype], dns.RcodeToString[r.Rcode], r.AuthenticatedData, r)
+		}
+		return r
+	}
+	phases := []struct {
+		name          string
+		keys, publish []string
+		dnskeys       int
+		signer        uint16
+	}{
+		{"start", []string{ksk, old}, nil, 2, tag(old)},
+		{"new ZSK published", []string{ksk, old}, []string{next}, 3, tag(old)},
+		{"new ZSK signs, old one published", []string{ksk, next}, []string{old}, 3, tag(next)},
+		{"old ZSK withdrawn", []string{ksk, next}, nil, 2, tag(next)},
+	}
+	for _, p := range phases {
+		cur.Store(load(p.keys, p.publish))
+		testsupport.WaitFor(t, p.name, func() (bool, string) {
+			keys := 0
+			for _, r := range ask(dns.TypeDNSKEY).Answer {
+				if r.Header().Rrtype == dns.TypeDNSKEY {
+					keys++
+				}
+			}
+			var by uint16
+			for _, r := range ask(dns.TypeA).Answer {
+				if sig, ok := r.(*dns.RRSIG); ok {
+					by = sig.KeyTag
+				}
+			}
+			return keys == p.dnskeys && by == p.signer, fmt.Sprintf("%d DNSKEYs, A signed by %d", keys, by)
 		})
 	}
 }
