@@ -30,8 +30,8 @@ type Config struct {
 	Publish []string
 	// DNSKEYTTL is the DNSKEY RRset's TTL; 0 means 3600.
 	DNSKEYTTL uint32
-	// Capacity bounds each of the two signature caches (positive RRsets,
-	// denials); 0 means 10000.
+	// Capacity bounds each signature cache (RRsets, NSECs, and
+	// plugin/dnssec's own); 0 means 10000.
 	Capacity int
 }
 
