@@ -1,5 +1,5 @@
-# make test: everything CI runs. It installs redis-server when it is missing
-# (the tests start their own on a loopback port).
+# make test: everything CI runs. It installs redis-server and unbound when
+# they are missing (the tests start their own on a loopback port).
 GO ?= go
 
 .PHONY: test deps vet bench demo build fuzz
@@ -14,6 +14,15 @@ deps:
 			apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null; \
 		else \
 			echo "redis-server is missing: install it (e.g. sudo apt-get install redis-server) and run make test again" >&2; \
+			exit 1; \
+		fi; \
+	fi
+	@if ! command -v unbound >/dev/null 2>&1 && [ ! -x /usr/sbin/unbound ]; then \
+		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+			echo "installing unbound for the DNSSEC tests"; \
+			apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq unbound >/dev/null; \
+		else \
+			echo "unbound is missing: install it (e.g. sudo apt-get install unbound) and run make test again" >&2; \
 			exit 1; \
 		fi; \
 	fi
