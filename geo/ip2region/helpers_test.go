@@ -28,7 +28,7 @@ var recs4 = []ip2regiongen.Rec{
 	// Across four /16s: the generator splits it per vector cell.
 	rng("113.64.0.0", "113.67.255.255", gdUnicom),
 	rng("36.110.0.1", "36.110.0.6", bjMobile), // not a prefix
-	pfx("198.51.100.0/24", ""),              // empty region: not found
+	pfx("198.51.100.0/24", ""),                // empty region: not found
 }
 
 var recs6 = []ip2regiongen.Rec{
