@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/maphash"
+	"math/bits"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -396,23 +397,24 @@ func (s *Set) Lookup(addr netip.Addr) (list int, bits int, ok bool) {
 }
 
 // blockBits is the shortest prefix length p >= start such that the
-// aligned block of a at p lies within [lo, hi].
+// aligned block of a at p lies within [lo, hi]: one bit longer than a's
+// common prefix with lo-1 and with hi+1, the nearest addresses outside.
 func blockBits(a, lo, hi u128, start int) int {
-	for p := start; p < 128; p++ {
-		host := 128 - p
-		bl, bh := a, a
-		if host >= 64 {
-			m := uint64(1)<<(host-64) - 1
-			bl, bh = u128{a.hi &^ m, 0}, u128{a.hi | m, ^uint64(0)}
-		} else {
-			m := uint64(1)<<host - 1
-			bl.lo, bh.lo = a.lo&^m, a.lo|m
-		}
-		if !bl.less(lo) && !hi.less(bh) {
-			return p
-		}
+	p := start
+	if lo != (u128{}) {
+		p = max(p, commonBits(a, lo.prev())+1)
 	}
-	return 128
+	if hi != maxU128 {
+		p = max(p, commonBits(a, hi.next())+1)
+	}
+	return min(p, 128)
+}
+
+func commonBits(a, b u128) int {
+	if x := a.hi ^ b.hi; x != 0 {
+		return bits.LeadingZeros64(x)
+	}
+	return 64 + bits.LeadingZeros64(a.lo^b.lo)
 }
 
 // List returns list i of the set.

@@ -41,12 +41,16 @@ func FuzzParse(f *testing.F) {
 				if !addr.IsValid() {
 					continue
 				}
-				want, bits := "", -1
-				for i, q := range ps {
-					if q.Prefix.Contains(addr) && q.Prefix.Bits() > bits {
-						want, bits = []string{"unicom", "chinanet"}[i%2], q.Prefix.Bits()
+				scan := func(addr netip.Addr) string {
+					want, bits := "", -1
+					for i, q := range ps {
+						if q.Prefix.Contains(addr) && q.Prefix.Bits() > bits {
+							want, bits = []string{"unicom", "chinanet"}[i%2], q.Prefix.Bits()
+						}
 					}
+					return want
 				}
+				want := scan(addr)
 				i, bits, ok := s.Lookup(addr)
 				got := ""
 				if ok {
@@ -57,6 +61,22 @@ func FuzzParse(f *testing.F) {
 				}
 				if bits < 0 || bits > addr.BitLen() {
 					t.Fatalf("Lookup(%s) bits = %d", addr, bits)
+				}
+				// The block the answer holds for has it at both ends.
+				blk := netip.PrefixFrom(addr.Unmap(), bits).Masked()
+				edges := []netip.Addr{blk.Addr(), lastOf(blk)}
+				for _, q := range ps {
+					// A change of answer inside the block is at a prefix's edge.
+					for _, e := range []netip.Addr{q.Prefix.Addr(), lastOf(q.Prefix).Next()} {
+						if e.IsValid() && blk.Contains(e) {
+							edges = append(edges, e)
+						}
+					}
+				}
+				for _, b := range edges {
+					if scan(b) != want {
+						t.Fatalf("Lookup(%s): block %s, but %s is %q, not %q", addr, blk, b, scan(b), want)
+					}
 				}
 			}
 		}

@@ -10,6 +10,7 @@ package ip2region
 import (
 	"encoding/binary"
 	"fmt"
+	"math/bits"
 	"net/netip"
 	"os"
 	"unsafe"
@@ -218,21 +219,40 @@ func (r *Reader) Lookup(addr netip.Addr) (rec Record, bits int, ok bool) {
 }
 
 // blockBits is the shortest prefix length p (0..width) such that the
-// aligned block of a at p lies within [lo, hi].
+// aligned block of a at p lies within [lo, hi]: one bit longer than a's
+// common prefix with lo-1 and with hi+1, the nearest addresses outside.
 func blockBits(a, lo, hi u128, width int) int {
-	for p := 0; p < width; p++ {
-		host := width - p
-		bl, bh := a, a
-		if host >= 64 {
-			m := uint64(1)<<(host-64) - 1 // all ones at host 128
-			bl, bh = u128{a.hi &^ m, 0}, u128{a.hi | m, ^uint64(0)}
-		} else {
-			m := uint64(1)<<host - 1
-			bl.lo, bh.lo = a.lo&^m, a.lo|m
-		}
-		if !bl.less(lo) && !hi.less(bh) {
-			return p
-		}
+	p := 0
+	if lo != (u128{}) {
+		p = commonBits(a, lo.prev(), width) + 1
 	}
-	return width
+	if width == 32 && hi.lo != 0xffffffff || width == 128 && hi != (u128{^uint64(0), ^uint64(0)}) {
+		p = max(p, commonBits(a, hi.next(), width)+1)
+	}
+	return min(p, width)
+}
+
+// commonBits is the length of the common prefix of a and b, of width bits.
+func commonBits(a, b u128, width int) int {
+	if width == 32 {
+		return bits.LeadingZeros32(uint32(a.lo ^ b.lo))
+	}
+	if x := a.hi ^ b.hi; x != 0 {
+		return bits.LeadingZeros64(x)
+	}
+	return 64 + bits.LeadingZeros64(a.lo^b.lo)
+}
+
+func (a u128) next() u128 {
+	if a.lo == ^uint64(0) {
+		return u128{a.hi + 1, 0}
+	}
+	return u128{a.hi, a.lo + 1}
+}
+
+func (a u128) prev() u128 {
+	if a.lo == 0 {
+		return u128{a.hi - 1, ^uint64(0)}
+	}
+	return u128{a.hi, a.lo - 1}
 }

@@ -1,6 +1,8 @@
 // Package ip2regiongen writes small ip2region xdb databases, for test
 // fixtures and demos. Output is deterministic: the same input gives the
-// same bytes.
+// same bytes, the bytes ip2region's own maker writes for the same
+// segments (it also merges adjacent segments of one region; this does
+// not).
 package ip2regiongen
 
 import (
