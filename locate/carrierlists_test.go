@@ -12,6 +12,8 @@ import (
 
 	"github.com/gslbdns/gslb/geo"
 	"github.com/gslbdns/gslb/geo/ip2regiongen"
+	"github.com/gslbdns/gslb/internal/testsupport"
+	"github.com/gslbdns/gslb/overrides"
 )
 
 func writeList(t *testing.T, dir, name, body string) string {
@@ -161,5 +163,43 @@ func TestIP2RegionSource(t *testing.T) {
 	}
 	if !slices.Contains(names, "ip2region") {
 		t.Errorf("steps %v lack ip2region", names)
+	}
+}
+
+// TestCarrierListUnderOverrides: the operator's overrides win over the
+// lists; the lists still win over the databases elsewhere.
+func TestCarrierListUnderOverrides(t *testing.T) {
+	dir := t.TempDir()
+	writeList(t, dir, "unicom.txt", "1.0.1.0/24\n1.0.2.0/24\n")
+	l := newLocator(t, Config{DB: testDB(t), CarrierLists: &CarrierListConfig{Paths: []string{dir}}})
+	ov, err := overrides.Parse("overrides.yaml", []byte("overrides:\n  - {cidr: 1.0.1.0/24, location: {country: CN, province: ZJ, isp: mobile}}\n"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.SetOverrides(ov)
+	ctx := context.Background()
+	if r := l.Locate(ctx, netip.MustParseAddr("1.0.1.9")); r.ISP != "mobile" || r.Source != geo.SourceOverride {
+		t.Errorf("overridden: isp %q source %s, want mobile from override", r.ISP, r.Source)
+	}
+	if r := l.Locate(ctx, netip.MustParseAddr("1.0.2.9")); r.ISP != "unicom" || r.Province != "BJ" {
+		t.Errorf("not overridden: %+v, want BJ unicom", r.Location)
+	}
+}
+
+// TestCarrierListOverOnline: the list's carrier also wins over what the
+// online API found in the background.
+func TestCarrierListOverOnline(t *testing.T) {
+	dir := t.TempDir()
+	writeList(t, dir, "cmcc.txt", "36.0.5.0/24\n")
+	api := testsupport.NewGeoAPI(t, testsupport.Hangzhou)
+	l := newLocator(t, Config{DB: testDB(t), Online: &OnlineConfig{URL: api.URL()},
+		CarrierLists: &CarrierListConfig{Paths: []string{dir}}})
+	ctx := context.Background()
+	if r := l.Locate(ctx, netip.MustParseAddr("36.0.5.1")); r.Province != "" || r.ISP != "mobile" {
+		t.Errorf("now: %+v, want country level on mobile", r.Location)
+	}
+	l.idle(t)
+	if r := l.Locate(ctx, netip.MustParseAddr("36.0.5.2")); r.Province != "ZJ" || r.ISP != "mobile" {
+		t.Errorf("after the online answer: %+v, want ZJ on mobile", r.Location)
 	}
 }
