@@ -150,8 +150,11 @@ func Load(paths []string, maxSize int64) (*Set, error) {
 		n := 0
 		for _, e := range ents { // sorted by name
 			name := e.Name()
-			if !e.Type().IsRegular() || strings.HasPrefix(name, ".") || filepath.Ext(name) != ".txt" || notCarriers[NameOf(name)] {
+			if strings.HasPrefix(name, ".") || filepath.Ext(name) != ".txt" || notCarriers[NameOf(name)] {
 				continue
+			}
+			if fi, err := os.Stat(filepath.Join(p, name)); err != nil || !fi.Mode().IsRegular() {
+				continue // a link is followed; a directory or a dangling link is not a list
 			}
 			files = append(files, filepath.Join(p, name))
 			n++

@@ -208,6 +208,17 @@ func TestErrors(t *testing.T) {
 			t.Errorf("Load(%v) = %v, want %q", tc.files, err, tc.want)
 		}
 	}
+	// A linked list is read; a directory named like a list is not.
+	linked := writeFiles(t, map[string]string{"real": "1.0.0.0/8\n"})
+	if err := os.Symlink(filepath.Join(linked, "real"), filepath.Join(linked, "unicom.txt")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(linked, "cmcc.txt"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if s, err := carrierlist.Load([]string{linked}, 0); err != nil || len(s.Lists()) != 1 || s.List(0).Carrier != "unicom" {
+		t.Errorf("Load of a linked list: %v, %+v", err, s.Lists())
+	}
 	dir := writeFiles(t, map[string]string{"china.txt": "1.0.0.0/8\n", "unicom.txt": "1.0.0.0/8\n"})
 	if _, err := carrierlist.Load([]string{filepath.Join(dir, "china.txt")}, 0); err == nil || !strings.Contains(err.Error(), "not a carrier") {
 		t.Errorf("Load(china.txt) = %v", err)

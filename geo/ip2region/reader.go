@@ -79,7 +79,7 @@ func parseHeader(name string, b []byte) (*Reader, error) {
 	if len(b) < MinSize {
 		return nil, fmt.Errorf("file too short (%d bytes) to hold the header and the vector index (%d bytes): not an xdb file", len(b), MinSize)
 	}
-	if len(b) > 1<<32 {
+	if uint64(len(b)) > 1<<32 {
 		return nil, fmt.Errorf("file of %d bytes is over the 4 GiB the format's pointers reach", len(b))
 	}
 	r := &Reader{name: name, b: b, s: unsafe.String(&b[0], len(b)), segSize: SegmentSize4}
