@@ -52,6 +52,7 @@ demo:
 FUZZTIME ?= 60s
 FUZZ_TARGETS = .:FuzzParseECS .:FuzzServeDNS ./table:FuzzNodeTable .:FuzzCorefile \
 	./locate:FuzzOnlineAnswer ./locate:FuzzRedisValue ./geo/ipdb:FuzzFromBytes \
+	./geo/ip2region:FuzzFromBytes ./geo/carrierlist:FuzzParse \
 	.:FuzzAdminAPI ./admin:FuzzStateFile
 
 fuzz:

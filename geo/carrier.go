@@ -185,10 +185,11 @@ func (c *Carriers) Extend(asns map[uint32]string, names map[string]string) (*Car
 // Apply maps a source's raw ASN and organisation name in loc.ISP to the
 // carrier. Every source's answer goes through it, once, so that one table
 // decides the carrier whichever database or API placed the client. An
-// IPIP.net answer's carrier name decides over the ASN: that database is
-// the authority for the carriers of the addresses it places in China.
+// IPIP.net or ip2region answer's carrier name decides over the ASN: those
+// databases are the authorities for the carriers of the addresses they
+// place in China.
 func (c *Carriers) Apply(loc *Location) {
-	if loc.Source == SourceIPDB {
+	if loc.Source == SourceIPDB || loc.Source == SourceIP2Region {
 		if s, ok := c.byName(loc.ISP); ok {
 			loc.ISP = s
 			return
@@ -264,7 +265,7 @@ var carrierAliases = map[string]string{
 	"unicom": Unicom, "cu": Unicom, "chinaunicom": Unicom, "china unicom": Unicom, "cuc": Unicom, "cucc": Unicom,
 	"netcom": Unicom, "cnc": Unicom, "联通": Unicom, "中国联通": Unicom, "网通": Unicom,
 	"mobile": Mobile, "cm": Mobile, "cmcc": Mobile, "cmnet": Mobile, "chinamobile": Mobile, "china mobile": Mobile,
-	"移动": Mobile, "中国移动": Mobile, "tietong": Mobile, "铁通": Mobile,
+	"移动": Mobile, "中国移动": Mobile, "tietong": Mobile, "铁通": Mobile, "crtc": Mobile,
 	"edu": Edu, "cernet": Edu, "education": Edu, "教育网": Edu, "中国教育网": Edu, "教育": Edu,
 	"中国教育和科研计算机网": Edu,
 	"cbn":         CBN, "广电": CBN, "广电网": CBN, "中国广电": CBN,

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"unique"
 
+	"github.com/gslbdns/gslb/geo/ip2region"
 	"github.com/gslbdns/gslb/geo/ipdb"
 
 	"github.com/oschwald/maxminddb-golang/v2"
@@ -16,26 +17,51 @@ import (
 
 // Metadata describes an opened database, for logs and metrics.
 type Metadata struct {
-	Kind         string // city, asn or ipdb
+	Kind         string // city, asn, ipdb or ip2region
 	Path         string
-	DatabaseType string // e.g. "GeoLite2-City"
+	DatabaseType string // e.g. "GeoLite2-City"; "ipdb"; "ip2region-v4", "ip2region-v6"
 	BuildEpoch   uint64 // seconds since the Unix epoch
 }
 
-// Files names the local databases; any may be "" but City and IPDB not both.
+// Files names the local databases; any may be "" but not City, IPDB and
+// IP2Region all.
 type Files struct {
 	City string // MaxMind City or Country
 	ASN  string // MaxMind ASN or ISP
 	IPDB string // IPIP.net
+	// IP2Region are up to two ip2region xdb files, in any order: one for
+	// IPv4, one for IPv6.
+	IP2Region [2]string
+}
+
+// HasIP2Region reports whether f names an ip2region file.
+func (f Files) HasIP2Region() bool { return f.IP2Region != [2]string{} }
+
+// Paths are the files f names, in a fixed order.
+func (f Files) Paths() []string {
+	var out []string
+	for _, p := range []string{f.City, f.ASN, f.IPDB, f.IP2Region[0], f.IP2Region[1]} {
+		if p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // DB locates addresses with the local databases: a MaxMind City (or
-// Country) database, an ASN/ISP database, and an IPIP.net database, which is
-// the authority for the province, city and carrier of the addresses it
-// places in China. It is safe for concurrent use.
+// Country) database, an ASN/ISP database, an IPIP.net database and
+// ip2region files. The two Chinese databases are the authorities for the
+// province, city and carrier of the addresses they place in China, the
+// IPIP.net database over ip2region: ip2region decides only where the
+// IPIP.net database has no answer (or no province) for China. So adding
+// ip2region to a deployment with an IPIP.net database changes nothing the
+// latter already decides, and the commercial database with per-network
+// edits wins over the free one that is rebuilt less often. It is safe for
+// concurrent use.
 type DB struct {
 	city, asn *maxminddb.Reader
 	ip        *ipdb.Reader
+	r4, r6    *ip2region.Reader
 	meta      []Metadata
 	digest    uint64
 }
@@ -64,8 +90,8 @@ func (e *FileError) Unwrap() error { return e.Err }
 // OpenFiles opens the databases f names. Errors name the file; they are
 // *FileError.
 func OpenFiles(f Files) (*DB, error) {
-	if f.City == "" && f.IPDB == "" {
-		return nil, errors.New("geo: no database file given: a City or an IPIP.net database is required")
+	if f.City == "" && f.IPDB == "" && !f.HasIP2Region() {
+		return nil, errors.New("geo: no database file given: a City, an IPIP.net or an ip2region database is required")
 	}
 	d := &DB{}
 	var h maphash.Hash
@@ -96,8 +122,45 @@ func OpenFiles(f Files) (*DB, error) {
 		}
 		d.meta = append(d.meta, Metadata{Kind: "ipdb", Path: f.IPDB, DatabaseType: "ipdb", BuildEpoch: uint64(max(d.ip.Meta().Build, 0))})
 	}
+	for _, p := range f.IP2Region {
+		if p == "" {
+			continue
+		}
+		if err := d.openIP2Region(p, &h); err != nil {
+			return nil, &FileError{"ip2region", fmt.Errorf("geo: %w", err)}
+		}
+	}
 	d.digest = h.Sum64()
 	return d, nil
+}
+
+// openIP2Region opens an xdb file into the slot of its family.
+func (d *DB) openIP2Region(path string, h *maphash.Hash) error {
+	b, err := readOffHeap(path, d)
+	if err != nil {
+		return err
+	}
+	h.Write(b)
+	r, err := ip2region.FromBytes(path, b)
+	if err != nil {
+		if _, merr := maxminddb.OpenBytes(b); merr == nil {
+			return fmt.Errorf("%s is a MaxMind database, not an ip2region xdb file", path)
+		}
+		if _, ierr := ipdb.FromBytes(path, b); ierr == nil {
+			return fmt.Errorf("%s is an IPIP.net database, not an ip2region xdb file: give it to ipdb", path)
+		}
+		return err
+	}
+	slot := &d.r4
+	if r.IPVersion() == 6 {
+		slot = &d.r6
+	}
+	if *slot != nil {
+		return fmt.Errorf("%s: a second IPv%d ip2region file: give one IPv4 and one IPv6 file", path, r.IPVersion())
+	}
+	*slot = r
+	d.meta = append(d.meta, Metadata{Kind: "ip2region", Path: path, DatabaseType: fmt.Sprintf("ip2region-v%d", r.IPVersion()), BuildEpoch: uint64(r.Created())})
+	return nil
 }
 
 // Digest identifies the databases' content: two DBs with the same digest
@@ -197,8 +260,9 @@ func (d *DB) Lookup(addr netip.Addr) Location {
 	return loc
 }
 
-// Other is what MaxMind said of an address the IPIP.net database placed:
-// the two are compared to count their disagreements.
+// Other is what MaxMind said of an address a Chinese database (IPIP.net
+// or ip2region) placed in China: the two are compared to count their
+// disagreements.
 type Other struct {
 	Province string
 	ISP      string // raw
@@ -213,11 +277,30 @@ func (d *DB) Compare(addr netip.Addr) (Location, Other) {
 	if bits, ok := Special(addr); ok {
 		return Location{Special: true, Bits: uint8(bits)}, Other{}
 	}
-	loc := d.lookupMaxMind(addr)
-	if d.ip == nil {
-		return loc, Other{}
+	mm := d.lookupMaxMind(addr)
+	loc := mm
+	var other Other
+	if d.r4 != nil || d.r6 != nil {
+		loc, other = d.mergeIP2Region(addr, loc)
 	}
-	return d.mergeIPDB(addr, loc)
+	if d.ip != nil {
+		if loc, _ = d.mergeIPDB(addr, loc); loc.Source == SourceIPDB && loc.Country == "CN" {
+			// Compared with MaxMind, not with ip2region below it.
+			other = Other{Province: mm.Province, ISP: mm.ISP, ASN: mm.ASN, OK: mm.Country == "CN"}
+		}
+	}
+	return loc, other
+}
+
+// ExplainIP2Region is what the ip2region files say of addr on their own,
+// when they have it (ok). The carrier is raw.
+func (d *DB) ExplainIP2Region(addr netip.Addr) (loc Location, ok bool) {
+	addr = addr.Unmap()
+	if _, special := Special(addr); special || d.r4 == nil && d.r6 == nil {
+		return Location{}, false
+	}
+	loc, _ = d.mergeIP2Region(addr, Location{})
+	return loc, loc.Source == SourceIP2Region
 }
 
 // Explain is what each database says of addr on its own: MaxMind's City
@@ -270,41 +353,69 @@ func (d *DB) lookupMaxMind(addr netip.Addr) Location {
 	return loc
 }
 
-// mergeIPDB lets the IPIP.net database decide the province, city and
-// carrier of the addresses it places in China; MaxMind keeps the ASN, the
-// rest of the world, and the coordinates when the provinces agree.
+// mergeIPDB lets the IPIP.net database decide the addresses it places in
+// China, see mergeCN.
 func (d *DB) mergeIPDB(addr netip.Addr, mm Location) (Location, Other) {
 	rec, bits, ok := d.ip.Lookup(addr)
 	if !ok {
 		return mm, Other{}
 	}
+	return mergeCN(mm, cnRecord{rec.CountryCode(), rec.CountryName(), rec.RegionName(), rec.CityName(), rec.ISPDomain()}, bits, SourceIPDB)
+}
+
+// mergeIP2Region lets the ip2region file of addr's family decide the
+// addresses it places in China, see mergeCN.
+func (d *DB) mergeIP2Region(addr netip.Addr, mm Location) (Location, Other) {
+	r := d.r6
+	if addr.Is4() {
+		r = d.r4
+	}
+	if r == nil {
+		return mm, Other{}
+	}
+	rec, bits, ok := r.Lookup(addr)
+	if !ok {
+		return mm, Other{}
+	}
+	return mergeCN(mm, cnRecord{rec.ISO2, rec.Country, rec.Province, rec.City, rec.ISP}, bits, SourceIP2Region)
+}
+
+// cnRecord is what a Chinese database says of an address; its strings may
+// point into the database.
+type cnRecord struct{ cc, country, region, city, isp string }
+
+// mergeCN lets a Chinese database (src) decide the province, city and
+// carrier of the addresses it places in China; what was below (mm:
+// MaxMind's answer) keeps the ASN, the rest of the world, and the
+// coordinates when the provinces agree.
+func mergeCN(mm Location, rec cnRecord, bits int, src Source) (Location, Other) {
 	loc := mm
 	// Both networks bound the answer: a neighbour inside MaxMind's network
-	// may be placed elsewhere by the IPIP.net database.
+	// may be placed elsewhere by the Chinese database.
 	loc.Bits = max(loc.Bits, uint8(bits))
-	cc := strings.ToUpper(rec.CountryCode())
-	if cc == "" && rec.CountryName() == "中国" {
+	cc := strings.ToUpper(rec.cc)
+	if cc == "" && rec.country == "中国" {
 		cc = "CN"
 	}
 	if cc != "CN" {
 		if loc.Country == "" && ContinentOf(cc) != "" {
-			loc.Country, loc.Continent, loc.Source = cc, ContinentOf(cc), SourceIPDB
+			loc.Country, loc.Continent, loc.Source = cc, ContinentOf(cc), src
 		}
 		return loc, Other{}
 	}
 	other := Other{Province: mm.Province, ISP: mm.ISP, ASN: mm.ASN, OK: mm.Country == "CN"}
-	loc.Source = SourceIPDB
+	loc.Source = src
 	loc.Country, loc.Continent = "CN", "AS"
 	// The record's strings point into the database: keep copies.
-	if isp := rec.ISPDomain(); isp != "" {
-		loc.ISP = unique.Make(isp).Value()
+	if rec.isp != "" {
+		loc.ISP = unique.Make(rec.isp).Value()
 	}
-	prov, ok := provinceFromRegion(rec.RegionName())
+	prov, ok := provinceFromRegion(rec.region)
 	if !ok {
 		return loc, other
 	}
 	loc.Province = prov
-	if city := rec.CityName(); city != "" || mm.Province != prov {
+	if city := rec.city; city != "" || mm.Province != prov {
 		loc.City = unique.Make(city).Value()
 	}
 	if mm.Province != prov || !mm.HasCoords {

@@ -2,6 +2,11 @@
 // City (or Country) database and an optional ASN/ISP database.
 package geo
 
+import (
+	"sync"
+	"sync/atomic"
+)
+
 // Source says which layer produced a Location.
 type Source uint8
 
@@ -13,7 +18,41 @@ const (
 	SourceOnline
 	SourceIPDB
 	SourceOverride
+	SourceIP2Region
 )
+
+// The Sources of carrier lists: ListSource gives each list name one of
+// them, whose String names the list; past maxListSources names, they
+// share SourceList.
+const (
+	sourceListBase Source = 128
+	maxListSources        = 127
+	SourceList     Source = sourceListBase + maxListSources // "list"
+)
+
+var listSources struct {
+	mu    sync.Mutex
+	names [maxListSources]atomic.Pointer[string] // "list:" + name
+}
+
+// ListSource is the Source of the carrier list name: its String is
+// "list:" + name. Names are kept for the life of the process.
+func ListSource(name string) Source {
+	label := "list:" + name
+	listSources.mu.Lock()
+	defer listSources.mu.Unlock()
+	for i := range listSources.names {
+		p := listSources.names[i].Load()
+		if p == nil {
+			listSources.names[i].Store(&label)
+			return sourceListBase + Source(i)
+		}
+		if *p == label {
+			return sourceListBase + Source(i)
+		}
+	}
+	return SourceList
+}
 
 func (s Source) String() string {
 	switch s {
@@ -29,6 +68,15 @@ func (s Source) String() string {
 		return "ipdb"
 	case SourceOverride:
 		return "override"
+	case SourceIP2Region:
+		return "ip2region"
+	case SourceList:
+		return "list"
+	}
+	if s >= sourceListBase && s < SourceList {
+		if p := listSources.names[s-sourceListBase].Load(); p != nil {
+			return *p
+		}
 	}
 	return "none"
 }

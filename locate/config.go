@@ -36,6 +36,9 @@ type Config struct {
 	CacheTTL  time.Duration // 0 = DefaultCacheTTL
 	Redis     *RedisConfig  // nil = no shared cache
 	Online    *OnlineConfig // nil = no online API
+	// CarrierLists are carrier CIDR lists whose carrier wins over every
+	// database's; nil = none.
+	CarrierLists *CarrierListConfig
 }
 
 // RedisConfig is the `redis` block. Several Addrs mean a cluster, MasterName
@@ -62,7 +65,8 @@ type OnlineConfig struct {
 }
 
 // ConfigError is a bad configuration of one layer; Layer names it
-// ("redis", "online", "cache") for the caller to point at the option.
+// ("redis", "online", "cache", "carrier_lists") for the caller to point at
+// the option.
 type ConfigError struct {
 	Layer string
 	Err   error

@@ -33,8 +33,8 @@ func (d *databases) Locate(_ context.Context, q *Query) bool {
 	return false
 }
 
-// compare counts where MaxMind and the IPIP.net database, which decided
-// loc, disagree on an address both place in China.
+// compare counts where MaxMind and the Chinese database (IPIP.net or
+// ip2region) that decided loc disagree on an address both place in China.
 func (d *databases) compare(loc geo.Location, other geo.Other) {
 	if loc.Province != "" && other.Province != "" && loc.Province != other.Province {
 		disagreeProvince.Inc()
@@ -48,13 +48,7 @@ func (d *databases) compare(loc geo.Location, other geo.Other) {
 
 // Files are the database files, for the reload path to watch.
 func (d *databases) Files() []string {
-	var files []string
-	for _, f := range []string{d.files.City, d.files.ASN, d.files.IPDB} {
-		if f != "" {
-			files = append(files, f)
-		}
-	}
-	return files
+	return d.files.Paths()
 }
 
 // Reopen opens the database files again and swaps them in.

@@ -80,7 +80,7 @@ type counters map[string]float64
 
 func snapshot() counters {
 	c := counters{}
-	for _, layer := range []string{"lru", "db", "redis", "online"} {
+	for _, layer := range []string{"lru", "carrier_list", "db", "redis", "online"} {
 		for _, res := range []string{"hit", "miss", "error"} {
 			c[layer+"/"+res] = testutil.ToFloat64(GeoLookups.WithLabelValues(layer, res))
 		}

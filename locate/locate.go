@@ -37,6 +37,7 @@ type Locator struct {
 	over    *overrideSource
 	cache   *cache // the cache's entries; the process's shared cache once started
 	dbs     *databases
+	lists   *carrierLists // nil without carrier lists
 	redis   *redisSource  // nil without Redis
 	online  *onlineSource // nil without the online API
 	refines bool          // a source after the databases may place a client per /24
@@ -93,9 +94,17 @@ func New(cfg Config) (*Locator, error) {
 	l.dbs.l, l.dbs.files = l, cfg.DBFiles
 	l.dbs.db.Store(cfg.DB)
 	l.carriers.Store(cfg.Carriers)
-	l.retag()
 	l.over = &overrideSource{}
-	l.sources = []Source{l.over, &cacheSource{l}, l.dbs}
+	l.sources = []Source{l.over, &cacheSource{l}}
+	if cfg.CarrierLists != nil {
+		lists, err := newCarrierLists(l, *cfg.CarrierLists)
+		if err != nil {
+			return nil, &ConfigError{"carrier_lists", err}
+		}
+		l.lists = lists
+		l.sources = append(l.sources, lists)
+	}
+	l.sources = append(l.sources, l.dbs)
 	if cfg.Redis != nil {
 		l.redis = newRedisSource(l, *cfg.Redis)
 		l.sources = append(l.sources, l.redis)
@@ -105,6 +114,7 @@ func New(cfg Config) (*Locator, error) {
 		l.sources = append(l.sources, l.online)
 	}
 	l.refines = l.sources[len(l.sources)-1] != Source(l.dbs)
+	l.retag()
 	return l, nil
 }
 
@@ -225,6 +235,9 @@ func (l *Locator) Reopen() error {
 func (l *Locator) SetCarriers(c *geo.Carriers) {
 	l.carriers.Store(c)
 	l.retag()
+	if l.lists != nil {
+		l.lists.warnUnknown()
+	}
 }
 
 // retag follows a content change: cache entries of the old content are no
@@ -232,6 +245,9 @@ func (l *Locator) SetCarriers(c *geo.Carriers) {
 func (l *Locator) retag() {
 	t := l.dbs.db.Load().Digest()
 	t ^= l.carriers.Load().Digest() * 0x9E3779B97F4A7C15
+	if l.lists != nil {
+		t ^= l.lists.sets.Load().set.Digest() * 0xC2B2AE3D27D4EB4F
+	}
 	l.tag.Store(t)
 }
 
@@ -294,7 +310,9 @@ func (l *Locator) special(addr netip.Addr, k Key, bits int) Result {
 // none was sure) keep it.
 func (l *Locator) learn(ctx context.Context, q *Query, answered int) {
 	if !q.normalized {
-		l.carriers.Load().Apply(&q.Loc)
+		c := l.carriers.Load()
+		c.Apply(&q.Loc)
+		applyList(q, c)
 		q.normalized = true
 	}
 	final := answered < len(l.sources)

@@ -10,7 +10,7 @@ import (
 )
 
 var (
-	// GeoLookups counts lookups per layer (lru, db, redis, online) and result (hit, miss, error, auth).
+	// GeoLookups counts lookups per layer (override, lru, carrier_list, db, redis, online) and result (hit, miss, error, auth).
 	GeoLookups = promauto.With(metricset.Registerer).NewCounterVec(prometheus.CounterOpts{
 		Namespace: plugin.Namespace,
 		Subsystem: "gslb",
@@ -65,6 +65,8 @@ var (
 	overrideHit       = GeoLookups.WithLabelValues("override", "hit")
 	cacheHit          = GeoLookups.WithLabelValues("lru", "hit")
 	cacheMiss         = GeoLookups.WithLabelValues("lru", "miss")
+	listHitCount      = GeoLookups.WithLabelValues("carrier_list", "hit")
+	listMiss          = GeoLookups.WithLabelValues("carrier_list", "miss")
 	dbHit             = GeoLookups.WithLabelValues("db", "hit")
 	dbMiss            = GeoLookups.WithLabelValues("db", "miss")
 	redisHit          = GeoLookups.WithLabelValues("redis", "hit")

@@ -9,7 +9,8 @@ import (
 )
 
 // Source is one kind of location data and one link of the Locator's chain:
-// the cache, the local databases, Redis and the online API today. The chain
+// the cache, the carrier lists, the local databases, Redis and the online
+// API today. The chain
 // asks each source in order until one is sure.
 type Source interface {
 	// Name is the source's layer in coredns_gslb_geo_lookups_total.
@@ -71,4 +72,6 @@ type Query struct {
 	// normalized is set by a source whose answer went through the carrier
 	// table already (a cache of the chain's own answers).
 	normalized bool
+	// list is what the carrier lists said, for learn to apply last.
+	list listHit
 }

@@ -10,8 +10,9 @@ import (
 // Step is what one source said of an address, for a tool that explains a
 // decision.
 type Step struct {
-	// Source: override, geoip (MaxMind's City and ASN databases), ipdb,
-	// redis, online, or the Name of another source.
+	// Source: override, list:NAME (a carrier list), geoip (MaxMind's City
+	// and ASN databases), ipdb, ip2region, redis, online, or the Name of
+	// another source.
 	Source   string
 	Location geo.Location // carrier mapped through the carrier table
 	Found    bool         // the source knew the address
@@ -49,6 +50,7 @@ func (l *Locator) Trace(ctx context.Context, addr netip.Addr) (Result, []Step) {
 	}
 	if !q.normalized {
 		carriers.Apply(&q.Loc)
+		applyList(q, carriers)
 	}
 	r := Result{Location: q.Loc, Key: k, Override: q.Override, Scope: max(q.Loc.Bits, q.Override.MinBits)}
 	if r.Province == "" && l.refines {
@@ -102,6 +104,10 @@ func (d *databases) Trace(ctx context.Context, q *Query, done bool, carriers *ge
 			carriers.Apply(&ip)
 			steps = append(steps, Step{Source: "ipdb", Location: ip, Found: true})
 		}
+		if x, ok := db.ExplainIP2Region(q.Addr); ok {
+			carriers.Apply(&x)
+			steps = append(steps, Step{Source: "ip2region", Location: x, Found: true})
+		}
 	}
 	if done {
 		return steps, true
@@ -109,8 +115,11 @@ func (d *databases) Trace(ctx context.Context, q *Query, done bool, carriers *ge
 	final := d.Locate(ctx, q)
 	if final {
 		won := "geoip"
-		if q.Loc.Source == geo.SourceIPDB {
+		switch q.Loc.Source {
+		case geo.SourceIPDB:
 			won = "ipdb"
+		case geo.SourceIP2Region:
+			won = "ip2region"
 		}
 		for i := range steps {
 			steps[i].Final = steps[i].Final || steps[i].Source == won

@@ -1,0 +1,449 @@
+// Package carrierlist reads carrier CIDR lists built from BGP (the
+// china-operator-ip style: one CIDR a line, IPv4 and IPv6, '#' comments),
+// whose file names say the carrier, into an immutable structure of sorted
+// disjoint ranges: the longest prefix wins across lists, and a lookup is a
+// binary search that allocates nothing.
+package carrierlist
+
+import (
+	"bufio"
+	"bytes"
+	"cmp"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/maphash"
+	"math/bits"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/gslbdns/gslb/internal/yamlfile"
+)
+
+// DefaultMaxSize is a list file's size limit when Load is given none.
+const DefaultMaxSize = yamlfile.DefaultMaxSize
+
+// MaxLists is how many lists a Set holds at most.
+const MaxLists = 1 << 10
+
+// carrierOf maps china-operator-ip's list names to our carriers. A name
+// not here is its own carrier, for the node table's carriers: to map.
+var carrierOf = map[string]string{
+	"chinanet": "telecom", // China Telecom
+	"unicom":   "unicom",
+	"cmcc":     "mobile",
+	"crtc":     "mobile", // China Railcom (铁通), part of China Mobile
+	"cernet":   "edu",
+	"cstnet":   "cstnet", // China Science and Technology Network (科技网)
+	"drpeng":   "drpeng", // Dr. Peng (鹏博士)
+	"googlecn": "googlecn",
+}
+
+// notCarriers are names of lists that say no carrier: china-operator-ip's
+// list of all of China. A directory's are skipped, a named one refused.
+var notCarriers = map[string]bool{"china": true}
+
+// NameOf is a list's name from its path: the base name without the
+// extension, lower-cased.
+func NameOf(path string) string {
+	b := filepath.Base(path)
+	return strings.ToLower(strings.TrimSuffix(b, filepath.Ext(b)))
+}
+
+// CarrierOf is the carrier a list's name says: china-operator-ip's IPv6
+// lists (chinanet6) are their IPv4 lists' carrier; a name the table does
+// not know is its own carrier.
+func CarrierOf(name string) string {
+	name = strings.ToLower(name)
+	if c, ok := carrierOf[name]; ok {
+		return c
+	}
+	if base, ok := strings.CutSuffix(name, "6"); ok {
+		if c, ok := carrierOf[base]; ok {
+			return c
+		}
+	}
+	return name
+}
+
+// List is one file of a Set.
+type List struct {
+	Name    string // e.g. "chinanet6"
+	Path    string
+	Carrier string // e.g. "telecom"
+	Len     int    // prefixes
+}
+
+// Prefix is one line of a list.
+type Prefix struct {
+	Prefix netip.Prefix // masked; IPv4 plain
+	Line   int
+}
+
+// Parse reads a list's lines: a CIDR each, '#' starts a comment, blank
+// lines are skipped. An IPv4-mapped IPv6 prefix counts as IPv4. Errors name
+// name, the line and the text.
+func Parse(name string, b []byte) ([]Prefix, error) {
+	var out []Prefix
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	sc.Buffer(make([]byte, 0, 4096), 4096)
+	line := 0
+	for sc.Scan() {
+		line++
+		s := sc.Text()
+		if i := strings.IndexByte(s, '#'); i >= 0 {
+			s = s[:i]
+		}
+		s = strings.TrimSpace(s)
+		if s == "" {
+			continue
+		}
+		p, err := netip.ParsePrefix(s)
+		if err != nil {
+			return nil, fmt.Errorf("carrierlist: %s:%d: %q is not a CIDR", name, line, s)
+		}
+		if p.Addr().Zone() != "" {
+			return nil, fmt.Errorf("carrierlist: %s:%d: %q has a zone", name, line, s)
+		}
+		if p.Masked() != p {
+			return nil, fmt.Errorf("carrierlist: %s:%d: %s has host bits set (did you mean %s?)", name, line, p, p.Masked())
+		}
+		if p.Addr().Is4In6() { // masked: at least /96
+			p = netip.PrefixFrom(p.Addr().Unmap(), p.Bits()-96)
+		}
+		out = append(out, Prefix{Prefix: p, Line: line})
+	}
+	if err := sc.Err(); err != nil {
+		if errors.Is(err, bufio.ErrTooLong) {
+			return nil, fmt.Errorf("carrierlist: %s:%d: line longer than 4096 bytes", name, line+1)
+		}
+		return nil, fmt.Errorf("carrierlist: %s: %w", name, err)
+	}
+	return out, nil
+}
+
+// Load reads the lists paths name; a directory stands for its *.txt files
+// (but china.txt, the list of all of China). A file over maxSize bytes
+// (DefaultMaxSize when <= 0) is refused before it is read. The same prefix
+// in lists of two carriers is an error naming both.
+func Load(paths []string, maxSize int64) (*Set, error) {
+	var files []string
+	for _, p := range paths {
+		fi, err := os.Stat(p)
+		if err != nil {
+			return nil, fmt.Errorf("carrierlist: %w", err)
+		}
+		if !fi.IsDir() {
+			if notCarriers[NameOf(p)] {
+				return nil, fmt.Errorf("carrierlist: %s lists all of China, not a carrier", p)
+			}
+			files = append(files, p)
+			continue
+		}
+		ents, err := os.ReadDir(p)
+		if err != nil {
+			return nil, fmt.Errorf("carrierlist: %w", err)
+		}
+		n := 0
+		for _, e := range ents { // sorted by name
+			name := e.Name()
+			if strings.HasPrefix(name, ".") || filepath.Ext(name) != ".txt" || notCarriers[NameOf(name)] {
+				continue
+			}
+			if fi, err := os.Stat(filepath.Join(p, name)); err != nil || !fi.Mode().IsRegular() {
+				continue // a link is followed; a directory or a dangling link is not a list
+			}
+			files = append(files, filepath.Join(p, name))
+			n++
+		}
+		if n == 0 {
+			return nil, fmt.Errorf("carrierlist: directory %s has no carrier list (*.txt)", p)
+		}
+	}
+	lists := make([]Source, 0, len(files))
+	for _, f := range files {
+		b, err := yamlfile.ReadFile(f, maxSize)
+		if err != nil {
+			return nil, fmt.Errorf("carrierlist: %w", err)
+		}
+		ps, err := Parse(f, b)
+		if err != nil {
+			return nil, err
+		}
+		lists = append(lists, Source{List: List{Name: NameOf(f), Path: f, Carrier: CarrierOf(NameOf(f))}, Prefixes: ps})
+	}
+	return Build(lists)
+}
+
+// Source is a list and its prefixes, for Build.
+type Source struct {
+	List
+	Prefixes []Prefix
+}
+
+// u128 is an address as two big-endian halves; IPv4 is mapped into
+// ::ffff:0:0/96, so that one sorted array holds both families.
+type u128 struct{ hi, lo uint64 }
+
+func (a u128) less(b u128) bool { return a.hi < b.hi || a.hi == b.hi && a.lo < b.lo }
+func (a u128) next() u128 {
+	if a.lo == ^uint64(0) {
+		return u128{a.hi + 1, 0}
+	}
+	return u128{a.hi, a.lo + 1}
+}
+func (a u128) prev() u128 {
+	if a.lo == 0 {
+		return u128{a.hi - 1, ^uint64(0)}
+	}
+	return u128{a.hi, a.lo - 1}
+}
+
+var maxU128 = u128{^uint64(0), ^uint64(0)}
+
+func toU128(a netip.Addr) u128 {
+	b := a.As16() // IPv4 comes out mapped
+	return u128{binary.BigEndian.Uint64(b[:8]), binary.BigEndian.Uint64(b[8:])}
+}
+
+// bounds are a prefix's first and last address.
+func bounds(p netip.Prefix) (lo, hi u128) {
+	lo = toU128(p.Addr())
+	bits := p.Bits()
+	if p.Addr().Is4() {
+		bits += 96
+	}
+	hi = lo
+	switch host := 128 - bits; {
+	case host >= 64:
+		hi = u128{lo.hi | (uint64(1)<<(host-64) - 1), ^uint64(0)}
+	case host > 0:
+		hi.lo |= uint64(1)<<host - 1
+	}
+	return lo, hi
+}
+
+// Set is the lists' ranges. It is immutable and safe for concurrent use.
+type Set struct {
+	lists  []List
+	t4, t6 table // IPv6 prefixes never hold IPv4 addresses
+	digest uint64
+}
+
+// table is one family's disjoint ranges, sorted.
+type table struct {
+	lo, hi []u128
+	list   []uint16 // the list of each range
+}
+
+var digestSeed = maphash.MakeSeed()
+
+// Build makes a Set of lists; the longest prefix wins.
+func Build(lists []Source) (*Set, error) {
+	if len(lists) > MaxLists {
+		return nil, fmt.Errorf("carrierlist: %d lists, at most %d", len(lists), MaxLists)
+	}
+	var items []item
+	s := &Set{}
+	var h maphash.Hash
+	h.SetSeed(digestSeed)
+	for i, l := range lists {
+		l.List.Len = len(l.Prefixes)
+		s.lists = append(s.lists, l.List)
+		h.WriteString(l.Name + "\x00" + l.Carrier + "\x00")
+		for _, p := range l.Prefixes {
+			lo, hi := bounds(p.Prefix)
+			b := p.Prefix.Bits()
+			if p.Prefix.Addr().Is4() {
+				b += 96
+			}
+			items = append(items, item{lo, hi, b, i, p.Line})
+			h.WriteString(p.Prefix.String() + "\x00")
+		}
+		h.WriteString("\x01")
+	}
+	s.digest = h.Sum64()
+	// Enclosing prefixes before the ones inside them.
+	slices.SortStableFunc(items, func(a, b item) int {
+		if a.lo != b.lo {
+			if a.lo.less(b.lo) {
+				return -1
+			}
+			return 1
+		}
+		return cmp.Compare(a.bits, b.bits)
+	})
+	// Drop repeats within a list; refuse one prefix in two carriers' lists.
+	uniq := items[:0]
+	for _, it := range items {
+		if n := len(uniq); n > 0 && uniq[n-1].lo == it.lo && uniq[n-1].bits == it.bits {
+			prev := uniq[n-1]
+			if lists[prev.list].Carrier != lists[it.list].Carrier {
+				return nil, fmt.Errorf("carrierlist: %s:%d and %s:%d: the same network in the lists of %s and %s",
+					lists[prev.list].Path, prev.line, lists[it.list].Path, it.line, lists[prev.list].Carrier, lists[it.list].Carrier)
+			}
+			continue
+		}
+		uniq = append(uniq, it)
+	}
+	var i4, i6 []item
+	for _, it := range uniq {
+		if it.lo.hi == 0 && it.lo.lo>>32 == 0xffff && it.bits >= 96 {
+			i4 = append(i4, it)
+		} else {
+			i6 = append(i6, it)
+		}
+	}
+	sweep(&s.t4, i4)
+	sweep(&s.t6, i6)
+	return s, nil
+}
+
+type item struct {
+	lo, hi u128
+	bits   int
+	list   int
+	line   int
+}
+
+// sweep turns items, sorted with enclosing prefixes first, into t's
+// disjoint ranges.
+func sweep(s *table, items []item) {
+	emit := func(lo, hi u128, list int) {
+		if hi.less(lo) {
+			return
+		}
+		if n := len(s.lo); n > 0 && int(s.list[n-1]) == list && s.hi[n-1].next() == lo && s.hi[n-1] != maxU128 {
+			s.hi[n-1] = hi
+			return
+		}
+		s.lo, s.hi, s.list = append(s.lo, lo), append(s.hi, hi), append(s.list, uint16(list))
+	}
+	// A sweep with the stack of the prefixes around the current position:
+	// the top, the innermost, owns it.
+	var stack []item
+	var pos u128
+	done := false // pos went past the last address
+	pop := func() {
+		top := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if !done {
+			emit(pos, top.hi, top.list)
+			if top.hi == maxU128 {
+				done = true
+			} else {
+				pos = top.hi.next()
+			}
+		}
+	}
+	for _, it := range items {
+		for len(stack) > 0 && stack[len(stack)-1].hi.less(it.lo) {
+			pop()
+		}
+		if len(stack) > 0 && pos.less(it.lo) {
+			emit(pos, it.lo.prev(), stack[len(stack)-1].list)
+		}
+		pos, done = it.lo, false
+		stack = append(stack, it)
+	}
+	for len(stack) > 0 {
+		pop()
+	}
+}
+
+// Lookup finds the list whose longest prefix holds addr. bits, in addr's
+// own family, is the length of the largest block around addr that only
+// that list holds, or, when no list holds addr, that no list holds: the
+// answer holds for that block. It allocates nothing.
+func (s *Set) Lookup(addr netip.Addr) (list int, bits int, ok bool) {
+	if s == nil || !addr.IsValid() {
+		return 0, 0, false
+	}
+	addr = addr.Unmap()
+	a := toU128(addr)
+	s4 := addr.Is4()
+	t := &s.t6
+	if s4 {
+		t = &s.t4
+	}
+	// The first range that ends at or after a.
+	i, j := 0, len(t.lo)
+	for i < j {
+		m := int(uint(i+j) >> 1)
+		if t.hi[m].less(a) {
+			i = m + 1
+		} else {
+			j = m
+		}
+	}
+	var lo, hi u128
+	if i < len(t.lo) && !a.less(t.lo[i]) {
+		lo, hi, list, ok = t.lo[i], t.hi[i], int(t.list[i]), true
+	} else {
+		// The gap between range i-1 and range i.
+		lo, hi = u128{}, maxU128
+		if i > 0 {
+			lo = t.hi[i-1].next()
+		}
+		if i < len(t.lo) {
+			hi = t.lo[i].prev()
+		}
+	}
+	start := 0
+	if s4 {
+		start = 96
+	}
+	return list, blockBits(a, lo, hi, start) - start, ok
+}
+
+// blockBits is the shortest prefix length p >= start such that the
+// aligned block of a at p lies within [lo, hi]: one bit longer than a's
+// common prefix with lo-1 and with hi+1, the nearest addresses outside.
+func blockBits(a, lo, hi u128, start int) int {
+	p := start
+	if lo != (u128{}) {
+		p = max(p, commonBits(a, lo.prev())+1)
+	}
+	if hi != maxU128 {
+		p = max(p, commonBits(a, hi.next())+1)
+	}
+	return min(p, 128)
+}
+
+func commonBits(a, b u128) int {
+	if x := a.hi ^ b.hi; x != 0 {
+		return bits.LeadingZeros64(x)
+	}
+	return 64 + bits.LeadingZeros64(a.lo^b.lo)
+}
+
+// List returns list i of the set.
+func (s *Set) List(i int) List { return s.lists[i] }
+
+// Lists are the set's lists, in the order they were given.
+func (s *Set) Lists() []List {
+	if s == nil {
+		return nil
+	}
+	return slices.Clone(s.lists)
+}
+
+// Ranges is the number of disjoint ranges the lists make.
+func (s *Set) Ranges() int {
+	if s == nil {
+		return 0
+	}
+	return len(s.t4.lo) + len(s.t6.lo)
+}
+
+// Digest identifies the set's content: two sets with the same digest
+// answer every address alike.
+func (s *Set) Digest() uint64 {
+	if s == nil {
+		return 0
+	}
+	return s.digest
+}
