@@ -531,7 +531,7 @@ func (b *adminBackend) Canary() (admin.Canary, error) {
 func canaryState(cn *canary) admin.Canary {
 	cx, sx := cn.ratios()
 	s := admin.Canary{File: cn.opts.file, Percent: cn.percent(), Configured: cn.opts.percent,
-		RolledBack: cn.rolledBack.Load(), Decisions: cn.decided.Load(), Cross: cx, StableX: sx}
+		RolledBack: cn.rolledBack.Load(), Decisions: cn.decided.Load(), Cross: cx, StableCross: sx}
 	if r := cn.reason.Load(); r != nil {
 		s.Reason = *r
 	}

@@ -34,7 +34,7 @@ type canary struct {
 	opts      canaryOpts
 	table     *table.Table
 	checker   *health.Checker
-	decisions *policy.Decisions
+	decisions *policy.Cache
 	view      atomic.Pointer[policy.View]
 	identity  string // the line and the file's content
 	keys      canaryKeys
@@ -76,7 +76,7 @@ func canaryIdentity(o *canaryOpts, t *table.Table) string {
 }
 
 func newCanary(o canaryOpts, t *table.Table, keys canaryKeys) *canary {
-	cn := &canary{opts: o, table: t, decisions: policy.NewDecisions(), identity: canaryIdentity(&o, t),
+	cn := &canary{opts: o, table: t, decisions: policy.NewCache(), identity: canaryIdentity(&o, t),
 		keys: keys, seen: new([seenSlots]atomic.Uint32), born: time.Now()}
 	cn.share.Store(percentToShare(o.percent))
 	if r, ok := rolledBackCanaries.Load(cn.identity); ok {

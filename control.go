@@ -35,7 +35,7 @@ type control struct {
 	overrides *overrides.Table // the file's, expired entries included
 	quality   *quality.Matrix  // the file's rows, stale ones included
 	checker   *health.Checker
-	decisions *policy.Decisions
+	decisions *policy.Cache
 	metrics   metricsCache
 	// fixed replaces every checker's verdicts when set: the tools' "every
 	// node up", or one round of probes.
@@ -130,7 +130,7 @@ func newControl(o options, zones []string) (c *control, option string, err error
 		db:        db,
 		overrides: ov,
 		quality:   qm,
-		decisions: policy.NewDecisions(),
+		decisions: policy.NewCache(),
 		salt:      salt,
 		files:     newWatcher(texts, o.dbPaths(), o.maxFileSize),
 		stopCh:    make(chan struct{}),

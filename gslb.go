@@ -212,7 +212,7 @@ func (g *GSLB) choose(v *policy.View, rec *table.Record, qtype uint16, dc *decis
 }
 
 func (dc *decision) query(rec *table.Record, qtype uint16) *policy.Query {
-	return &policy.Query{Record: rec, QType: qtype, Client: policy.Client(&dc.loc.Location),
+	return &policy.Query{Record: rec, QType: qtype, Client: policy.ClientOf(&dc.loc.Location),
 		Subnet: uint64(dc.loc.Key), Pin: dc.loc.Override.Pin}
 }
 

@@ -69,7 +69,7 @@ type Canary struct {
 	Reason     string  `json:"reason,omitempty"`
 	Decisions  uint64  `json:"decisions"` // canary decisions since it (re)started
 	Cross      float64 `json:"cross_province_ratio"`
-	StableX    float64 `json:"stable_cross_province_ratio"`
+	StableCross    float64 `json:"stable_cross_province_ratio"`
 }
 
 // Backend is what the API controls.
