@@ -31,13 +31,13 @@ var adminMemory sync.Map // address -> *admin.State
 // refuses changes (so that nothing overwrites the file) until the file is
 // fixed or removed. Callers own c.
 func (c *control) restoreState() {
-	a := c.opts.admin
+	a := c.opts.Admin
 	if a == nil {
 		return
 	}
 	st := &admin.State{}
 	if a.State != "" {
-		s, err := admin.LoadState(a.State, c.opts.maxFileSize, knownIn(c.table))
+		s, err := admin.LoadState(a.State, c.opts.MaxFileSize, knownIn(c.table))
 		if err != nil {
 			if c.stateErr == nil || c.stateErr.Error() != err.Error() {
 				log.Errorf("admin: %v: serving without it; the admin API refuses changes until the file is fixed or removed", err)
@@ -267,9 +267,9 @@ func (c *control) state() *admin.State {
 			if r := cn.reason.Load(); r != nil {
 				reason = *r
 			}
-			st.Canary = &admin.CanaryEntry{Identity: cn.identity, File: cn.opts.file, RolledBack: true, Reason: reason}
-		case cn.share.Load() != percentToShare(cn.opts.percent):
-			st.Canary = &admin.CanaryEntry{Identity: cn.identity, File: cn.opts.file, Percent: cn.percent()}
+			st.Canary = &admin.CanaryEntry{Identity: cn.identity, File: cn.opts.File, RolledBack: true, Reason: reason}
+		case cn.share.Load() != percentToShare(cn.opts.Percent):
+			st.Canary = &admin.CanaryEntry{Identity: cn.identity, File: cn.opts.File, Percent: cn.percent()}
 		}
 	}
 	return st
@@ -280,7 +280,7 @@ func (c *control) state() *admin.State {
 // load of the Corefile serves the API (admin.ErrSuperseded). Callers hold
 // c.mu.
 func (c *control) saveState(st *admin.State) error {
-	a := c.opts.admin
+	a := c.opts.Admin
 	if a == nil || !c.started {
 		return nil
 	}
@@ -530,7 +530,7 @@ func (b *adminBackend) Canary() (admin.Canary, error) {
 
 func canaryState(cn *canary) admin.Canary {
 	cx, sx := cn.ratios()
-	s := admin.Canary{File: cn.opts.file, Percent: cn.percent(), Configured: cn.opts.percent,
+	s := admin.Canary{File: cn.opts.File, Percent: cn.percent(), Configured: cn.opts.Percent,
 		RolledBack: cn.rolledBack.Load(), Decisions: cn.decided.Load(), Cross: cx, StableCross: sx}
 	if r := cn.reason.Load(); r != nil {
 		s.Reason = *r
@@ -558,6 +558,6 @@ func (b *adminBackend) SetCanary(percent float64, who string) (admin.Canary, err
 		}
 		return admin.Canary{}, err
 	}
-	log.Infof("admin: canary %s at %g%% of the subnets (by %s)", cn.opts.file, cn.percent(), who)
+	log.Infof("admin: canary %s at %g%% of the subnets (by %s)", cn.opts.File, cn.percent(), who)
 	return canaryState(cn), nil
 }

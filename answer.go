@@ -132,7 +132,7 @@ func (a *answer) send(p *reply, scope uint8) (int, error) {
 func (g *GSLB) ns(v *policy.View, zone string) []dns.RR {
 	rrs := make([]dns.RR, len(v.Table.Nameservers))
 	for i, n := range v.Table.Nameservers {
-		rrs[i] = &dns.NS{Hdr: dns.RR_Header{Name: zone, Rrtype: dns.TypeNS, Class: dns.ClassINET, Ttl: g.opts.ttl}, Ns: n}
+		rrs[i] = &dns.NS{Hdr: dns.RR_Header{Name: zone, Rrtype: dns.TypeNS, Class: dns.ClassINET, Ttl: g.opts.TTL}, Ns: n}
 	}
 	return rrs
 }

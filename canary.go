@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/gslbdns/gslb/admin"
+	"github.com/gslbdns/gslb/config"
 	"github.com/gslbdns/gslb/health"
 	"github.com/gslbdns/gslb/locate"
 	"github.com/gslbdns/gslb/policy"
@@ -31,7 +32,7 @@ const canaryBasis = 10000
 // canary is one candidate node table in rollout. A new file or canary
 // line makes a new one: its counters and rollback start afresh.
 type canary struct {
-	opts      canaryOpts
+	opts      config.Canary
 	table     *table.Table
 	checker   *health.Checker
 	decisions *policy.Cache
@@ -68,17 +69,17 @@ type canary struct {
 // nor its file keeps it rolled back.
 var rolledBackCanaries sync.Map // identity -> reason
 
-func canaryIdentity(o *canaryOpts, t *table.Table) string {
+func canaryIdentity(o *config.Canary, t *table.Table) string {
 	h := sha256.New()
-	fmt.Fprintf(h, "%s\x00%g\x00%g\x00%d\x00", o.file, o.percent, o.rollbackCross, o.rollbackMin)
+	fmt.Fprintf(h, "%s\x00%g\x00%g\x00%d\x00", o.File, o.Percent, o.RollbackCross, o.RollbackMin)
 	h.Write(t.Hash[:])
 	return hex.EncodeToString(h.Sum(nil)[:12])
 }
 
-func newCanary(o canaryOpts, t *table.Table, keys canaryKeys) *canary {
+func newCanary(o config.Canary, t *table.Table, keys canaryKeys) *canary {
 	cn := &canary{opts: o, table: t, decisions: policy.NewCache(), identity: canaryIdentity(&o, t),
 		keys: keys, seen: new([seenSlots]atomic.Uint32), born: time.Now()}
-	cn.share.Store(percentToShare(o.percent))
+	cn.share.Store(percentToShare(o.Percent))
 	if r, ok := rolledBackCanaries.Load(cn.identity); ok {
 		reason := r.(string)
 		cn.rolledBack.Store(true)
@@ -118,7 +119,7 @@ const (
 // time its slot is claimed in the window. Two subnets sharing a slot count
 // once, which thins the sample without favouring either policy.
 func (cn *canary) firstInWindow(k locate.Key, now time.Time) bool {
-	w := uint32(max(now.Sub(cn.born), 0)/cn.opts.window) + 1
+	w := uint32(max(now.Sub(cn.born), 0)/cn.opts.Window) + 1
 	slot := &cn.seen[keyedHash(uint64(k), cn.keys.seen)>>(64-seenBits)]
 	return slot.Load() != w && slot.Swap(w) != w
 }
@@ -139,7 +140,7 @@ func (cn *canary) count(canaryPolicy, located, same bool, k locate.Key, now time
 				cn.canaryCross.Add(1)
 			}
 		}
-		if cn.opts.rollbackCross >= 0 && n >= cn.opts.rollbackMin && n%32 == 0 {
+		if cn.opts.RollbackCross >= 0 && n >= cn.opts.RollbackMin && n%32 == 0 {
 			cn.check()
 		}
 		return
@@ -175,18 +176,18 @@ func (cn *canary) check() {
 	defer cn.checkMu.Unlock()
 	// Both ratios need rollback_min located answers behind them: a ratio
 	// of a few answers, or of none (stable at 100%), says nothing.
-	min := cn.opts.rollbackMin
+	min := cn.opts.RollbackMin
 	if cn.canarySame.Load()+cn.canaryCross.Load() < min || cn.stableSame.Load()+cn.stableCross.Load() < min {
 		return
 	}
 	c, s := cn.ratios()
-	if cn.rolledBack.Load() || c-s <= cn.opts.rollbackCross {
+	if cn.rolledBack.Load() || c-s <= cn.opts.RollbackCross {
 		return
 	}
 	reason := fmt.Sprintf("cross-province ratio %.4f against stable's %.4f after %d counted canary decisions: more than rollback_cross %g higher",
-		c, s, cn.decided.Load(), cn.opts.rollbackCross)
+		c, s, cn.decided.Load(), cn.opts.RollbackCross)
 	cn.rollBack(reason)
-	log.Warningf("Canary %s rolled back to 0%%: %s", cn.opts.file, reason)
+	log.Warningf("Canary %s rolled back to 0%%: %s", cn.opts.File, reason)
 	if cn.onRollback != nil {
 		cn.onRollback()
 	}
@@ -232,9 +233,9 @@ func (c *control) publishCanary(now time.Time) time.Time {
 	if snap == nil {
 		snap = cn.checker.Snapshot()
 	}
-	links, _, _, _ := c.quality.Links(cn.table.Index, now, c.opts.qualityMaxAge)
-	v, step := policy.NewView(policy.Inputs{Table: cn.table, Snapshot: snap, Params: &c.opts.params,
-		Links: links, Serial: c.serial, Now: now, Cooldown: c.opts.cooldown, Cache: cn.decisions, Drains: c.drains})
+	links, _, _, _ := c.quality.Links(cn.table.Index, now, c.opts.QualityMaxAge)
+	v, step := policy.NewView(policy.Inputs{Table: cn.table, Snapshot: snap, Params: &c.opts.Params,
+		Links: links, Serial: c.serial, Now: now, Cooldown: c.opts.Cooldown, Cache: cn.decisions, Drains: c.drains})
 	cn.view.Store(v)
 	return step
 }
@@ -290,22 +291,22 @@ func newSalt() string {
 // admin state file's (generated at the first start and kept there), else
 // the process's, with a warning: the canary's subnets then change at
 // every start.
-func resolveSalt(o *options) canarySalt {
+func resolveSalt(o *config.Options) canarySalt {
 	var s canarySalt
 	stateFile := ""
-	if o.admin != nil && o.admin.State != "" {
-		stateFile = o.admin.State
+	if o.Admin != nil && o.Admin.State != "" {
+		stateFile = o.Admin.State
 		// Read again, with its errors, when the state is restored.
-		if st, err := admin.LoadState(stateFile, o.maxFileSize, nil); err == nil {
+		if st, err := admin.LoadState(stateFile, o.MaxFileSize, nil); err == nil {
 			s.stored = st.CanarySalt
 		} else {
 			stateFile = ""
 		}
 	}
 	switch {
-	case o.canary == nil:
-	case o.canary.salt != "":
-		s.keys, s.source = keysOf(o.canary.salt), saltOption
+	case o.Canary == nil:
+	case o.Canary.Salt != "":
+		s.keys, s.source = keysOf(o.Canary.Salt), saltOption
 	case stateFile != "":
 		if s.stored == "" {
 			s.stored, s.fresh = newSalt(), true
@@ -314,7 +315,7 @@ func resolveSalt(o *options) canarySalt {
 	default:
 		s.keys, s.source = keysOf(processSalt()), saltProcess
 		log.Warningf("canary %s: no salt and no readable admin state file: the canary's subnets are drawn anew at every start; "+
-			"set `salt SECRET` in the canary block (the same on every instance) or `admin ADDRESS { state FILE }`", o.canary.file)
+			"set `salt SECRET` in the canary block (the same on every instance) or `admin ADDRESS { state FILE }`", o.Canary.File)
 	}
 	return s
 }
@@ -331,5 +332,5 @@ func (c *control) keepSalt() {
 		return
 	}
 	log.Infof("canary %s: a new salt is kept in %s; instances that must pick the same subnets need the same `salt SECRET`",
-		c.opts.canary.file, c.opts.admin.State)
+		c.opts.Canary.File, c.opts.Admin.State)
 }

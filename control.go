@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gslbdns/gslb/admin"
+	"github.com/gslbdns/gslb/config"
 	"github.com/gslbdns/gslb/geo"
 	"github.com/gslbdns/gslb/health"
 	"github.com/gslbdns/gslb/internal/recovery"
@@ -28,7 +29,7 @@ type control struct {
 	locator *locate.Locator
 
 	mu        sync.Mutex
-	opts      options
+	opts      *config.Options
 	zones     []string
 	table     *table.Table
 	db        *geo.DB
@@ -75,27 +76,49 @@ type control struct {
 	done                chan struct{}
 }
 
-// newControl loads everything a query needs and starts no goroutine. On
-// error, option is the Corefile option whose file or settings failed.
-func newControl(o options, zones []string) (c *control, option string, err error) {
-	t, err := loadTable("node table", o.nodes, zones, o)
+// newControl loads everything a query needs and starts no goroutine. Its
+// errors name the Corefile line of the option whose file or settings
+// failed.
+func newControl(o *config.Options) (*control, error) {
+	c, option, err := loadControl(o)
+	if err != nil && option == "" {
+		return nil, err // it names its line
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s:%d - Error during setup: %w", o.File, o.Lines[option], err)
+	}
+	return c, nil
+}
+
+func loadControl(o *config.Options) (c *control, option string, err error) {
+	zones := o.Zones
+	if o.AdminTokenFile != "" {
+		tok, err := admin.ReadTokenFile(o.AdminTokenFile)
+		if err != nil {
+			return nil, "", fmt.Errorf("%s:%d - Error during parsing: admin: token_file: %v", o.File, o.Lines[config.TokenFileLine], err)
+		}
+		a := *o.Admin
+		a.Token = tok
+		o.Admin = &a
+	}
+	t, err := loadTable("node table", o.Nodes, zones, o)
 	if err != nil {
 		return nil, "nodes", err
 	}
-	db, err := geo.OpenFiles(o.dbFiles())
+	db, err := geo.OpenFiles(dbFiles(o))
 	if err != nil {
 		return nil, dbOption(err), fmt.Errorf("%s: %w", dbOption(err), err)
 	}
-	ov, ovHash, err := loadOverrides(o.overrides, o.maxFileSize, t)
+	ov, ovHash, err := loadOverrides(o.Overrides, o.MaxFileSize, t)
 	if err != nil {
 		return nil, "overrides", err
 	}
-	qm, qHash, err := loadQuality(o.quality, o.maxFileSize)
+	qm, qHash, err := loadQuality(o.Quality, o.MaxFileSize)
 	if err != nil {
 		return nil, "quality", err
 	}
-	loc, err := locate.New(locate.Config{DB: db, Carriers: t.Carriers, CacheSize: o.cacheSize, CacheTTL: o.cacheTTL,
-		Redis: o.redis, Online: o.online})
+	loc, err := locate.New(locate.Config{DB: db, Carriers: t.Carriers, CacheSize: o.CacheSize, CacheTTL: o.CacheTTL,
+		Redis: o.Redis, Online: o.Online})
 	if err != nil {
 		option = "cache_size"
 		if ce := (*locate.ConfigError)(nil); errors.As(err, &ce) && ce.Layer != "cache" {
@@ -103,24 +126,24 @@ func newControl(o options, zones []string) (c *control, option string, err error
 		}
 		return nil, option, err
 	}
-	salt := resolveSalt(&o)
+	salt := resolveSalt(o)
 	var cn *canary
-	if o.canary != nil {
-		ct, err := loadTable("node table", o.canary.file, zones, o)
+	if o.Canary != nil {
+		ct, err := loadTable("node table", o.Canary.File, zones, o)
 		if err != nil {
 			return nil, "canary", fmt.Errorf("canary: %w", err)
 		}
-		cn = newCanary(*o.canary, ct, salt.keys)
+		cn = newCanary(*o.Canary, ct, salt.keys)
 	}
-	texts := map[string][32]byte{o.nodes: t.Hash}
+	texts := map[string][32]byte{o.Nodes: t.Hash}
 	if cn != nil {
-		texts[o.canary.file] = cn.table.Hash
+		texts[o.Canary.File] = cn.table.Hash
 	}
-	if o.overrides != "" {
-		texts[o.overrides] = ovHash
+	if o.Overrides != "" {
+		texts[o.Overrides] = ovHash
 	}
-	if o.quality != "" {
-		texts[o.quality] = qHash
+	if o.Quality != "" {
+		texts[o.Quality] = qHash
 	}
 	c = &control{
 		locator:   loc,
@@ -132,7 +155,7 @@ func newControl(o options, zones []string) (c *control, option string, err error
 		quality:   qm,
 		decisions: policy.NewCache(),
 		salt:      salt,
-		files:     newWatcher(texts, o.dbPaths(), o.maxFileSize),
+		files:     newWatcher(texts, dbPaths(o), o.MaxFileSize),
 		stopCh:    make(chan struct{}),
 		done:      make(chan struct{}),
 		wake:      make(chan struct{}, 1),
@@ -151,12 +174,12 @@ func newControl(o options, zones []string) (c *control, option string, err error
 	return c, "", nil
 }
 
-func (o *options) dbFiles() geo.Files { return geo.Files{City: o.geoip, ASN: o.asn, IPDB: o.ipdb} }
+func dbFiles(o *config.Options) geo.Files { return geo.Files{City: o.GeoIP, ASN: o.ASN, IPDB: o.IPDB} }
 
 // dbPaths are the database files to watch.
-func (o *options) dbPaths() []string {
+func dbPaths(o *config.Options) []string {
 	var p []string
-	for _, f := range []string{o.geoip, o.asn, o.ipdb} {
+	for _, f := range []string{o.GeoIP, o.ASN, o.IPDB} {
 		if f != "" {
 			p = append(p, f)
 		}
@@ -223,12 +246,12 @@ func loadQuality(path string, limit int64) (*quality.Matrix, [32]byte, error) {
 }
 
 // loadTable reads a node table (the stable one or a canary's candidate).
-func loadTable(kind, path string, zones []string, o options) (*table.Table, error) {
-	data, err := readFile(kind, path, o.maxFileSize)
+func loadTable(kind, path string, zones []string, o *config.Options) (*table.Table, error) {
+	data, err := readFile(kind, path, o.MaxFileSize)
 	if err != nil {
 		return nil, err
 	}
-	return table.Parse(path, data, zones, o.ttl)
+	return table.Parse(path, data, zones, o.TTL)
 }
 
 func knownIn(t *table.Table) func(string) bool {
@@ -272,7 +295,7 @@ func (c *control) newCanaryChecker(cn *canary) *health.Checker {
 // c.mu, or own c alone.
 func (c *control) publish() {
 	now := time.Now()
-	links, fresh, stale, next := c.quality.Links(c.table.Index, now, c.opts.qualityMaxAge)
+	links, fresh, stale, next := c.quality.Links(c.table.Index, now, c.opts.QualityMaxAge)
 	if c.quality != nil {
 		qualityRows.WithLabelValues("fresh").Set(float64(fresh))
 		qualityRows.WithLabelValues("stale").Set(float64(stale))
@@ -281,8 +304,8 @@ func (c *control) publish() {
 	if snap == nil {
 		snap = c.checker.Snapshot()
 	}
-	v, step := policy.NewView(policy.Inputs{Table: c.table, Snapshot: snap, Params: &c.opts.params, Links: links,
-		Serial: c.serial, Now: now, Cooldown: c.opts.cooldown, Cache: c.decisions, Drains: c.drains})
+	v, step := policy.NewView(policy.Inputs{Table: c.table, Snapshot: snap, Params: &c.opts.Params, Links: links,
+		Serial: c.serial, Now: now, Cooldown: c.opts.Cooldown, Cache: c.decisions, Drains: c.drains})
 	c.view.Store(v)
 	if cstep := c.publishCanary(now); !cstep.IsZero() && (step.IsZero() || cstep.Before(step)) {
 		step = cstep
@@ -349,7 +372,7 @@ func (c *control) start() error {
 		c.mu.Unlock()
 		go c.watch()
 	})
-	if c.opts.admin == nil {
+	if c.opts.Admin == nil {
 		return nil
 	}
 	c.mu.Lock()
@@ -357,7 +380,7 @@ func (c *control) start() error {
 	if c.admin != nil {
 		return nil
 	}
-	h, err := admin.Acquire(*c.opts.admin, &adminBackend{c: c})
+	h, err := admin.Acquire(*c.opts.Admin, &adminBackend{c: c})
 	if err != nil {
 		return err
 	}
@@ -417,8 +440,8 @@ func (c *control) stop() error {
 func (c *control) watch() {
 	defer close(c.done)
 	var tick <-chan time.Time
-	if c.opts.reload > 0 {
-		t := time.NewTicker(c.opts.reload)
+	if c.opts.Reload > 0 {
+		t := time.NewTicker(c.opts.Reload)
 		defer t.Stop()
 		tick = t.C
 	}
@@ -462,31 +485,31 @@ func untilOrHour(t time.Time) time.Duration {
 // reload loads the files that changed and settled, outside the lock, and
 // swaps them in. A bad file is rejected and the previous one keeps serving.
 func (c *control) reload() {
-	t, _ := reloadText(c.files, c.opts.nodes, func(data []byte) (*table.Table, error) {
-		return table.Parse(c.opts.nodes, data, c.zones, c.opts.ttl)
+	t, _ := reloadText(c.files, c.opts.Nodes, func(data []byte) (*table.Table, error) {
+		return table.Parse(c.opts.Nodes, data, c.zones, c.opts.TTL)
 	})
 	var ov *overrides.Table
-	if c.opts.overrides != "" && !c.stopping() {
-		ov, _ = reloadText(c.files, c.opts.overrides, func(data []byte) (*overrides.Table, error) {
+	if c.opts.Overrides != "" && !c.stopping() {
+		ov, _ = reloadText(c.files, c.opts.Overrides, func(data []byte) (*overrides.Table, error) {
 			cur := t
 			if cur == nil {
 				c.mu.Lock()
 				cur = c.table
 				c.mu.Unlock()
 			}
-			return parseOverrides(c.opts.overrides, data, cur)
+			return parseOverrides(c.opts.Overrides, data, cur)
 		})
 	}
 	var qm *quality.Matrix
-	if c.opts.quality != "" && !c.stopping() {
-		qm, _ = reloadText(c.files, c.opts.quality, func(data []byte) (*quality.Matrix, error) {
-			return quality.Parse(c.opts.quality, data)
+	if c.opts.Quality != "" && !c.stopping() {
+		qm, _ = reloadText(c.files, c.opts.Quality, func(data []byte) (*quality.Matrix, error) {
+			return quality.Parse(c.opts.Quality, data)
 		})
 	}
 	var cn *canary
-	if o := c.opts.canary; o != nil && !c.stopping() {
-		cn, _ = reloadText(c.files, o.file, func(data []byte) (*canary, error) {
-			ct, err := table.Parse(o.file, data, c.zones, c.opts.ttl)
+	if o := c.opts.Canary; o != nil && !c.stopping() {
+		cn, _ = reloadText(c.files, o.File, func(data []byte) (*canary, error) {
+			ct, err := table.Parse(o.File, data, c.zones, c.opts.TTL)
 			if err != nil {
 				return nil, fmt.Errorf("canary: %w", err)
 			}
@@ -495,9 +518,9 @@ func (c *control) reload() {
 	}
 	var db *geo.DB
 	if c.files.dbsChanged() {
-		d, err := geo.OpenFiles(c.opts.dbFiles())
+		d, err := geo.OpenFiles(dbFiles(c.opts))
 		if err != nil {
-			c.files.fail(c.opts.dbPaths()[0], fmt.Errorf("%s: %w", dbOption(err), err))
+			c.files.fail(dbPaths(c.opts)[0], fmt.Errorf("%s: %w", dbOption(err), err))
 		} else {
 			db = d
 			recordDBInfo(d)
@@ -573,11 +596,11 @@ func (c *control) swap(t *table.Table, ov *overrides.Table, qm *quality.Matrix, 
 	if ov != nil {
 		c.overrides = ov
 		c.applyOverrides(time.Now())
-		changed = append(changed, describeOverrides(c.opts.overrides, ov))
+		changed = append(changed, describeOverrides(c.opts.Overrides, ov))
 	}
 	if qm != nil {
 		c.quality = qm
-		changed = append(changed, describeQuality(c.opts.quality, qm))
+		changed = append(changed, describeQuality(c.opts.Quality, qm))
 	}
 	if db != nil {
 		c.db = db

@@ -10,11 +10,11 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/coredns/caddy"
 	"github.com/coredns/caddy/caddyfile"
 	"github.com/coredns/coredns/core/dnsserver"
 	"github.com/coredns/coredns/plugin"
 
+	"github.com/gslbdns/gslb/config"
 	"github.com/gslbdns/gslb/health"
 	"github.com/gslbdns/gslb/policy"
 	"github.com/gslbdns/gslb/scoring"
@@ -62,30 +62,30 @@ func blocks(path string) ([]*GSLB, error) {
 		return nil, err
 	}
 	var gs []*GSLB
-	// One controller for every block: they share the instance's storage,
-	// where setup notes what must be unique across blocks.
-	c := caddy.NewTestController("dns", "")
-	for i, sb := range sbs {
+	// What must be unique across blocks, as the server's instance storage
+	// holds it.
+	seen := config.Unique{}
+	for _, sb := range sbs {
 		toks := sb.Tokens[pluginName]
 		if len(toks) == 0 {
 			continue
 		}
-		c.Dispenser = caddyfile.NewDispenserTokens(path, toks)
-		c.ServerBlockIndex, c.ServerBlockKeys = i, sb.Keys
 		// As the root plugin does: the last root line wins.
-		if root := sb.Tokens["root"]; len(root) > 1 {
-			for j := len(root) - 2; j >= 0; j-- {
-				if root[j].Text == "root" {
-					dnsserver.GetConfig(c).Root = root[j+1].Text
+		root := ""
+		if rt := sb.Tokens["root"]; len(rt) > 1 {
+			for j := len(rt) - 2; j >= 0; j-- {
+				if rt[j].Text == "root" {
+					root = rt[j+1].Text
 					break
 				}
 			}
 		}
-		g, err := parseOptions(c)
+		d := caddyfile.NewDispenserTokens(path, toks)
+		o, err := config.Parse(&d, sb.Keys, root, seen)
 		if err != nil {
 			return nil, plugin.Error(pluginName, err)
 		}
-		gs = append(gs, g)
+		gs = append(gs, &GSLB{Zones: o.Zones, Fall: o.Fall, opts: o})
 	}
 	if len(gs) == 0 {
 		return nil, fmt.Errorf("%s: %w", path, ErrNoBlock)
@@ -130,8 +130,8 @@ func Check(cfg EngineConfig) error {
 		gs = []*GSLB{g}
 	}
 	for _, g := range gs {
-		cfg.apply(&g.opts)
-		if err := g.load(cfg.Corefile); err != nil {
+		cfg.apply(g.opts)
+		if err := g.load(); err != nil {
 			return plugin.Error(pluginName, err)
 		}
 		g.stop()
@@ -139,15 +139,15 @@ func Check(cfg EngineConfig) error {
 	return nil
 }
 
-func (cfg *EngineConfig) apply(o *options) {
+func (cfg *EngineConfig) apply(o *config.Options) {
 	if cfg.Nodes != "" {
-		o.nodes = cfg.Nodes
+		o.Nodes = cfg.Nodes
 	}
 	if cfg.IPDB != "" {
-		o.ipdb = cfg.IPDB
+		o.IPDB = cfg.IPDB
 	}
 	if cfg.Overrides != "" {
-		o.overrides = cfg.Overrides
+		o.Overrides = cfg.Overrides
 	}
 }
 
@@ -162,15 +162,15 @@ func NewEngine(ctx context.Context, cfg EngineConfig) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	cfg.apply(&g.opts)
+	cfg.apply(g.opts)
 	e := &Engine{g: g}
 	if !cfg.Live {
-		if g.opts.redis != nil || g.opts.online != nil {
+		if g.opts.Redis != nil || g.opts.Online != nil {
 			e.Notes = append(e.Notes, "local sources only: the block's Redis and online API are not asked (-live asks them)")
 		}
-		g.opts.redis, g.opts.online = nil, nil
+		g.opts.Redis, g.opts.Online = nil, nil
 	}
-	if err := g.load(cfg.Corefile); err != nil {
+	if err := g.load(); err != nil {
 		return nil, plugin.Error(pluginName, err)
 	}
 	ctl := g.ctl
@@ -211,7 +211,7 @@ func (e *Engine) Close() error { return e.g.stop() }
 func (e *Engine) Records() []string { return e.g.ctl.view.Load().Table.Names }
 
 // NodesFile is the node table the engine decides with.
-func (e *Engine) NodesFile() string { return e.g.opts.nodes }
+func (e *Engine) NodesFile() string { return e.g.opts.Nodes }
 
 // CheckName returns an error naming the known records when name is not
 // one of them.
@@ -352,7 +352,7 @@ func (e *Engine) outcomeOf(dc *decision) Outcome {
 		return o
 	}
 	o.Tier = dc.d.Tier.String()
-	if dc.d.Tier == scoring.TierFailOpen && e.g.opts.allDownServfail {
+	if dc.d.Tier == scoring.TierFailOpen && e.g.opts.AllDownServfail {
 		o.DistanceKm = -1
 		return o
 	}

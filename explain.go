@@ -191,7 +191,7 @@ func (e *Engine) Explain(ctx context.Context, c Client, name string, qtype uint1
 	switch {
 	case dc.d.Winner == nil:
 		x.Notes = append(x.Notes, "no node of the record has an address of this type: NODATA")
-	case dc.d.Tier == scoring.TierFailOpen && e.g.opts.allDownServfail:
+	case dc.d.Tier == scoring.TierFailOpen && e.g.opts.AllDownServfail:
 		x.Rcode = dns.RcodeToString[dns.RcodeServerFailure]
 	default:
 		for _, i := range dc.d.Order[:dc.d.NOrder] {

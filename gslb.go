@@ -17,6 +17,7 @@ import (
 	"github.com/coredns/coredns/plugin/pkg/fall"
 	clog "github.com/coredns/coredns/plugin/pkg/log"
 
+	"github.com/gslbdns/gslb/config"
 	"github.com/gslbdns/gslb/locate"
 	"github.com/gslbdns/gslb/policy"
 	"github.com/gslbdns/gslb/scoring"
@@ -33,7 +34,7 @@ type GSLB struct {
 	Zones []string
 	Fall  fall.F
 
-	opts options
+	opts *config.Options
 	ctl  *control
 
 	// The next plugin's apex SOA by zone, when it is authoritative for
@@ -49,7 +50,7 @@ func (g *GSLB) start() error {
 	if err := g.ctl.start(); err != nil {
 		return err
 	}
-	g.soaOnce.Do(func() { g.followNext(g.ctl.stopCh, g.opts.reload) })
+	g.soaOnce.Do(func() { g.followNext(g.ctl.stopCh, g.opts.Reload) })
 	return nil
 }
 func (g *GSLB) stop() error { return g.ctl.stop() }
@@ -127,7 +128,7 @@ func (g *GSLB) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.Msg) (
 		return a.negative(dns.RcodeSuccess, dc.scope)
 	}
 	mx.tiers[dc.d.Tier].Inc()
-	if dc.d.Tier == scoring.TierFailOpen && g.opts.allDownServfail {
+	if dc.d.Tier == scoring.TierFailOpen && g.opts.AllDownServfail {
 		return dns.RcodeServerFailure, nil
 	}
 	mx.node(dc.d.Winner.ID).Inc()
@@ -171,7 +172,7 @@ func (g *GSLB) decide(ctx context.Context, v *policy.View, rec *table.Record, qt
 // resolver's. mx is nil for the tools.
 func (g *GSLB) clientOf(remote net.Addr, ecs *dns.EDNS0_SUBNET, mx *serverMetrics, dc *decision) {
 	dc.ecs = ecs
-	if a, ok := ecsClient(ecs, g.opts.ecsMin4, g.opts.ecsMin6); ok && g.trustsECS(remote) {
+	if a, ok := ecsClient(ecs, g.opts.ECSMin4, g.opts.ECSMin6); ok && g.trustsECS(remote) {
 		dc.client, dc.fromECS = a, true
 		if mx != nil {
 			mx.used.Inc()
@@ -234,14 +235,14 @@ func replyScope(ecs *dns.EDNS0_SUBNET, loc locate.Result, perSubnet bool) uint8 
 // trustsECS reports whether the resolver at remote may speak for its
 // clients: any resolver without trust_ecs.
 func (g *GSLB) trustsECS(remote net.Addr) bool {
-	if len(g.opts.trustECS) == 0 {
+	if len(g.opts.TrustECS) == 0 {
 		return true
 	}
 	if _, tool := remote.(*assumedResolver); tool {
 		return true
 	}
 	a := remoteAddr(remote)
-	for _, p := range g.opts.trustECS {
+	for _, p := range g.opts.TrustECS {
 		if p.Contains(a) {
 			return true
 		}

@@ -20,10 +20,10 @@ import (
 func (c *control) loadedLine() string {
 	parts := []string{describeDB(c.db), describeTable("node table", c.table, "")}
 	if c.overrides != nil {
-		parts = append(parts, describeOverrides(c.opts.overrides, c.overrides))
+		parts = append(parts, describeOverrides(c.opts.Overrides, c.overrides))
 	}
 	if c.quality != nil {
-		parts = append(parts, describeQuality(c.opts.quality, c.quality))
+		parts = append(parts, describeQuality(c.opts.Quality, c.quality))
 	}
 	if cn := c.canary.Load(); cn != nil {
 		parts = append(parts, describeCanary(cn))
