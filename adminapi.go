@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/gslbdns/gslb/admin"
+	"github.com/gslbdns/gslb/canary"
 	"github.com/gslbdns/gslb/health"
 	"github.com/gslbdns/gslb/internal/yamlfile"
 	"github.com/gslbdns/gslb/overrides"
@@ -43,7 +44,6 @@ func (c *control) restoreState() {
 				log.Errorf("admin: %v: serving without it; the admin API refuses changes until the file is fixed or removed", err)
 			}
 			c.stateErr = err
-			adminStateOK.WithLabelValues(a.State).Set(0)
 			// What this process last saved, if it did: a reload keeps it.
 			if m, ok := adminMemory.Load(a.Addr); ok {
 				st = m.(*admin.State)
@@ -53,7 +53,6 @@ func (c *control) restoreState() {
 				log.Infof("admin state %s loads again: the admin API takes changes", a.State)
 			}
 			c.stateErr = nil
-			adminStateOK.WithLabelValues(a.State).Set(1)
 			st = s
 		}
 	} else if m, ok := adminMemory.Load(a.Addr); ok {
@@ -64,24 +63,20 @@ func (c *control) restoreState() {
 
 // adopt makes st this instance's admin state. Callers own c.
 func (c *control) adopt(st *admin.State) {
-	for id := range c.drains {
-		nodeDrained.DeleteLabelValues(id)
-	}
 	c.drains = map[string]policy.Drain{}
 	for id, since := range st.Drained() {
 		c.drains[id] = policy.Drain{Drained: true, Since: since}
-		nodeDrained.WithLabelValues(id).Set(1)
 	}
 	if err := c.setPins(st.Pins); err != nil {
 		log.Errorf("admin: pins: %v", err)
 	}
 	// The API's share, or a rollback, holds while the canary line and the
 	// candidate file are those it was made for.
-	if cn, e := c.canary.Load(), st.Canary; cn != nil && e != nil && e.Identity == cn.identity {
+	if cn, e := c.canary.Load(), st.Canary; cn != nil && e != nil && e.Identity == cn.Identity {
 		if e.RolledBack {
-			cn.rollBack(e.Reason)
-		} else if !cn.rolledBack.Load() {
-			cn.share.Store(percentToShare(e.Percent))
+			cn.RollBack(e.Reason)
+		} else {
+			cn.Restore(e.Percent)
 		}
 	}
 }
@@ -128,7 +123,6 @@ func (c *control) forgetRemoved(t *table.Table) {
 			}
 			c.drains = maps.Clone(c.drains)
 			delete(c.drains, id)
-			nodeDrained.DeleteLabelValues(id)
 			changed = true
 		}
 	}
@@ -254,22 +248,18 @@ func pinKey(p *overrides.EntryYAML) string {
 
 // state is the admin state to save. Callers hold c.mu.
 func (c *control) state() *admin.State {
-	st := &admin.State{Pins: c.pins, PinLines: c.pinLines, CanarySalt: c.salt.stored}
+	st := &admin.State{Pins: c.pins, PinLines: c.pinLines, CanarySalt: c.salt.Stored}
 	for _, id := range slices.Sorted(maps.Keys(c.drains)) {
 		if d := c.drains[id]; d.Drained {
 			st.Drains = append(st.Drains, admin.DrainEntry{Node: id, Since: yamlfile.Time{Time: d.Since}})
 		}
 	}
 	if cn := c.canary.Load(); cn != nil {
-		switch {
-		case cn.rolledBack.Load():
-			reason := ""
-			if r := cn.reason.Load(); r != nil {
-				reason = *r
-			}
-			st.Canary = &admin.CanaryEntry{Identity: cn.identity, File: cn.opts.File, RolledBack: true, Reason: reason}
-		case cn.share.Load() != percentToShare(cn.opts.Percent):
-			st.Canary = &admin.CanaryEntry{Identity: cn.identity, File: cn.opts.File, Percent: cn.percent()}
+		switch back, reason := cn.RolledBack(); {
+		case back:
+			st.Canary = &admin.CanaryEntry{Identity: cn.Identity, File: cn.Opts.File, RolledBack: true, Reason: reason}
+		case cn.Share() != canary.PercentToShare(cn.Opts.Percent):
+			st.Canary = &admin.CanaryEntry{Identity: cn.Identity, File: cn.Opts.File, Percent: cn.Percent()}
 		}
 	}
 	return st
@@ -381,7 +371,6 @@ func (b *adminBackend) Drain(id string, drained bool, who string) (admin.Node, e
 		c.drains = prev
 		return admin.Node{}, err
 	}
-	nodeDrained.WithLabelValues(id).Set(b2f(drained))
 	c.publish()
 	verb := "undrained: its clients come back over the cooldown"
 	if drained {
@@ -528,13 +517,11 @@ func (b *adminBackend) Canary() (admin.Canary, error) {
 	return canaryState(cn), nil
 }
 
-func canaryState(cn *canary) admin.Canary {
-	cx, sx := cn.ratios()
-	s := admin.Canary{File: cn.opts.File, Percent: cn.percent(), Configured: cn.opts.Percent,
-		RolledBack: cn.rolledBack.Load(), Decisions: cn.decided.Load(), Cross: cx, StableCross: sx}
-	if r := cn.reason.Load(); r != nil {
-		s.Reason = *r
-	}
+func canaryState(cn *canary.Rollout) admin.Canary {
+	cx, sx := cn.Ratios()
+	s := admin.Canary{File: cn.Opts.File, Percent: cn.Percent(), Configured: cn.Opts.Percent,
+		Decisions: cn.Decided(), Cross: cx, StableCross: sx}
+	s.RolledBack, s.Reason = cn.RolledBack()
 	return s
 }
 
@@ -549,15 +536,13 @@ func (b *adminBackend) SetCanary(percent float64, who string) (admin.Canary, err
 	if cn == nil {
 		return admin.Canary{}, fmt.Errorf("no canary line in the gslb block: %w", admin.ErrNotFound)
 	}
-	prevShare, wasBack := cn.share.Load(), cn.rolledBack.Load()
-	cn.setPercent(percent)
+	prevShare, wasBack := cn.Share(), false
+	wasBack, _ = cn.RolledBack()
+	cn.SetPercent(percent)
 	if err := c.saveState(c.state()); err != nil {
-		cn.share.Store(prevShare)
-		if wasBack {
-			cn.rolledBack.Store(true)
-		}
+		cn.Revert(prevShare, wasBack)
 		return admin.Canary{}, err
 	}
-	log.Infof("admin: canary %s at %g%% of the subnets (by %s)", cn.opts.File, cn.percent(), who)
+	log.Infof("admin: canary %s at %g%% of the subnets (by %s)", cn.Opts.File, cn.Percent(), who)
 	return canaryState(cn), nil
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gslbdns/gslb/admin"
+	"github.com/gslbdns/gslb/canary"
 	"github.com/gslbdns/gslb/config"
 	"github.com/gslbdns/gslb/geo"
 	"github.com/gslbdns/gslb/health"
@@ -44,7 +45,7 @@ type control struct {
 
 	// The candidate table in rollout; nil without a canary line. Queries
 	// load it; the control plane replaces it when its file changes.
-	canary atomic.Pointer[canary]
+	canary atomic.Pointer[canary.Rollout]
 	// What the admin API changed: drains by node id, and pins, which
 	// take precedence over the overrides file.
 	drains     map[string]policy.Drain
@@ -56,8 +57,12 @@ type control struct {
 	// started: this instance serves and may write the admin state; the
 	// tools' engines and instances being set up or stopped never do.
 	started bool
+	// serving: this instance started; it sets the gauges. Parsing, the
+	// tools and an instance being set up never do.
+	serving bool
+	gauged  map[string]bool // the nodes with a node_drained series
 	// salt keys the canary's choice of subnets, for the control's life.
-	salt canarySalt
+	salt canary.Salt
 	// stateErr: the state file does not load; no change is saved until
 	// it does.
 	stateErr error
@@ -126,18 +131,18 @@ func loadControl(o *config.Options) (c *control, option string, err error) {
 		}
 		return nil, option, err
 	}
-	salt := resolveSalt(o)
-	var cn *canary
+	salt := canary.ResolveSalt(o)
+	var cn *canary.Rollout
 	if o.Canary != nil {
 		ct, err := loadTable("node table", o.Canary.File, zones, o)
 		if err != nil {
 			return nil, "canary", fmt.Errorf("canary: %w", err)
 		}
-		cn = newCanary(*o.Canary, ct, salt.keys)
+		cn = canary.New(*o.Canary, ct, salt.Keys)
 	}
 	texts := map[string][32]byte{o.Nodes: t.Hash}
 	if cn != nil {
-		texts[o.Canary.File] = cn.table.Hash
+		texts[o.Canary.File] = cn.Table.Hash
 	}
 	if o.Overrides != "" {
 		texts[o.Overrides] = ovHash
@@ -163,14 +168,13 @@ func loadControl(o *config.Options) (c *control, option string, err error) {
 	c.serial = c.nextSerial()
 	c.checker = c.newChecker(t)
 	if cn != nil {
-		cn.checker = c.newCanaryChecker(cn)
-		cn.onRollback = c.noteRollback
+		cn.Checker = c.newCanaryChecker(cn)
+		cn.OnRollback = c.noteRollback
 		c.canary.Store(cn)
 	}
 	c.restoreState()
 	c.applyOverrides(time.Now())
 	c.publish()
-	recordDBInfo(db)
 	return c, "", nil
 }
 
@@ -276,13 +280,13 @@ func (c *control) newChecker(t *table.Table) *health.Checker {
 
 // newCanaryChecker is the candidate table's checker, on the same pool:
 // the same node with the same probe shares its verdict.
-func (c *control) newCanaryChecker(cn *canary) *health.Checker {
+func (c *control) newCanaryChecker(cn *canary.Rollout) *health.Checker {
 	var ch *health.Checker
-	ch = health.Shared().NewChecker(cn.table.Probes, func(*health.Snapshot) {
+	ch = health.Shared().NewChecker(cn.Table.Probes, func(*health.Snapshot) {
 		recovery.Do("publish", func() {
 			c.mu.Lock()
 			defer c.mu.Unlock()
-			if cur := c.canary.Load(); cur != nil && cur.checker == ch {
+			if cur := c.canary.Load(); cur != nil && cur.Checker == ch {
 				c.publish()
 			}
 		})
@@ -296,10 +300,6 @@ func (c *control) newCanaryChecker(cn *canary) *health.Checker {
 func (c *control) publish() {
 	now := time.Now()
 	links, fresh, stale, next := c.quality.Links(c.table.Index, now, c.opts.QualityMaxAge)
-	if c.quality != nil {
-		qualityRows.WithLabelValues("fresh").Set(float64(fresh))
-		qualityRows.WithLabelValues("stale").Set(float64(stale))
-	}
 	snap := c.fixed
 	if snap == nil {
 		snap = c.checker.Snapshot()
@@ -310,10 +310,50 @@ func (c *control) publish() {
 	if cstep := c.publishCanary(now); !cstep.IsZero() && (step.IsZero() || cstep.Before(step)) {
 		step = cstep
 	}
+	if c.serving {
+		c.recordGauges(fresh, stale)
+	}
 	before := c.nextEvent()
 	c.stale, c.rampStep = next, step
 	if c.nextEvent() != before {
 		c.poke()
+	}
+}
+
+// recordGauges sets the gauges to what this instance serves: the quality
+// rows, the drained nodes, whether the admin state loads, the canary's
+// rollback. Callers hold c.mu.
+func (c *control) recordGauges(fresh, stale int) {
+	if c.quality != nil {
+		qualityRows.WithLabelValues("fresh").Set(float64(fresh))
+		qualityRows.WithLabelValues("stale").Set(float64(stale))
+	}
+	for id := range c.gauged {
+		if _, ok := c.drains[id]; !ok {
+			nodeDrained.DeleteLabelValues(id)
+			delete(c.gauged, id)
+		}
+	}
+	for id, d := range c.drains {
+		if c.gauged == nil {
+			c.gauged = map[string]bool{}
+		}
+		c.gauged[id] = true
+		v := 0.0
+		if d.Drained {
+			v = 1
+		}
+		nodeDrained.WithLabelValues(id).Set(v)
+	}
+	if a := c.opts.Admin; a != nil && a.State != "" {
+		v := 0.0
+		if c.stateErr == nil {
+			v = 1
+		}
+		adminStateOK.WithLabelValues(a.State).Set(v)
+	}
+	if cn := c.canary.Load(); cn != nil {
+		cn.Record()
 	}
 }
 
@@ -364,9 +404,11 @@ func (c *control) start() error {
 		c.mu.Unlock()
 		ch.Start()
 		if cn != nil {
-			cn.checker.Start()
+			cn.Checker.Start()
 		}
 		c.mu.Lock()
+		c.serving = true
+		recordDBInfo(c.db)
 		c.publish()
 		log.Info(c.loadedLine())
 		c.mu.Unlock()
@@ -428,7 +470,7 @@ func (c *control) stop() error {
 		}
 		ch.Stop()
 		if cn := c.canary.Load(); cn != nil {
-			cn.checker.Stop()
+			cn.Checker.Stop()
 		}
 		c.locator.Close()
 	})
@@ -506,14 +548,14 @@ func (c *control) reload() {
 			return quality.Parse(c.opts.Quality, data)
 		})
 	}
-	var cn *canary
+	var cn *canary.Rollout
 	if o := c.opts.Canary; o != nil && !c.stopping() {
-		cn, _ = reloadText(c.files, o.File, func(data []byte) (*canary, error) {
+		cn, _ = reloadText(c.files, o.File, func(data []byte) (*canary.Rollout, error) {
 			ct, err := table.Parse(o.File, data, c.zones, c.opts.TTL)
 			if err != nil {
 				return nil, fmt.Errorf("canary: %w", err)
 			}
-			return newCanary(*o, ct, c.salt.keys), nil
+			return canary.New(*o, ct, c.salt.Keys), nil
 		})
 	}
 	var db *geo.DB
@@ -532,8 +574,8 @@ func (c *control) reload() {
 	var changed []string
 	if cn != nil {
 		old := c.swapCanary(cn)
-		cn.checker.Start()
-		old.checker.Stop()
+		cn.Checker.Start()
+		old.Checker.Stop()
 		changed = append(changed, describeCanary(cn))
 	}
 	old, fresh, parts := c.swap(t, ov, qm, db)
@@ -560,11 +602,11 @@ func (c *control) stopping() bool {
 
 // swapCanary puts a new candidate table in rollout, and returns the one it
 // replaced, for the caller to stop outside the lock.
-func (c *control) swapCanary(cn *canary) *canary {
+func (c *control) swapCanary(cn *canary.Rollout) *canary.Rollout {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	cn.checker = c.newCanaryChecker(cn)
-	cn.onRollback = c.noteRollback
+	cn.Checker = c.newCanaryChecker(cn)
+	cn.OnRollback = c.noteRollback
 	old := c.canary.Swap(cn)
 	c.saveLogged() // the previous canary's share or rollback no longer holds
 	return old

@@ -14,6 +14,7 @@ import (
 	"github.com/coredns/coredns/core/dnsserver"
 	"github.com/coredns/coredns/plugin"
 
+	"github.com/gslbdns/gslb/canary"
 	"github.com/gslbdns/gslb/config"
 	"github.com/gslbdns/gslb/health"
 	"github.com/gslbdns/gslb/policy"
@@ -174,7 +175,7 @@ func NewEngine(ctx context.Context, cfg EngineConfig) (*Engine, error) {
 		return nil, plugin.Error(pluginName, err)
 	}
 	ctl := g.ctl
-	if ctl.canary.Load() != nil && (ctl.salt.source == saltProcess || ctl.salt.fresh) {
+	if ctl.canary.Load() != nil && !ctl.salt.Kept() {
 		e.Notes = append(e.Notes, "the canary's salt is not kept yet (no salt option, none in the state file): the canary's subnets shown are this run's draw, not the server's")
 	}
 	if cfg.Live {
@@ -183,7 +184,7 @@ func NewEngine(ctx context.Context, cfg EngineConfig) (*Engine, error) {
 	var snap *health.Snapshot
 	probes := ctl.table.Probes
 	if cn := ctl.canary.Load(); cn != nil {
-		probes = append(slices.Clone(probes), cn.table.Probes...)
+		probes = append(slices.Clone(probes), cn.Table.Probes...)
 	}
 	if cfg.Probe {
 		snap = health.ProbeOnce(ctx, probes, health.Options{})
@@ -342,9 +343,9 @@ func (e *Engine) Decide(ctx context.Context, c Client, name string, qtype uint16
 }
 
 func (e *Engine) outcomeOf(dc *decision) Outcome {
-	o := Outcome{Subnet: dc.loc.Key.Prefix(), DistanceKm: dc.d.DistanceKm, Policy: policyStable}
+	o := Outcome{Subnet: dc.loc.Key.Prefix(), DistanceKm: dc.d.DistanceKm, Policy: canary.PolicyStable}
 	if dc.inCan {
-		o.Policy = policyCanary
+		o.Policy = canary.PolicyCanary
 	}
 	w := dc.d.Winner
 	if w == nil {

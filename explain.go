@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 
+	"github.com/gslbdns/gslb/canary"
 	"github.com/gslbdns/gslb/geo"
 	"github.com/gslbdns/gslb/locate"
 	"github.com/gslbdns/gslb/scoring"
@@ -126,7 +127,7 @@ func (e *Engine) Explain(ctx context.Context, c Client, name string, qtype uint1
 	v, rec = dc.v, dc.rec
 	d, traces := dc.d, v.Trace(dc.query(rec, qtype))
 
-	x := &Explanation{Name: rec.Name, Type: dns.TypeToString[qtype], Tier: d.Tier.String(), TTL: rec.TTL, Policy: policyStable,
+	x := &Explanation{Name: rec.Name, Type: dns.TypeToString[qtype], Tier: d.Tier.String(), TTL: rec.TTL, Policy: canary.PolicyStable,
 		Contenders: d.Candidates, PerSubnet: dc.d.PerSubnet, Notes: append([]string(nil), e.Notes...)}
 	x.Client = ExplainedClient{Address: dc.client.String(), From: "remote", Subnet: loc.Key.Prefix().String()}
 	if dc.fromECS {
@@ -142,7 +143,7 @@ func (e *Engine) Explain(ctx context.Context, c Client, name string, qtype uint1
 	}
 	x.Location = explainedLocation(loc, steps)
 	if dc.inCan {
-		x.Policy = policyCanary
+		x.Policy = canary.PolicyCanary
 		x.Notes = append(x.Notes, "the client's subnet is in the canary: decided with "+v.Table.Path)
 	}
 

@@ -17,6 +17,7 @@ import (
 	"github.com/coredns/coredns/plugin/pkg/fall"
 	clog "github.com/coredns/coredns/plugin/pkg/log"
 
+	"github.com/gslbdns/gslb/canary"
 	"github.com/gslbdns/gslb/config"
 	"github.com/gslbdns/gslb/locate"
 	"github.com/gslbdns/gslb/policy"
@@ -68,7 +69,7 @@ type decision struct {
 	// or of the candidate table for a subnet in the canary.
 	v      *policy.View
 	rec    *table.Record
-	canary *canary // the rollout the subnet was checked against; nil: none
+	canary *canary.Rollout // the rollout the subnet was checked against; nil: none
 	inCan  bool
 }
 
@@ -155,7 +156,7 @@ func (g *GSLB) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.Msg) (
 				pm.cross.Inc()
 			}
 		}
-		dc.canary.count(dc.inCan, located, same, dc.loc.Key, start)
+		dc.canary.Count(dc.inCan, located, same, dc.loc.Key, start)
 	}
 	return a.addresses(asked, qtype, dc.rec.TTL, dc.v, &dc.d, dc.scope)
 }
@@ -195,8 +196,8 @@ func (g *GSLB) choose(v *policy.View, rec *table.Record, qtype uint16, dc *decis
 	dc.v, dc.rec, dc.inCan = v, rec, false
 	if cn := g.ctl.canary.Load(); cn != nil {
 		dc.canary = cn
-		if cn.picks(dc.loc.Key) {
-			if cv := cn.view.Load(); cv != nil {
+		if cn.Picks(dc.loc.Key) {
+			if cv := cn.View.Load(); cv != nil {
 				if crec := cv.Table.Records[rec.Name]; crec != nil {
 					dc.v, dc.rec, dc.inCan = cv, crec, true
 				}
@@ -207,7 +208,7 @@ func (g *GSLB) choose(v *policy.View, rec *table.Record, qtype uint16, dc *decis
 	if dc.fromECS {
 		// With a canary, the subnet chose the policy: an answer must not
 		// be cached for subnets of the other one.
-		perSubnet := dc.d.PerSubnet || dc.canary != nil && dc.canary.share.Load() > 0
+		perSubnet := dc.d.PerSubnet || dc.canary != nil && dc.canary.Active()
 		dc.scope = replyScope(dc.ecs, dc.loc, perSubnet)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gslbdns/gslb/canary"
 	"github.com/gslbdns/gslb/geo"
 	"github.com/gslbdns/gslb/overrides"
 	"github.com/gslbdns/gslb/quality"
@@ -70,6 +71,6 @@ func describeQuality(path string, qm *quality.Matrix) string {
 	return fmt.Sprintf("quality %s: %d rows", path, len(qm.Rows))
 }
 
-func describeCanary(cn *canary) string {
-	return fmt.Sprintf("%s, %g%% of the subnets", describeTable("canary node table", cn.table, ""), cn.percent())
+func describeCanary(cn *canary.Rollout) string {
+	return fmt.Sprintf("%s, %g%% of the subnets", describeTable("canary node table", cn.Table, ""), cn.Percent())
 }

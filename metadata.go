@@ -7,6 +7,7 @@ import (
 	"github.com/coredns/coredns/plugin/metadata"
 	"github.com/coredns/coredns/request"
 
+	"github.com/gslbdns/gslb/canary"
 	"github.com/gslbdns/gslb/scoring"
 )
 
@@ -58,9 +59,9 @@ var labels = []struct {
 	}},
 	{"policy", func(d *decision) string {
 		if d.inCan {
-			return policyCanary
+			return canary.PolicyCanary
 		}
-		return policyStable
+		return canary.PolicyStable
 	}},
 	{"country", func(d *decision) string { return d.loc.Country }},
 	{"province", func(d *decision) string { return d.loc.Province }},

@@ -5,8 +5,8 @@ import (
 
 	"github.com/coredns/coredns/plugin"
 
+	"github.com/gslbdns/gslb/canary"
 	"github.com/gslbdns/gslb/geo"
-	"github.com/gslbdns/gslb/internal/metricset"
 	"github.com/gslbdns/gslb/scoring"
 	"github.com/gslbdns/gslb/table"
 
@@ -15,35 +15,35 @@ import (
 )
 
 var (
-	decisions = promauto.With(metricset.Registerer).NewCounterVec(prometheus.CounterOpts{
+	decisions = promauto.NewCounterVec(prometheus.CounterOpts{
 		Namespace: plugin.Namespace,
 		Subsystem: "gslb",
 		Name:      "decisions_total",
 		Help:      "Counter of A/AAAA answers by the ladder tier that chose the node.",
 	}, []string{"server", "tier"})
 
-	nodeAnswers = promauto.With(metricset.Registerer).NewCounterVec(prometheus.CounterOpts{
+	nodeAnswers = promauto.NewCounterVec(prometheus.CounterOpts{
 		Namespace: plugin.Namespace,
 		Subsystem: "gslb",
 		Name:      "node_answers_total",
 		Help:      "Counter of A/AAAA answers per node.",
 	}, []string{"server", "node"})
 
-	provinceMatch = promauto.With(metricset.Registerer).NewCounterVec(prometheus.CounterOpts{
+	provinceMatch = promauto.NewCounterVec(prometheus.CounterOpts{
 		Namespace: plugin.Namespace,
 		Subsystem: "gslb",
 		Name:      "province_match_total",
 		Help:      "Counter of answers to clients with a known province, by whether the node is in the same province (same) or not (cross).",
 	}, []string{"server", "result"})
 
-	ecsTotal = promauto.With(metricset.Registerer).NewCounterVec(prometheus.CounterOpts{
+	ecsTotal = promauto.NewCounterVec(prometheus.CounterOpts{
 		Namespace: plugin.Namespace,
 		Subsystem: "gslb",
 		Name:      "ecs_total",
 		Help:      "Counter of queries by ECS handling: used, ignored (too coarse or prefix 0), absent, invalid (FORMERR).",
 	}, []string{"server", "result"})
 
-	decisionDuration = promauto.With(metricset.Registerer).NewHistogramVec(prometheus.HistogramOpts{
+	decisionDuration = promauto.NewHistogramVec(prometheus.HistogramOpts{
 		Namespace: plugin.Namespace,
 		Subsystem: "gslb",
 		Name:      "decision_duration_seconds",
@@ -51,61 +51,54 @@ var (
 		Help:      "Histogram of the time to locate the client and choose a node.",
 	}, []string{"server"})
 
-	reloads = promauto.With(metricset.Registerer).NewCounterVec(prometheus.CounterOpts{
+	reloads = promauto.NewCounterVec(prometheus.CounterOpts{
 		Namespace: plugin.Namespace,
 		Subsystem: "gslb",
 		Name:      "reloads_total",
 		Help:      "Counter of node table and geo database reloads by result (ok, error).",
 	}, []string{"result"})
 
-	qualityRows = promauto.With(metricset.Registerer).NewGaugeVec(prometheus.GaugeOpts{
+	qualityRows = promauto.NewGaugeVec(prometheus.GaugeOpts{
 		Namespace: plugin.Namespace,
 		Subsystem: "gslb",
 		Name:      "quality_rows",
 		Help:      "Gauge of the quality matrix's rows by state: fresh (used) or stale (older than quality_max_age).",
 	}, []string{"state"})
 
-	dbBuild = promauto.With(metricset.Registerer).NewGaugeVec(prometheus.GaugeOpts{
+	dbBuild = promauto.NewGaugeVec(prometheus.GaugeOpts{
 		Namespace: plugin.Namespace,
 		Subsystem: "gslb",
 		Name:      "geo_database_build_timestamp_seconds",
 		Help:      "Build time of the loaded geo databases, from their metadata.",
 	}, []string{"db", "type"})
 
-	nodeDrained = promauto.With(metricset.Registerer).NewGaugeVec(prometheus.GaugeOpts{
+	nodeDrained = promauto.NewGaugeVec(prometheus.GaugeOpts{
 		Namespace: plugin.Namespace,
 		Subsystem: "gslb",
 		Name:      "node_drained",
 		Help:      "Gauge that is 1 while the admin API has the node drained.",
 	}, []string{"node"})
 
-	adminStateOK = promauto.With(metricset.Registerer).NewGaugeVec(prometheus.GaugeOpts{
+	adminStateOK = promauto.NewGaugeVec(prometheus.GaugeOpts{
 		Namespace: plugin.Namespace,
 		Subsystem: "gslb",
 		Name:      "admin_state_ok",
 		Help:      "Gauge that is 1 while the admin state file loads, 0 while it does not (gslb serves without it and the admin API refuses changes).",
 	}, []string{"file"})
 
-	policyDecisions = promauto.With(metricset.Registerer).NewCounterVec(prometheus.CounterOpts{
+	policyDecisions = promauto.NewCounterVec(prometheus.CounterOpts{
 		Namespace: plugin.Namespace,
 		Subsystem: "gslb",
 		Name:      "policy_decisions_total",
 		Help:      "Counter of A/AAAA decisions by policy (stable or canary) and tier.",
 	}, []string{"policy", "tier"})
 
-	policyProvinceMatch = promauto.With(metricset.Registerer).NewCounterVec(prometheus.CounterOpts{
+	policyProvinceMatch = promauto.NewCounterVec(prometheus.CounterOpts{
 		Namespace: plugin.Namespace,
 		Subsystem: "gslb",
 		Name:      "policy_province_match_total",
 		Help:      "Counter of answers to clients with a known province by policy and result: same or cross province.",
 	}, []string{"policy", "result"})
-
-	canaryRolledBack = promauto.With(metricset.Registerer).NewGauge(prometheus.GaugeOpts{
-		Namespace: plugin.Namespace,
-		Subsystem: "gslb",
-		Name:      "canary_rolled_back",
-		Help:      "Gauge that is 1 once the canary rolled back to 0% on its cross-province ratio.",
-	})
 )
 
 // policyMetrics are the policy counters' children, resolved once: index 0
@@ -114,7 +107,7 @@ var policyMetrics = func() (m [2]struct {
 	tiers       [scoring.TierOverride + 1]prometheus.Counter
 	same, cross prometheus.Counter
 }) {
-	for i, p := range []string{policyStable, policyCanary} {
+	for i, p := range []string{canary.PolicyStable, canary.PolicyCanary} {
 		for t := range m[i].tiers {
 			m[i].tiers[t] = policyDecisions.WithLabelValues(p, scoring.Tier(t).String())
 		}
@@ -228,3 +221,7 @@ func (mc *metricsCache) of(server string) *serverMetrics {
 }
 
 func (mc *metricsCache) reset() { mc.m.Store(nil) }
+
+// Collectors are the package's metrics, for tests that list them.
+var Collectors = []prometheus.Collector{decisions, nodeAnswers, provinceMatch, ecsTotal, decisionDuration, reloads,
+	qualityRows, dbBuild, nodeDrained, adminStateOK, policyDecisions, policyProvinceMatch}

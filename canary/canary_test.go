@@ -1,4 +1,4 @@
-package gslb
+package canary
 
 import (
 	"net/netip"
@@ -14,25 +14,25 @@ import (
 // rollback once per window, whatever their number; the next window
 // counts it again.
 func TestCanaryCountsOncePerWindow(t *testing.T) {
-	cn := newCanary(config.Canary{File: "c.yaml", Percent: 50, RollbackCross: -1, RollbackMin: 1, Window: time.Minute}, &table.Table{}, keysOf("test salt 0123456789"))
+	cn := New(config.Canary{File: "c.yaml", Percent: 50, RollbackCross: -1, RollbackMin: 1, Window: time.Minute}, &table.Table{}, KeysOf("test salt 0123456789"))
 	a := locate.KeyOf(netip.MustParseAddr("1.0.1.7"))
 	b := locate.KeyOf(netip.MustParseAddr("1.0.2.7"))
 	t0 := cn.born
 	for i := range 1000 {
-		cn.count(true, true, false, a, t0.Add(time.Duration(i)*time.Millisecond))
-		cn.count(false, true, true, b, t0.Add(time.Duration(i)*time.Millisecond))
+		cn.Count(true, true, false, a, t0.Add(time.Duration(i)*time.Millisecond))
+		cn.Count(false, true, true, b, t0.Add(time.Duration(i)*time.Millisecond))
 	}
 	if cn.decided.Load() != 1 || cn.canaryCross.Load() != 1 || cn.stableSame.Load() != 1 {
 		t.Fatalf("Expected each subnet counted once in a window, got decided %d, canary cross %d, stable same %d",
 			cn.decided.Load(), cn.canaryCross.Load(), cn.stableSame.Load())
 	}
 	// The same /24 by another address, in the same window.
-	cn.count(true, true, true, locate.KeyOf(netip.MustParseAddr("1.0.1.200")), t0.Add(59*time.Second))
+	cn.Count(true, true, true, locate.KeyOf(netip.MustParseAddr("1.0.1.200")), t0.Add(59*time.Second))
 	if cn.decided.Load() != 1 {
 		t.Errorf("Expected the /24 counted once, got %d", cn.decided.Load())
 	}
-	cn.count(true, true, false, a, t0.Add(61*time.Second))
-	cn.count(true, true, false, a, t0.Add(62*time.Second))
+	cn.Count(true, true, false, a, t0.Add(61*time.Second))
+	cn.Count(true, true, false, a, t0.Add(62*time.Second))
 	if cn.decided.Load() != 2 || cn.canaryCross.Load() != 2 {
 		t.Errorf("Expected the subnet counted again in the next window, got decided %d", cn.decided.Load())
 	}
@@ -42,8 +42,8 @@ func TestCanaryCountsOncePerWindow(t *testing.T) {
 // adds subnets; a share is near its percent.
 func TestCanaryPicks(t *testing.T) {
 	o := config.Canary{File: "c.yaml", Percent: 10, RollbackCross: -1, Window: time.Minute}
-	x := newCanary(o, &table.Table{}, keysOf("salt of deployment x"))
-	y := newCanary(o, &table.Table{}, keysOf("salt of deployment y"))
+	x := New(o, &table.Table{}, KeysOf("salt of deployment x"))
+	y := New(o, &table.Table{}, KeysOf("salt of deployment y"))
 	var keys []locate.Key
 	for i := range 20000 {
 		keys = append(keys, locate.KeyOf(netip.AddrFrom4([4]byte{1, byte(i >> 8), byte(i), 0})))
@@ -51,8 +51,8 @@ func TestCanaryPicks(t *testing.T) {
 	in := map[locate.Key]bool{}
 	same := 0
 	for _, k := range keys {
-		in[k] = x.picks(k)
-		if x.picks(k) == y.picks(k) {
+		in[k] = x.Picks(k)
+		if x.Picks(k) == y.Picks(k) {
 			same++
 		}
 	}
@@ -60,13 +60,13 @@ func TestCanaryPicks(t *testing.T) {
 	if f := float64(same) / float64(len(keys)); f > 0.86 {
 		t.Errorf("Expected two salts to pick independent subnets, %.1f%% agree", 100*f)
 	}
-	x.setPercent(30)
+	x.SetPercent(30)
 	n := 0
 	for _, k := range keys {
-		if in[k] && !x.picks(k) {
+		if in[k] && !x.Picks(k) {
 			t.Fatalf("%v left the canary when the share rose", k)
 		}
-		if x.picks(k) {
+		if x.Picks(k) {
 			n++
 		}
 	}
@@ -78,7 +78,7 @@ func TestCanaryPicks(t *testing.T) {
 // BenchmarkCanaryCount is the query path's canary work: the pick and the
 // window's count, from all cores on 4,096 subnets.
 func BenchmarkCanaryCount(b *testing.B) {
-	cn := newCanary(config.Canary{File: "c.yaml", Percent: 50, RollbackCross: -1, RollbackMin: 1 << 40, Window: time.Minute}, &table.Table{}, keysOf("bench salt 0123456789"))
+	cn := New(config.Canary{File: "c.yaml", Percent: 50, RollbackCross: -1, RollbackMin: 1 << 40, Window: time.Minute}, &table.Table{}, KeysOf("bench salt 0123456789"))
 	keys := make([]locate.Key, 4096)
 	for i := range keys {
 		keys[i] = locate.KeyOf(netip.AddrFrom4([4]byte{1, byte(i >> 8), byte(i), 0}))
@@ -89,7 +89,7 @@ func BenchmarkCanaryCount(b *testing.B) {
 		i := 0
 		for pb.Next() {
 			k := keys[i&4095]
-			cn.count(cn.picks(k), true, true, k, now)
+			cn.Count(cn.Picks(k), true, true, k, now)
 			i++
 		}
 	})
