@@ -13,6 +13,7 @@ import (
 
 	"github.com/gslbdns/gslb/admin"
 	"github.com/gslbdns/gslb/canary"
+	"github.com/gslbdns/gslb/decide"
 	"github.com/gslbdns/gslb/health"
 	"github.com/gslbdns/gslb/internal/yamlfile"
 	"github.com/gslbdns/gslb/overrides"
@@ -490,7 +491,7 @@ func (b *adminBackend) DeletePin(p netip.Prefix, who string) ([]admin.Pin, error
 }
 
 func (b *adminBackend) Explain(ctx context.Context, addr, name, qtype string) (any, error) {
-	cl, err := ParseClient(addr)
+	cl, err := decide.ParseClient(addr)
 	if err != nil {
 		return nil, admin.Badf("addr: %v", err)
 	}
@@ -501,8 +502,7 @@ func (b *adminBackend) Explain(ctx context.Context, addr, name, qtype string) (a
 			return nil, admin.Badf("type: %q: gslb answers A and AAAA", qtype)
 		}
 	}
-	e := &Engine{g: &GSLB{opts: b.c.opts, ctl: b.c}}
-	x, err := e.Explain(ctx, cl, name, t)
+	x, err := b.c.decider.Explain(ctx, cl, name, t, nil)
 	if err != nil {
 		return nil, admin.Badf("%v", err)
 	}

@@ -3,6 +3,7 @@ package gslb
 import (
 	"net"
 
+	"github.com/gslbdns/gslb/decide"
 	"github.com/gslbdns/gslb/policy"
 
 	"github.com/miekg/dns"
@@ -71,34 +72,29 @@ func (a *answer) negative(rcode int, scope uint8) (int, error) {
 
 // addresses answers with the A or AAAA records of the decision's nodes,
 // the winner first.
-func (a *answer) addresses(name string, qtype uint16, ttl uint32, v *policy.View, d *policy.Decision, scope uint8) (int, error) {
+func (a *answer) addresses(name string, out *decide.Outcome) (int, error) {
 	p := newReply(a.r)
-	hdr := dns.RR_Header{Name: name, Rrtype: qtype, Class: dns.ClassINET, Ttl: ttl}
+	hdr := dns.RR_Header{Name: name, Rrtype: out.QType, Class: dns.ClassINET, Ttl: out.Record.TTL}
 	rrs := p.rrs[:0]
-	for _, i := range d.Order[:d.NOrder] {
-		n := &v.Table.Nodes[i]
-		if qtype == dns.TypeA {
-			for _, addr := range n.V4 {
-				var rr *dns.A
-				if k := len(rrs); k < len(p.a) {
-					p.ip4[k] = addr.As4()
-					rr = &p.a[k]
-					*rr = dns.A{Hdr: hdr, A: p.ip4[k][:]}
-				} else {
-					ip := addr.As4()
-					rr = &dns.A{Hdr: hdr, A: net.IP(ip[:])}
-				}
-				rrs = append(rrs, rr)
+	for _, addr := range out.Addresses() {
+		if out.QType == dns.TypeA {
+			var rr *dns.A
+			if k := len(rrs); k < len(p.a) {
+				p.ip4[k] = addr.As4()
+				rr = &p.a[k]
+				*rr = dns.A{Hdr: hdr, A: p.ip4[k][:]}
+			} else {
+				ip := addr.As4()
+				rr = &dns.A{Hdr: hdr, A: net.IP(ip[:])}
 			}
+			rrs = append(rrs, rr)
 			continue
 		}
-		for _, addr := range n.V6 {
-			ip := addr.As16()
-			rrs = append(rrs, &dns.AAAA{Hdr: hdr, AAAA: net.IP(ip[:])})
-		}
+		ip := addr.As16()
+		rrs = append(rrs, &dns.AAAA{Hdr: hdr, AAAA: net.IP(ip[:])})
 	}
 	p.m.Answer = rrs
-	return a.send(p, scope)
+	return a.send(p, out.Scope)
 }
 
 // send adds the query's ECS option with its scope and writes the reply.

@@ -11,6 +11,7 @@ import (
 	"github.com/gslbdns/gslb/admin"
 	"github.com/gslbdns/gslb/canary"
 	"github.com/gslbdns/gslb/config"
+	"github.com/gslbdns/gslb/decide"
 	"github.com/gslbdns/gslb/geo"
 	"github.com/gslbdns/gslb/health"
 	"github.com/gslbdns/gslb/internal/recovery"
@@ -38,7 +39,10 @@ type control struct {
 	quality   *quality.Matrix  // the file's rows, stale ones included
 	checker   *health.Checker
 	decisions *policy.Cache
-	metrics   metricsCache
+	decider   *decide.Decider
+	// OnTable is told of every node table a reload swaps in, with the one
+	// it replaces; set before the control starts.
+	OnTable func(old, cur *table.Table)
 	// fixed replaces every checker's verdicts when set: the tools' "every
 	// node up", or one round of probes.
 	fixed *health.Snapshot
@@ -80,6 +84,18 @@ type control struct {
 	stopCh              chan struct{}
 	done                chan struct{}
 }
+
+// View is the stable table's view that queries decide with.
+func (c *control) View() *policy.View { return c.view.Load() }
+
+// Canary is the candidate table in rollout; nil: none.
+func (c *control) Canary() *canary.Rollout { return c.canary.Load() }
+
+// Locator places clients.
+func (c *control) Locator() *locate.Locator { return c.locator }
+
+// Decider decides with what this control serves.
+func (c *control) Decider() *decide.Decider { return c.decider }
 
 // newControl loads everything a query needs and starts no goroutine. Its
 // errors name the Corefile line of the option whose file or settings
@@ -165,6 +181,7 @@ func loadControl(o *config.Options) (c *control, option string, err error) {
 		done:      make(chan struct{}),
 		wake:      make(chan struct{}, 1),
 	}
+	c.decider = decide.New(c, decide.OptionsOf(o))
 	c.serial = c.nextSerial()
 	c.checker = c.newChecker(t)
 	if cn != nil {
@@ -629,8 +646,8 @@ func (c *control) swap(t *table.Table, ov *overrides.Table, qm *quality.Matrix, 
 		if change&table.ChangeCarriers != 0 {
 			c.locator.SetCarriers(t.Carriers)
 		}
-		if forgetNodes(c.table, t) {
-			c.metrics.reset()
+		if c.OnTable != nil {
+			c.OnTable(c.table, t)
 		}
 		c.table = t
 		changed = append(changed, describeTable("node table", t, change.String()))

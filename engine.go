@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/netip"
 	"os"
 	"slices"
@@ -14,12 +13,9 @@ import (
 	"github.com/coredns/coredns/core/dnsserver"
 	"github.com/coredns/coredns/plugin"
 
-	"github.com/gslbdns/gslb/canary"
 	"github.com/gslbdns/gslb/config"
+	"github.com/gslbdns/gslb/decide"
 	"github.com/gslbdns/gslb/health"
-	"github.com/gslbdns/gslb/policy"
-	"github.com/gslbdns/gslb/scoring"
-	"github.com/gslbdns/gslb/table"
 
 	"github.com/miekg/dns"
 )
@@ -217,101 +213,8 @@ func (e *Engine) NodesFile() string { return e.g.opts.Nodes }
 // CheckName returns an error naming the known records when name is not
 // one of them.
 func (e *Engine) CheckName(name string) error {
-	_, err := e.record(e.g.ctl.view.Load(), name)
+	_, err := decide.Record(e.g.ctl.View(), name)
 	return err
-}
-
-// record finds name's record, with an error that lists the known ones.
-func (e *Engine) record(v *policy.View, name string) (*table.Record, error) {
-	if name == "" {
-		if len(v.Table.Names) == 0 {
-			return nil, fmt.Errorf("node table %s has no records", v.Table.Path)
-		}
-		name = v.Table.Names[0]
-	}
-	fq := dns.Fqdn(strings.ToLower(name))
-	if r := v.Table.Records[fq]; r != nil {
-		return r, nil
-	}
-	return nil, fmt.Errorf("unknown name %s: node table %s has %s", fq, v.Table.Path, strings.Join(v.Table.Names, ", "))
-}
-
-// Client is the address a decision is for: with Bits >= 0 it arrives as
-// the ECS option ADDRESS/Bits, else as the resolver's own address. Remote
-// is the resolver's address when it is known and differs (a dnstap query):
-// the server falls back to it when the ECS prefix is too short.
-type Client struct {
-	Addr   netip.Addr
-	Bits   int
-	Mapped bool // the ECS option carried an IPv4-mapped IPv6 address: family 2
-	Remote netip.Addr
-}
-
-// ParseClient reads ADDRESS or ADDRESS/PREFIX.
-func ParseClient(s string) (Client, error) {
-	if strings.Contains(s, "/") {
-		p, err := netip.ParsePrefix(s)
-		if err != nil {
-			return Client{}, fmt.Errorf("client %q: %v", s, err)
-		}
-		if p.Addr().Zone() != "" {
-			return Client{}, fmt.Errorf("client %q: a zone has no place in a prefix", s)
-		}
-		c := Client{Bits: p.Bits()}
-		if p.Addr().Is4In6() {
-			if p.Bits() < 96 {
-				return Client{}, fmt.Errorf("client %q: an IPv4-mapped prefix is /96 or longer", s)
-			}
-			c.Mapped, c.Bits = true, p.Bits()-96
-		}
-		q := netip.PrefixFrom(p.Addr().Unmap(), c.Bits).Masked()
-		if !q.IsValid() {
-			return Client{}, fmt.Errorf("client %q: not a prefix", s)
-		}
-		c.Addr = q.Addr()
-		return c, nil
-	}
-	a, err := netip.ParseAddr(s)
-	if err != nil || a.Zone() != "" {
-		return Client{}, fmt.Errorf("client %q: not an address", s)
-	}
-	return Client{Addr: a.Unmap(), Bits: -1}, nil
-}
-
-func (c Client) String() string {
-	switch {
-	case c.Bits < 0:
-		return c.Addr.String()
-	case c.Mapped:
-		return netip.PrefixFrom(netip.AddrFrom16(c.Addr.As16()), c.Bits+96).String()
-	}
-	return netip.PrefixFrom(c.Addr, c.Bits).String()
-}
-
-// assumedResolver is the tools' resolver when none is known: the client
-// itself, trusted with its ECS whatever trust_ecs says.
-type assumedResolver struct{ net.UDPAddr }
-
-// query is the ECS option and the resolver address a query for c carries.
-func (c Client) query() (*dns.EDNS0_SUBNET, net.Addr) {
-	var remote net.Addr = &assumedResolver{net.UDPAddr{IP: c.Addr.AsSlice(), Port: 53}}
-	if c.Remote.IsValid() {
-		remote = &net.UDPAddr{IP: c.Remote.AsSlice(), Port: 53}
-	}
-	if c.Bits < 0 {
-		return nil, remote
-	}
-	switch {
-	case c.Mapped:
-		a := c.Addr.As16()
-		return &dns.EDNS0_SUBNET{Code: dns.EDNS0SUBNET, Family: 2, SourceNetmask: uint8(c.Bits + 96),
-			Address: net.IP(a[:])}, remote
-	case c.Addr.Is6():
-		return &dns.EDNS0_SUBNET{Code: dns.EDNS0SUBNET, Family: 2, SourceNetmask: uint8(c.Bits),
-			Address: net.IP(c.Addr.AsSlice())}, remote
-	}
-	return &dns.EDNS0_SUBNET{Code: dns.EDNS0SUBNET, Family: 1, SourceNetmask: uint8(c.Bits),
-		Address: net.IP(c.Addr.AsSlice())}, remote
 }
 
 // Outcome is what one query decided, for a replay, counted the way the
@@ -328,41 +231,31 @@ type Outcome struct {
 
 // Decide decides one query the way the server does; name "" is the first
 // record.
-func (e *Engine) Decide(ctx context.Context, c Client, name string, qtype uint16) (Outcome, error) {
-	v := e.g.ctl.view.Load()
-	rec, err := e.record(v, name)
-	if err != nil {
+func (e *Engine) Decide(ctx context.Context, c decide.Client, name string, qtype uint16) (Outcome, error) {
+	var out decide.Outcome
+	if err := e.g.decider.For(ctx, c, name, qtype, &out); err != nil {
 		return Outcome{}, err
 	}
-	ecs, remote := c.query()
-	var dc decision
-	e.g.clientOf(remote, ecs, nil, &dc)
-	dc.loc = e.g.ctl.locator.Locate(ctx, dc.client)
-	e.g.choose(v, rec, qtype, &dc)
-	return e.outcomeOf(&dc), nil
+	return outcomeOf(&out), nil
 }
 
-func (e *Engine) outcomeOf(dc *decision) Outcome {
-	o := Outcome{Subnet: dc.loc.Key.Prefix(), DistanceKm: dc.d.DistanceKm, Policy: canary.PolicyStable}
-	if dc.inCan {
-		o.Policy = canary.PolicyCanary
-	}
-	w := dc.d.Winner
-	if w == nil {
+func outcomeOf(out *decide.Outcome) Outcome {
+	d := &out.Decision
+	o := Outcome{Subnet: out.Loc.Key.Prefix(), DistanceKm: d.DistanceKm, Policy: out.Policy()}
+	if d.Winner == nil {
 		o.DistanceKm = -1
 		return o
 	}
-	o.Tier = dc.d.Tier.String()
-	if dc.d.Tier == scoring.TierFailOpen && e.g.opts.AllDownServfail {
+	o.Tier = d.Tier.String()
+	if out.Servfail {
 		o.DistanceKm = -1
 		return o
 	}
-	{
-		o.Node = w.ID
-		if dc.loc.Province != "" {
-			o.Located = true
-			o.Same = dc.loc.Province == w.Province && dc.loc.Country == w.Country
-		}
-	}
+	o.Node, o.Located, o.Same = d.Winner.ID, out.Located, out.Same
 	return o
+}
+
+// Explain decides one query like Decide and says why.
+func (e *Engine) Explain(ctx context.Context, c decide.Client, name string, qtype uint16) (*decide.Explanation, error) {
+	return e.g.decider.Explain(ctx, c, name, qtype, e.Notes)
 }

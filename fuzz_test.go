@@ -12,6 +12,8 @@ import (
 	"github.com/coredns/coredns/plugin/test"
 
 	"github.com/miekg/dns"
+
+	"github.com/gslbdns/gslb/decide"
 )
 
 // FuzzParseECS: whatever EDNS a query carries, an accepted ECS option is
@@ -29,7 +31,7 @@ func FuzzParseECS(f *testing.F) {
 		if err != nil || ecs == nil || ecs.Family == 0 {
 			return
 		}
-		a, ok := ecsAddr(ecs)
+		a, ok := decide.ECSAddr(ecs)
 		if !ok {
 			t.Fatalf("Accepted ECS %v whose address does not match its family", ecs)
 		}

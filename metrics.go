@@ -6,9 +6,11 @@ import (
 	"github.com/coredns/coredns/plugin"
 
 	"github.com/gslbdns/gslb/canary"
+	"github.com/gslbdns/gslb/decide"
 	"github.com/gslbdns/gslb/geo"
 	"github.com/gslbdns/gslb/scoring"
 	"github.com/gslbdns/gslb/table"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
@@ -169,6 +171,52 @@ func newServerMetrics(server string) *serverMetrics {
 		m.tiers[t] = decisions.WithLabelValues(server, scoring.Tier(t).String())
 	}
 	return m
+}
+
+// count counts one decided query: its ECS handling, the tier, the node,
+// the province match and, while a canary is configured, the policy's
+// series and the canary's sample for the rollback.
+func (m *serverMetrics) count(out *decide.Outcome, now time.Time) {
+	switch {
+	case out.FromECS:
+		m.used.Inc()
+	case out.ECS != nil:
+		m.ignored.Inc()
+	default:
+		m.absent.Inc()
+	}
+	d := &out.Decision
+	if d.Winner == nil {
+		return
+	}
+	m.tiers[d.Tier].Inc()
+	if out.Servfail {
+		return
+	}
+	m.node(d.Winner.ID).Inc()
+	if out.Located {
+		if out.Same {
+			m.same.Inc()
+		} else {
+			m.cross.Inc()
+		}
+	}
+	if out.Canary == nil {
+		return
+	}
+	pm := &policyMetrics[0]
+	if out.InCanary {
+		pm = &policyMetrics[1]
+	}
+	pm.tiers[d.Tier].Inc()
+	if out.Located {
+		if out.Same {
+			pm.same.Inc()
+		} else {
+			pm.cross.Inc()
+		}
+	}
+	out.Canary.Count(out.InCanary, out.Located, out.Same, out.Loc.Key, now)
 }
 
 // node is the answers counter of node id.

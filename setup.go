@@ -6,6 +6,7 @@ import (
 	"github.com/coredns/coredns/plugin"
 
 	"github.com/gslbdns/gslb/config"
+	"github.com/gslbdns/gslb/table"
 )
 
 const pluginName = config.Name
@@ -57,6 +58,11 @@ func (g *GSLB) load() error {
 	if err != nil {
 		return err
 	}
-	g.ctl = ctl
+	g.ctl, g.decider = ctl, ctl.Decider()
+	ctl.OnTable = func(old, cur *table.Table) {
+		if forgetNodes(old, cur) {
+			g.metrics.reset()
+		}
+	}
 	return nil
 }
