@@ -90,7 +90,7 @@ func FuzzCorefile(f *testing.F) {
 			return
 		}
 		g.stop()
-		if g.ctl.view.Load() == nil {
+		if g.ctl.View() == nil {
 			t.Fatalf("Set up without a view")
 		}
 	})

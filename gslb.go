@@ -18,6 +18,7 @@ import (
 
 	"github.com/gslbdns/gslb/canary"
 	"github.com/gslbdns/gslb/config"
+	"github.com/gslbdns/gslb/control"
 	"github.com/gslbdns/gslb/decide"
 	"github.com/gslbdns/gslb/locate"
 	"github.com/gslbdns/gslb/policy"
@@ -35,7 +36,7 @@ type GSLB struct {
 	Fall  fall.F
 
 	opts    *config.Options
-	ctl     *control
+	ctl     *control.Control
 	decider *decide.Decider
 	metrics metricsCache
 
@@ -49,13 +50,13 @@ type GSLB struct {
 func (g *GSLB) Name() string { return pluginName }
 
 func (g *GSLB) start() error {
-	if err := g.ctl.start(); err != nil {
+	if err := g.ctl.Start(); err != nil {
 		return err
 	}
-	g.soaOnce.Do(func() { g.followNext(g.ctl.stopCh, g.opts.Reload) })
+	g.soaOnce.Do(func() { g.followNext(g.ctl.Stopping(), g.opts.Reload) })
 	return nil
 }
-func (g *GSLB) stop() error { return g.ctl.stop() }
+func (g *GSLB) stop() error { return g.ctl.Stop() }
 
 // decision is what one query saw and chose; it feeds the answer, the
 // metrics and, when the metadata plugin is on, the log.

@@ -7,7 +7,6 @@ import (
 
 	"github.com/gslbdns/gslb/canary"
 	"github.com/gslbdns/gslb/decide"
-	"github.com/gslbdns/gslb/geo"
 	"github.com/gslbdns/gslb/scoring"
 	"github.com/gslbdns/gslb/table"
 	"time"
@@ -53,41 +52,6 @@ var (
 		Help:      "Histogram of the time to locate the client and choose a node.",
 	}, []string{"server"})
 
-	reloads = promauto.NewCounterVec(prometheus.CounterOpts{
-		Namespace: plugin.Namespace,
-		Subsystem: "gslb",
-		Name:      "reloads_total",
-		Help:      "Counter of node table and geo database reloads by result (ok, error).",
-	}, []string{"result"})
-
-	qualityRows = promauto.NewGaugeVec(prometheus.GaugeOpts{
-		Namespace: plugin.Namespace,
-		Subsystem: "gslb",
-		Name:      "quality_rows",
-		Help:      "Gauge of the quality matrix's rows by state: fresh (used) or stale (older than quality_max_age).",
-	}, []string{"state"})
-
-	dbBuild = promauto.NewGaugeVec(prometheus.GaugeOpts{
-		Namespace: plugin.Namespace,
-		Subsystem: "gslb",
-		Name:      "geo_database_build_timestamp_seconds",
-		Help:      "Build time of the loaded geo databases, from their metadata.",
-	}, []string{"db", "type"})
-
-	nodeDrained = promauto.NewGaugeVec(prometheus.GaugeOpts{
-		Namespace: plugin.Namespace,
-		Subsystem: "gslb",
-		Name:      "node_drained",
-		Help:      "Gauge that is 1 while the admin API has the node drained.",
-	}, []string{"node"})
-
-	adminStateOK = promauto.NewGaugeVec(prometheus.GaugeOpts{
-		Namespace: plugin.Namespace,
-		Subsystem: "gslb",
-		Name:      "admin_state_ok",
-		Help:      "Gauge that is 1 while the admin state file loads, 0 while it does not (gslb serves without it and the admin API refuses changes).",
-	}, []string{"file"})
-
 	policyDecisions = promauto.NewCounterVec(prometheus.CounterOpts{
 		Namespace: plugin.Namespace,
 		Subsystem: "gslb",
@@ -118,13 +82,6 @@ var policyMetrics = func() (m [2]struct {
 	}
 	return m
 }()
-
-func recordDBInfo(db *geo.DB) {
-	dbBuild.Reset()
-	for _, m := range db.Info() {
-		dbBuild.WithLabelValues(m.Kind, m.DatabaseType).Set(float64(m.BuildEpoch))
-	}
-}
 
 // forgetNodes drops the series of nodes that a reload removed, and reports
 // whether it did.
@@ -271,5 +228,5 @@ func (mc *metricsCache) of(server string) *serverMetrics {
 func (mc *metricsCache) reset() { mc.m.Store(nil) }
 
 // Collectors are the package's metrics, for tests that list them.
-var Collectors = []prometheus.Collector{decisions, nodeAnswers, provinceMatch, ecsTotal, decisionDuration, reloads,
-	qualityRows, dbBuild, nodeDrained, adminStateOK, policyDecisions, policyProvinceMatch}
+var Collectors = []prometheus.Collector{decisions, nodeAnswers, provinceMatch, ecsTotal, decisionDuration,
+	policyDecisions, policyProvinceMatch}

@@ -6,6 +6,7 @@ import (
 	"github.com/coredns/coredns/plugin"
 
 	"github.com/gslbdns/gslb/config"
+	"github.com/gslbdns/gslb/control"
 	"github.com/gslbdns/gslb/table"
 )
 
@@ -21,7 +22,7 @@ func setup(c *caddy.Controller) error {
 	c.OnStartup(orderCheck(dnsserver.GetConfig(c)))
 	c.OnStartup(g.start)
 	c.OnShutdown(g.stop)
-	c.OnRestartFailed(g.ctl.reclaim)
+	c.OnRestartFailed(g.ctl.Reclaim)
 	dnsserver.GetConfig(c).AddPlugin(func(next plugin.Handler) plugin.Handler {
 		g.Next = next
 		return g
@@ -29,18 +30,9 @@ func setup(c *caddy.Controller) error {
 	return nil
 }
 
-// uniqueKey is the instance storage key of what the Corefile's gslb
-// blocks claimed.
-type uniqueKey struct{}
-
 // parse reads the block and loads what it names; it starts nothing.
 func parse(c *caddy.Controller) (*GSLB, error) {
-	seen, _ := c.Get(uniqueKey{}).(config.Unique)
-	if seen == nil {
-		seen = config.Unique{}
-		c.Set(uniqueKey{}, seen)
-	}
-	o, err := config.Parse(&c.Dispenser, c.ServerBlockKeys, dnsserver.GetConfig(c).Root, seen)
+	o, err := config.ParseController(c)
 	if err != nil {
 		return nil, err
 	}
@@ -54,7 +46,7 @@ func parse(c *caddy.Controller) (*GSLB, error) {
 // load builds the control plane from the parsed options: it reads the node
 // table and the databases, and starts nothing.
 func (g *GSLB) load() error {
-	ctl, err := newControl(g.opts)
+	ctl, err := control.New(g.opts)
 	if err != nil {
 		return err
 	}

@@ -10,8 +10,8 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/gslbdns/gslb"
 	"github.com/gslbdns/gslb/decide"
+	"github.com/gslbdns/gslb/engine"
 
 	"github.com/miekg/dns"
 )
@@ -44,7 +44,7 @@ func explain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		qtype = t
 	}
-	e, err := gslb.NewEngine(ctx, c.cfg)
+	e, err := engine.New(ctx, c.cfg)
 	if err != nil {
 		return fail(stderr, err)
 	}

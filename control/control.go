@@ -1,4 +1,4 @@
-package gslb
+package control
 
 import (
 	"crypto/sha256"
@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	clog "github.com/coredns/coredns/plugin/pkg/log"
 	"github.com/gslbdns/gslb/admin"
 	"github.com/gslbdns/gslb/canary"
 	"github.com/gslbdns/gslb/config"
@@ -20,13 +21,16 @@ import (
 	"github.com/gslbdns/gslb/policy"
 	"github.com/gslbdns/gslb/quality"
 	"github.com/gslbdns/gslb/table"
+	"slices"
 )
 
-// control is one plugin instance's control plane: it builds the views that
+var log = clog.NewWithPlugin(config.Name)
+
+// Control is one plugin instance's control plane: it builds the views that
 // queries read from the node table, the probes' verdicts and the
 // parameters, and keeps them current as files change and probes report.
 // Its mutex guards only this background side; queries load the view.
-type control struct {
+type Control struct {
 	view    atomic.Pointer[policy.View]
 	locator *locate.Locator
 
@@ -86,21 +90,66 @@ type control struct {
 }
 
 // View is the stable table's view that queries decide with.
-func (c *control) View() *policy.View { return c.view.Load() }
+func (c *Control) View() *policy.View { return c.view.Load() }
 
 // Canary is the candidate table in rollout; nil: none.
-func (c *control) Canary() *canary.Rollout { return c.canary.Load() }
+func (c *Control) Canary() *canary.Rollout { return c.canary.Load() }
 
 // Locator places clients.
-func (c *control) Locator() *locate.Locator { return c.locator }
+func (c *Control) Locator() *locate.Locator { return c.locator }
 
 // Decider decides with what this control serves.
-func (c *control) Decider() *decide.Decider { return c.decider }
+func (c *Control) Decider() *decide.Decider { return c.decider }
 
-// newControl loads everything a query needs and starts no goroutine. Its
+// Options are the block's options the control was loaded from.
+func (c *Control) Options() *config.Options { return c.opts }
+
+// Stopping is closed once Stop is called.
+func (c *Control) Stopping() <-chan struct{} { return c.stopCh }
+
+// Ready reports whether every probed node has its first probe result.
+func (c *Control) Ready() bool { return c.Checker().Ready() }
+
+// Checker is the stable table's checker.
+func (c *Control) Checker() *health.Checker {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.checker
+}
+
+// Table is the stable node table.
+func (c *Control) Table() *table.Table {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.table
+}
+
+// Probes are the probes of the stable and the candidate tables.
+func (c *Control) Probes() []health.Target {
+	probes := c.Table().Probes
+	if cn := c.canary.Load(); cn != nil {
+		probes = append(slices.Clone(probes), cn.Table.Probes...)
+	}
+	return probes
+}
+
+// Fix replaces every checker's verdicts with snap: a tool's "every node
+// up", or one round of probes.
+func (c *Control) Fix(snap *health.Snapshot) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.fixed = snap
+	c.publish()
+}
+
+// SaltKept reports whether the canary's salt outlives this process, so
+// that its subnets are the server's.
+func (c *Control) SaltKept() bool { return c.salt.Kept() }
+
+// New loads everything a query needs and starts no goroutine. Its
 // errors name the Corefile line of the option whose file or settings
 // failed.
-func newControl(o *config.Options) (*control, error) {
+func New(o *config.Options) (*Control, error) {
 	c, option, err := loadControl(o)
 	if err != nil && option == "" {
 		return nil, err // it names its line
@@ -111,7 +160,7 @@ func newControl(o *config.Options) (*control, error) {
 	return c, nil
 }
 
-func loadControl(o *config.Options) (c *control, option string, err error) {
+func loadControl(o *config.Options) (c *Control, option string, err error) {
 	zones := o.Zones
 	if o.AdminTokenFile != "" {
 		tok, err := admin.ReadTokenFile(o.AdminTokenFile)
@@ -166,7 +215,7 @@ func loadControl(o *config.Options) (c *control, option string, err error) {
 	if o.Quality != "" {
 		texts[o.Quality] = qHash
 	}
-	c = &control{
+	c = &Control{
 		locator:   loc,
 		opts:      o,
 		zones:     zones,
@@ -281,7 +330,7 @@ func knownIn(t *table.Table) func(string) bool {
 
 // newChecker returns a checker on the process's probe pool, which keeps
 // the verdicts of unchanged probes across node table and Corefile reloads.
-func (c *control) newChecker(t *table.Table) *health.Checker {
+func (c *Control) newChecker(t *table.Table) *health.Checker {
 	var ch *health.Checker
 	ch = health.Shared().NewChecker(t.Probes, func(s *health.Snapshot) {
 		recovery.Do("publish", func() {
@@ -297,7 +346,7 @@ func (c *control) newChecker(t *table.Table) *health.Checker {
 
 // newCanaryChecker is the candidate table's checker, on the same pool:
 // the same node with the same probe shares its verdict.
-func (c *control) newCanaryChecker(cn *canary.Rollout) *health.Checker {
+func (c *Control) newCanaryChecker(cn *canary.Rollout) *health.Checker {
 	var ch *health.Checker
 	ch = health.Shared().NewChecker(cn.Table.Probes, func(*health.Snapshot) {
 		recovery.Do("publish", func() {
@@ -314,7 +363,7 @@ func (c *control) newCanaryChecker(cn *canary.Rollout) *health.Checker {
 // publish builds and stores the view of the current table with snap's
 // verdicts, the fresh quality rows and the cooldown ramps. Callers hold
 // c.mu, or own c alone.
-func (c *control) publish() {
+func (c *Control) publish() {
 	now := time.Now()
 	links, fresh, stale, next := c.quality.Links(c.table.Index, now, c.opts.QualityMaxAge)
 	snap := c.fixed
@@ -340,7 +389,7 @@ func (c *control) publish() {
 // recordGauges sets the gauges to what this instance serves: the quality
 // rows, the drained nodes, whether the admin state loads, the canary's
 // rollback. Callers hold c.mu.
-func (c *control) recordGauges(fresh, stale int) {
+func (c *Control) recordGauges(fresh, stale int) {
 	if c.quality != nil {
 		qualityRows.WithLabelValues("fresh").Set(float64(fresh))
 		qualityRows.WithLabelValues("stale").Set(float64(stale))
@@ -375,7 +424,7 @@ func (c *control) recordGauges(fresh, stale int) {
 }
 
 // nextEvent is the first of the time-bound changes; zero: none.
-func (c *control) nextEvent() time.Time {
+func (c *Control) nextEvent() time.Time {
 	var first time.Time
 	for _, t := range []time.Time{c.expiry, c.stale, c.rampStep} {
 		if !t.IsZero() && (first.IsZero() || t.Before(first)) {
@@ -387,7 +436,7 @@ func (c *control) nextEvent() time.Time {
 
 // applyOverrides hands the locator the overrides in force at now and notes
 // when the next one expires. Callers hold c.mu, or own c alone.
-func (c *control) applyOverrides(now time.Time) {
+func (c *Control) applyOverrides(now time.Time) {
 	pins, nextPin := c.pinTable.Active(now)
 	if pins.Len() < c.pinTable.Len() {
 		c.prunePins(now)
@@ -404,14 +453,14 @@ func (c *control) applyOverrides(now time.Time) {
 }
 
 // poke wakes the watcher to recompute its next event.
-func (c *control) poke() {
+func (c *Control) poke() {
 	select {
 	case c.wake <- struct{}{}:
 	default:
 	}
 }
 
-func (c *control) start() error {
+func (c *Control) Start() error {
 	c.startOnce.Do(func() {
 		c.locator.Start()
 		// Checkers start outside c.mu: a probe that reports meanwhile
@@ -456,9 +505,9 @@ func (c *control) start() error {
 	return nil
 }
 
-// reclaim points the admin API back at this instance after a Corefile
+// Reclaim points the admin API back at this instance after a Corefile
 // reload failed: the new instance that took it over never runs.
-func (c *control) reclaim() error {
+func (c *Control) Reclaim() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.admin != nil {
@@ -470,7 +519,7 @@ func (c *control) reclaim() error {
 	return nil
 }
 
-func (c *control) stop() error {
+func (c *Control) Stop() error {
 	c.stopOnce.Do(func() {
 		c.mu.Lock()
 		c.started = false // no more state saves: the next instance owns the state
@@ -496,7 +545,7 @@ func (c *control) stop() error {
 
 // watch reloads the files when they change, and rebuilds the view when an
 // override expires, a quality row goes stale or a cooldown ramp steps.
-func (c *control) watch() {
+func (c *Control) watch() {
 	defer close(c.done)
 	var tick <-chan time.Time
 	if c.opts.Reload > 0 {
@@ -521,7 +570,7 @@ func (c *control) watch() {
 				c.mu.Unlock()
 			}
 		case <-tick:
-			recovery.Do("reload", c.reload)
+			recovery.Do("reload", c.Reload)
 		case now := <-expiry.C:
 			recovery.Do("reload", func() {
 				c.mu.Lock()
@@ -541,9 +590,9 @@ func untilOrHour(t time.Time) time.Duration {
 	return min(max(time.Until(t), 0), time.Hour)
 }
 
-// reload loads the files that changed and settled, outside the lock, and
+// Reload loads the files that changed and settled, outside the lock, and
 // swaps them in. A bad file is rejected and the previous one keeps serving.
-func (c *control) reload() {
+func (c *Control) Reload() {
 	t, _ := reloadText(c.files, c.opts.Nodes, func(data []byte) (*table.Table, error) {
 		return table.Parse(c.opts.Nodes, data, c.zones, c.opts.TTL)
 	})
@@ -608,7 +657,7 @@ func (c *control) reload() {
 
 // stopping reports whether stop was called: a reload pass then parses no
 // further file, so that shutdown waits for one parse at most.
-func (c *control) stopping() bool {
+func (c *Control) stopping() bool {
 	select {
 	case <-c.stopCh:
 		return true
@@ -619,7 +668,7 @@ func (c *control) stopping() bool {
 
 // swapCanary puts a new candidate table in rollout, and returns the one it
 // replaced, for the caller to stop outside the lock.
-func (c *control) swapCanary(cn *canary.Rollout) *canary.Rollout {
+func (c *Control) swapCanary(cn *canary.Rollout) *canary.Rollout {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	cn.Checker = c.newCanaryChecker(cn)
@@ -632,7 +681,7 @@ func (c *control) swapCanary(cn *canary.Rollout) *canary.Rollout {
 // swap publishes a new table, overrides and databases (nil: unchanged) and
 // returns the checker it replaced, for the caller to stop outside the lock,
 // and what changed, for the log.
-func (c *control) swap(t *table.Table, ov *overrides.Table, qm *quality.Matrix, db *geo.DB) (old, fresh *health.Checker, changed []string) {
+func (c *Control) swap(t *table.Table, ov *overrides.Table, qm *quality.Matrix, db *geo.DB) (old, fresh *health.Checker, changed []string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if t != nil {

@@ -1,4 +1,4 @@
-package gslb
+package control
 
 import (
 	"time"
@@ -8,7 +8,7 @@ import (
 
 // publish builds the canary's view with its own probes' verdicts, which
 // the pool shares with the stable table's by node id and spec.
-func (c *control) publishCanary(now time.Time) time.Time {
+func (c *Control) publishCanary(now time.Time) time.Time {
 	cn := c.canary.Load()
 	if cn == nil {
 		return time.Time{}
@@ -26,7 +26,7 @@ func (c *control) publishCanary(now time.Time) time.Time {
 
 // keepSalt writes a salt generated at this start to the state file.
 // Callers hold c.mu, with c started.
-func (c *control) keepSalt() {
+func (c *Control) keepSalt() {
 	if !c.salt.Fresh {
 		return
 	}

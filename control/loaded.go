@@ -1,4 +1,4 @@
-package gslb
+package control
 
 import (
 	"fmt"
@@ -18,7 +18,7 @@ import (
 
 // loadedLine is the startup line: everything the instance serves from.
 // Callers hold c.mu, or own c alone.
-func (c *control) loadedLine() string {
+func (c *Control) loadedLine() string {
 	parts := []string{describeDB(c.db), describeTable("node table", c.table, "")}
 	if c.overrides != nil {
 		parts = append(parts, describeOverrides(c.opts.Overrides, c.overrides))
@@ -33,11 +33,11 @@ func (c *control) loadedLine() string {
 }
 
 // reloadedLine names only what a reload changed.
-func (c *control) reloadedLine(parts []string) string {
+func (c *Control) reloadedLine(parts []string) string {
 	return "Reloaded " + strings.Join(parts, "; ") + c.zonesSuffix()
 }
 
-func (c *control) zonesSuffix() string { return " (gslb " + strings.Join(c.zones, " ") + ")" }
+func (c *Control) zonesSuffix() string { return " (gslb " + strings.Join(c.zones, " ") + ")" }
 
 var dbOptions = map[string]string{"city": "geoip", "asn": "asn", "ipdb": "ipdb"}
 

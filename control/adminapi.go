@@ -1,4 +1,4 @@
-package gslb
+package control
 
 import (
 	"context"
@@ -32,7 +32,7 @@ var adminMemory sync.Map // address -> *admin.State
 // that does not load never stops gslb: it serves without it, says so, and
 // refuses changes (so that nothing overwrites the file) until the file is
 // fixed or removed. Callers own c.
-func (c *control) restoreState() {
+func (c *Control) restoreState() {
 	a := c.opts.Admin
 	if a == nil {
 		return
@@ -63,7 +63,7 @@ func (c *control) restoreState() {
 }
 
 // adopt makes st this instance's admin state. Callers own c.
-func (c *control) adopt(st *admin.State) {
+func (c *Control) adopt(st *admin.State) {
 	c.drains = map[string]policy.Drain{}
 	for id, since := range st.Drained() {
 		c.drains[id] = policy.Drain{Drained: true, Since: since}
@@ -84,7 +84,7 @@ func (c *control) adopt(st *admin.State) {
 
 // follow applies the state a later load of the Corefile saved: this
 // instance may answer queries until it stops.
-func (c *control) follow(st *admin.State) {
+func (c *Control) follow(st *admin.State) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.adopt(st)
@@ -95,7 +95,7 @@ func (c *control) follow(st *admin.State) {
 // writable reports whether the API may change the state: not while the
 // state file does not load. It reads the file again first, so that a
 // fixed or removed file is taken up. Callers hold c.mu.
-func (c *control) writable() error {
+func (c *Control) writable() error {
 	if !c.started {
 		return admin.ErrUnavailable
 	}
@@ -114,7 +114,7 @@ func (c *control) writable() error {
 // forgetRemoved drops the drains and pins of nodes a new table no longer
 // has, so that the state never names a node the table lacks. Callers
 // hold c.mu.
-func (c *control) forgetRemoved(t *table.Table) {
+func (c *Control) forgetRemoved(t *table.Table) {
 	known := knownIn(t)
 	changed := false
 	for id := range c.drains {
@@ -157,13 +157,13 @@ func (c *control) forgetRemoved(t *table.Table) {
 
 // noteRollback is called on the query path when the canary rolls back:
 // the watcher saves the state.
-func (c *control) noteRollback() {
+func (c *Control) noteRollback() {
 	c.rolledBack.Store(true)
 	c.poke()
 }
 
 // setPins validates pins against the current table and installs them.
-func (c *control) setPins(pins []overrides.EntryYAML) error {
+func (c *Control) setPins(pins []overrides.EntryYAML) error {
 	entries := make([]overrides.Entry, 0, len(pins))
 	lines := make([][]byte, 0, len(pins))
 	seen := map[netip.Prefix]bool{}
@@ -199,9 +199,9 @@ type pinSet struct {
 	table   *overrides.Table // nil: to build
 }
 
-func (c *control) pinSet() pinSet { return pinSet{c.pins, c.pinEntries, c.pinLines, c.pinTable} }
+func (c *Control) pinSet() pinSet { return pinSet{c.pins, c.pinEntries, c.pinLines, c.pinTable} }
 
-func (c *control) installPins(s pinSet) {
+func (c *Control) installPins(s pinSet) {
 	if s.table == nil {
 		s.table = overrides.New(s.entries)
 	}
@@ -209,7 +209,7 @@ func (c *control) installPins(s pinSet) {
 }
 
 // keepPins is the pins keep holds to, in new slices.
-func (c *control) keepPins(keep func(i int) bool) pinSet {
+func (c *Control) keepPins(keep func(i int) bool) pinSet {
 	n := len(c.pins) + 1 // room for a pin to add
 	s := pinSet{pins: make([]overrides.EntryYAML, 0, n), entries: make([]overrides.Entry, 0, n), lines: make([][]byte, 0, n)}
 	for i := range c.pins {
@@ -223,12 +223,12 @@ func (c *control) keepPins(keep func(i int) bool) pinSet {
 }
 
 // notFor is the pins but those for network p.
-func (c *control) notFor(p netip.Prefix) pinSet {
+func (c *Control) notFor(p netip.Prefix) pinSet {
 	return c.keepPins(func(i int) bool { return !slices.Contains(c.pinEntries[i].Prefixes, p) })
 }
 
 // prunePins drops the pins expired at now from the state.
-func (c *control) prunePins(now time.Time) {
+func (c *Control) prunePins(now time.Time) {
 	c.installPins(c.keepPins(func(i int) bool {
 		p := &c.pins[i]
 		if p.Expires == nil || p.Expires.After(now) {
@@ -248,7 +248,7 @@ func pinKey(p *overrides.EntryYAML) string {
 }
 
 // state is the admin state to save. Callers hold c.mu.
-func (c *control) state() *admin.State {
+func (c *Control) state() *admin.State {
 	st := &admin.State{Pins: c.pins, PinLines: c.pinLines, CanarySalt: c.salt.Stored}
 	for _, id := range slices.Sorted(maps.Keys(c.drains)) {
 		if d := c.drains[id]; d.Drained {
@@ -270,7 +270,7 @@ func (c *control) state() *admin.State {
 // one. Never over a state file that does not load, and never once a later
 // load of the Corefile serves the API (admin.ErrSuperseded). Callers hold
 // c.mu.
-func (c *control) saveState(st *admin.State) error {
+func (c *Control) saveState(st *admin.State) error {
 	a := c.opts.Admin
 	if a == nil || !c.started {
 		return nil
@@ -295,7 +295,7 @@ func (c *control) saveState(st *admin.State) error {
 
 // saveLogged saves the state for a change the API did not ask for (an
 // expiry, a node leaving the table, a rollback). Callers hold c.mu.
-func (c *control) saveLogged() {
+func (c *Control) saveLogged() {
 	err := c.saveState(c.state())
 	if err != nil && !errors.Is(err, admin.ErrSuperseded) && !errors.As(err, new(*admin.Refused)) {
 		log.Errorf("admin: %v", err)
@@ -303,7 +303,7 @@ func (c *control) saveLogged() {
 }
 
 // adminBackend is a gslb block's side of the admin API.
-type adminBackend struct{ c *control }
+type adminBackend struct{ c *Control }
 
 func (b *adminBackend) Nodes() []admin.Node {
 	c := b.c

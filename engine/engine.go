@@ -1,4 +1,8 @@
-package gslb
+// Package engine is the offline engine of the gslb tool: it parses a
+// Corefile's gslb block, loads it as the server would, and decides,
+// explains and replays queries through the server's decision path
+// without serving DNS.
+package engine
 
 import (
 	"context"
@@ -13,16 +17,18 @@ import (
 	"github.com/coredns/coredns/core/dnsserver"
 	"github.com/coredns/coredns/plugin"
 
+	"github.com/coredns/caddy"
 	"github.com/gslbdns/gslb/config"
+	"github.com/gslbdns/gslb/control"
 	"github.com/gslbdns/gslb/decide"
 	"github.com/gslbdns/gslb/health"
 
 	"github.com/miekg/dns"
 )
 
-// EngineConfig says which gslb block an Engine runs and what a tool
+// Config says which gslb block an Engine runs and what a tool
 // changes in it.
-type EngineConfig struct {
+type Config struct {
 	Corefile string // its path
 	Zone     string // the block's zone, needed when several blocks have gslb
 	// Nodes, IPDB and Overrides replace the block's files when set.
@@ -34,7 +40,7 @@ type EngineConfig struct {
 // Engine decides the way the plugin does, through the same code, without
 // serving DNS: the gslb tool explains and replays decisions with it.
 type Engine struct {
-	g *GSLB
+	ctl *control.Control
 	// Notes say where the engine's decisions may differ from the server's.
 	Notes []string
 }
@@ -44,26 +50,26 @@ var ErrNoBlock = errors.New("no gslb block")
 
 // blocks parses the Corefile and returns the gslb blocks' options, each
 // with nothing loaded yet.
-func blocks(path string) ([]*GSLB, error) {
+func blocks(path string) ([]*config.Options, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
 	dirs := dnsserver.Directives
-	if !slices.Contains(dirs, pluginName) {
-		dirs = append(slices.Clone(dirs), pluginName)
+	if !slices.Contains(dirs, config.Name) {
+		dirs = append(slices.Clone(dirs), config.Name)
 	}
 	sbs, err := caddyfile.Parse(path, f, dirs)
 	if err != nil {
 		return nil, err
 	}
-	var gs []*GSLB
+	var gs []*config.Options
 	// What must be unique across blocks, as the server's instance storage
 	// holds it.
 	seen := config.Unique{}
 	for _, sb := range sbs {
-		toks := sb.Tokens[pluginName]
+		toks := sb.Tokens[config.Name]
 		if len(toks) == 0 {
 			continue
 		}
@@ -80,9 +86,9 @@ func blocks(path string) ([]*GSLB, error) {
 		d := caddyfile.NewDispenserTokens(path, toks)
 		o, err := config.Parse(&d, sb.Keys, root, seen)
 		if err != nil {
-			return nil, plugin.Error(pluginName, err)
+			return nil, plugin.Error(config.Name, err)
 		}
-		gs = append(gs, &GSLB{Zones: o.Zones, Fall: o.Fall, opts: o})
+		gs = append(gs, o)
 	}
 	if len(gs) == 0 {
 		return nil, fmt.Errorf("%s: %w", path, ErrNoBlock)
@@ -91,21 +97,21 @@ func blocks(path string) ([]*GSLB, error) {
 }
 
 // pick is the block of zone, or the only block.
-func pick(path, zone string, gs []*GSLB) (*GSLB, error) {
+func pick(path, zone string, gs []*config.Options) (*config.Options, error) {
 	if zone == "" {
 		if len(gs) > 1 {
 			var zs []string
-			for _, g := range gs {
-				zs = append(zs, strings.Join(g.Zones, " "))
+			for _, o := range gs {
+				zs = append(zs, strings.Join(o.Zones, " "))
 			}
 			return nil, fmt.Errorf("%s: %d gslb blocks (%s): say which with -zone", path, len(gs), strings.Join(zs, "; "))
 		}
 		return gs[0], nil
 	}
 	zone = dns.Fqdn(strings.ToLower(zone))
-	for _, g := range gs {
-		if slices.Contains(g.Zones, zone) {
-			return g, nil
+	for _, o := range gs {
+		if slices.Contains(o.Zones, zone) {
+			return o, nil
 		}
 	}
 	return nil, fmt.Errorf("%s: no gslb block for zone %s", path, zone)
@@ -114,7 +120,7 @@ func pick(path, zone string, gs []*GSLB) (*GSLB, error) {
 // Check loads the gslb blocks of a Corefile (the one of cfg.Zone when set)
 // with their node tables and databases, the way a start or a reload does,
 // and returns the error the server would.
-func Check(cfg EngineConfig) error {
+func Check(cfg Config) error {
 	gs, err := blocks(cfg.Corefile)
 	if err != nil {
 		return err
@@ -124,19 +130,20 @@ func Check(cfg EngineConfig) error {
 		if err != nil {
 			return err
 		}
-		gs = []*GSLB{g}
+		gs = []*config.Options{g}
 	}
-	for _, g := range gs {
-		cfg.apply(g.opts)
-		if err := g.load(); err != nil {
-			return plugin.Error(pluginName, err)
+	for _, o := range gs {
+		cfg.apply(o)
+		ctl, err := control.New(o)
+		if err != nil {
+			return plugin.Error(config.Name, err)
 		}
-		g.stop()
+		ctl.Stop()
 	}
 	return nil
 }
 
-func (cfg *EngineConfig) apply(o *config.Options) {
+func (cfg *Config) apply(o *config.Options) {
 	if cfg.Nodes != "" {
 		o.Nodes = cfg.Nodes
 	}
@@ -148,40 +155,38 @@ func (cfg *EngineConfig) apply(o *config.Options) {
 	}
 }
 
-// NewEngine loads a Corefile's gslb block. Without cfg.Live it drops the
+// New loads a Corefile's gslb block. Without cfg.Live it drops the
 // block's Redis and online API, and says so in Notes.
-func NewEngine(ctx context.Context, cfg EngineConfig) (*Engine, error) {
+func New(ctx context.Context, cfg Config) (*Engine, error) {
 	gs, err := blocks(cfg.Corefile)
 	if err != nil {
 		return nil, err
 	}
-	g, err := pick(cfg.Corefile, cfg.Zone, gs)
+	o, err := pick(cfg.Corefile, cfg.Zone, gs)
 	if err != nil {
 		return nil, err
 	}
-	cfg.apply(g.opts)
-	e := &Engine{g: g}
+	cfg.apply(o)
+	e := &Engine{}
 	if !cfg.Live {
-		if g.opts.Redis != nil || g.opts.Online != nil {
+		if o.Redis != nil || o.Online != nil {
 			e.Notes = append(e.Notes, "local sources only: the block's Redis and online API are not asked (-live asks them)")
 		}
-		g.opts.Redis, g.opts.Online = nil, nil
+		o.Redis, o.Online = nil, nil
 	}
-	if err := g.load(); err != nil {
-		return nil, plugin.Error(pluginName, err)
+	ctl, err := control.New(o)
+	if err != nil {
+		return nil, plugin.Error(config.Name, err)
 	}
-	ctl := g.ctl
-	if ctl.canary.Load() != nil && !ctl.salt.Kept() {
+	e.ctl = ctl
+	if ctl.Canary() != nil && !ctl.SaltKept() {
 		e.Notes = append(e.Notes, "the canary's salt is not kept yet (no salt option, none in the state file): the canary's subnets shown are this run's draw, not the server's")
 	}
 	if cfg.Live {
-		ctl.locator.Start()
+		ctl.Locator().Start()
 	}
 	var snap *health.Snapshot
-	probes := ctl.table.Probes
-	if cn := ctl.canary.Load(); cn != nil {
-		probes = append(slices.Clone(probes), cn.Table.Probes...)
-	}
+	probes := ctl.Probes()
 	if cfg.Probe {
 		snap = health.ProbeOnce(ctx, probes, health.Options{})
 	} else {
@@ -194,26 +199,23 @@ func NewEngine(ctx context.Context, cfg EngineConfig) (*Engine, error) {
 			e.Notes = append(e.Notes, "probes not run: every node is up with its table load (-probe runs them once)")
 		}
 	}
-	ctl.mu.Lock()
-	ctl.fixed = snap
-	ctl.publish()
-	ctl.mu.Unlock()
+	ctl.Fix(snap)
 	return e, nil
 }
 
 // Close lets go of the databases and the layers.
-func (e *Engine) Close() error { return e.g.stop() }
+func (e *Engine) Close() error { return e.ctl.Stop() }
 
 // Records lists the node table's names in its order.
-func (e *Engine) Records() []string { return e.g.ctl.view.Load().Table.Names }
+func (e *Engine) Records() []string { return e.ctl.View().Table.Names }
 
 // NodesFile is the node table the engine decides with.
-func (e *Engine) NodesFile() string { return e.g.opts.Nodes }
+func (e *Engine) NodesFile() string { return e.ctl.Options().Nodes }
 
 // CheckName returns an error naming the known records when name is not
 // one of them.
 func (e *Engine) CheckName(name string) error {
-	_, err := decide.Record(e.g.ctl.View(), name)
+	_, err := decide.Record(e.ctl.View(), name)
 	return err
 }
 
@@ -233,7 +235,7 @@ type Outcome struct {
 // record.
 func (e *Engine) Decide(ctx context.Context, c decide.Client, name string, qtype uint16) (Outcome, error) {
 	var out decide.Outcome
-	if err := e.g.decider.For(ctx, c, name, qtype, &out); err != nil {
+	if err := e.ctl.Decider().For(ctx, c, name, qtype, &out); err != nil {
 		return Outcome{}, err
 	}
 	return outcomeOf(&out), nil
@@ -257,5 +259,19 @@ func outcomeOf(out *decide.Outcome) Outcome {
 
 // Explain decides one query like Decide and says why.
 func (e *Engine) Explain(ctx context.Context, c decide.Client, name string, qtype uint16) (*decide.Explanation, error) {
-	return e.g.decider.Explain(ctx, c, name, qtype, e.Notes)
+	return e.ctl.Decider().Explain(ctx, c, name, qtype, e.Notes)
+}
+
+// Validate is the gslb directive's setup for a tool that validates a
+// whole Corefile with the server's plugins: it parses and loads the block
+// as the server's setup does, and keeps nothing.
+func Validate(c *caddy.Controller) error {
+	o, err := config.ParseController(c)
+	if err == nil {
+		var ctl *control.Control
+		if ctl, err = control.New(o); err == nil {
+			return ctl.Stop()
+		}
+	}
+	return plugin.Error(config.Name, err)
 }
