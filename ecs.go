@@ -4,9 +4,9 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/miekg/dns"
-
 	"github.com/gslbdns/gslb/decide"
+
+	"github.com/miekg/dns"
 )
 
 // parseECS returns the query's EDNS Client Subnet option, nil when there is

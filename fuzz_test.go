@@ -11,9 +11,9 @@ import (
 	"github.com/coredns/coredns/plugin/pkg/dnstest"
 	"github.com/coredns/coredns/plugin/test"
 
-	"github.com/miekg/dns"
-
 	"github.com/gslbdns/gslb/decide"
+
+	"github.com/miekg/dns"
 )
 
 // FuzzParseECS: whatever EDNS a query carries, an accepted ECS option is

@@ -2,6 +2,7 @@ package gslb
 
 import (
 	"sync/atomic"
+	"time"
 
 	"github.com/coredns/coredns/plugin"
 
@@ -9,7 +10,6 @@ import (
 	"github.com/gslbdns/gslb/decide"
 	"github.com/gslbdns/gslb/scoring"
 	"github.com/gslbdns/gslb/table"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"

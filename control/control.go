@@ -4,11 +4,13 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	clog "github.com/coredns/coredns/plugin/pkg/log"
+
 	"github.com/gslbdns/gslb/admin"
 	"github.com/gslbdns/gslb/canary"
 	"github.com/gslbdns/gslb/config"
@@ -21,7 +23,6 @@ import (
 	"github.com/gslbdns/gslb/policy"
 	"github.com/gslbdns/gslb/quality"
 	"github.com/gslbdns/gslb/table"
-	"slices"
 )
 
 var log = clog.NewWithPlugin(config.Name)

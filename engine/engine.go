@@ -13,11 +13,11 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/coredns/caddy"
 	"github.com/coredns/caddy/caddyfile"
 	"github.com/coredns/coredns/core/dnsserver"
 	"github.com/coredns/coredns/plugin"
 
-	"github.com/coredns/caddy"
 	"github.com/gslbdns/gslb/config"
 	"github.com/gslbdns/gslb/control"
 	"github.com/gslbdns/gslb/decide"

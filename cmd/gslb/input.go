@@ -11,13 +11,12 @@ import (
 	"strconv"
 	"strings"
 
-	dnstap "github.com/dnstap/golang-dnstap"
-	framestream "github.com/farsightsec/golang-framestream"
-	"google.golang.org/protobuf/proto"
-
 	"github.com/gslbdns/gslb/decide"
 
+	dnstap "github.com/dnstap/golang-dnstap"
+	framestream "github.com/farsightsec/golang-framestream"
 	"github.com/miekg/dns"
+	"google.golang.org/protobuf/proto"
 )
 
 // query is one query of a replay input.
