@@ -39,7 +39,6 @@ type Control struct {
 	opts      *config.Options
 	zones     []string
 	table     *table.Table
-	db        *geo.DB
 	overrides *overrides.Table // the file's, expired entries included
 	quality   *quality.Matrix  // the file's rows, stale ones included
 	checker   *health.Checker
@@ -188,7 +187,7 @@ func loadControl(o *config.Options) (c *Control, option string, err error) {
 	if err != nil {
 		return nil, "quality", err
 	}
-	loc, err := locate.New(locate.Config{DB: db, Carriers: t.Carriers, CacheSize: o.CacheSize, CacheTTL: o.CacheTTL,
+	loc, err := locate.New(locate.Config{DB: db, DBFiles: dbFiles(o), Carriers: t.Carriers, CacheSize: o.CacheSize, CacheTTL: o.CacheTTL,
 		Redis: o.Redis, Online: o.Online})
 	if err != nil {
 		option = "cache_size"
@@ -221,12 +220,11 @@ func loadControl(o *config.Options) (c *Control, option string, err error) {
 		opts:      o,
 		zones:     zones,
 		table:     t,
-		db:        db,
 		overrides: ov,
 		quality:   qm,
 		decisions: policy.NewCache(),
 		salt:      salt,
-		files:     newWatcher(texts, dbPaths(o), o.MaxFileSize),
+		files:     newWatcher(texts, loc.Files(), o.MaxFileSize),
 		stopCh:    make(chan struct{}),
 		done:      make(chan struct{}),
 		wake:      make(chan struct{}, 1),
@@ -246,17 +244,6 @@ func loadControl(o *config.Options) (c *Control, option string, err error) {
 }
 
 func dbFiles(o *config.Options) geo.Files { return geo.Files{City: o.GeoIP, ASN: o.ASN, IPDB: o.IPDB} }
-
-// dbPaths are the database files to watch.
-func dbPaths(o *config.Options) []string {
-	var p []string
-	for _, f := range []string{o.GeoIP, o.ASN, o.IPDB} {
-		if f != "" {
-			p = append(p, f)
-		}
-	}
-	return p
-}
 
 // dbOption is the Corefile option of the database that failed.
 func dbOption(err error) string {
@@ -475,7 +462,7 @@ func (c *Control) Start() error {
 		}
 		c.mu.Lock()
 		c.serving = true
-		recordDBInfo(c.db)
+		recordDBInfo(c.locator.DB())
 		c.publish()
 		log.Info(c.loadedLine())
 		c.mu.Unlock()
@@ -625,14 +612,15 @@ func (c *Control) Reload() {
 			return canary.New(*o, ct, c.salt.Keys), nil
 		})
 	}
+	// The chain's sources with files of their own read them again; a
+	// source that fails keeps serving what it had.
 	var db *geo.DB
 	if c.files.dbsChanged() {
-		d, err := geo.OpenFiles(dbFiles(c.opts))
-		if err != nil {
-			c.files.fail(dbPaths(c.opts)[0], fmt.Errorf("%s: %w", dbOption(err), err))
+		if err := c.locator.Reopen(); err != nil {
+			c.files.fail(c.locator.Files()[0], fmt.Errorf("%s: %w", dbOption(err), err))
 		} else {
-			db = d
-			recordDBInfo(d)
+			db = c.locator.DB()
+			recordDBInfo(db)
 		}
 	}
 	if t == nil && ov == nil && qm == nil && db == nil && cn == nil {
@@ -679,7 +667,8 @@ func (c *Control) swapCanary(cn *canary.Rollout) *canary.Rollout {
 	return old
 }
 
-// swap publishes a new table, overrides and databases (nil: unchanged) and
+// swap publishes a new table, overrides and databases (nil: unchanged; the
+// locator reads new databases already) and
 // returns the checker it replaced, for the caller to stop outside the lock,
 // and what changed, for the log.
 func (c *Control) swap(t *table.Table, ov *overrides.Table, qm *quality.Matrix, db *geo.DB) (old, fresh *health.Checker, changed []string) {
@@ -712,8 +701,6 @@ func (c *Control) swap(t *table.Table, ov *overrides.Table, qm *quality.Matrix, 
 		changed = append(changed, describeQuality(c.opts.Quality, qm))
 	}
 	if db != nil {
-		c.db = db
-		c.locator.SetDB(db)
 		changed = append(changed, describeDB(db))
 	}
 	c.serial = c.nextSerial()

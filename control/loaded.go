@@ -19,7 +19,7 @@ import (
 // loadedLine is the startup line: everything the instance serves from.
 // Callers hold c.mu, or own c alone.
 func (c *Control) loadedLine() string {
-	parts := []string{describeDB(c.db), describeTable("node table", c.table, "")}
+	parts := []string{describeDB(c.locator.DB()), describeTable("node table", c.table, "")}
 	if c.overrides != nil {
 		parts = append(parts, describeOverrides(c.opts.Overrides, c.overrides))
 	}

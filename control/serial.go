@@ -50,7 +50,7 @@ func (c *Control) nextSerial() uint32 {
 		return s
 	}
 	key := strings.Join(c.zones, " ") + " " + c.opts.Nodes
-	s := max(c.serial, contentSerial(c.opts, c.db))
+	s := max(c.serial, contentSerial(c.opts, c.locator.DB()))
 	serialsMu.Lock()
 	defer serialsMu.Unlock()
 	s = max(s, lastSerials[key])
