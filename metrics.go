@@ -178,22 +178,28 @@ func (m *serverMetrics) count(out *decide.Outcome, now time.Time) {
 
 // node is the answers counter of node id.
 func (m *serverMetrics) node(id string) prometheus.Counter {
-	if cur := m.nodes.Load(); cur != nil {
-		if c, ok := (*cur)[id]; ok {
-			return c
+	return loadOrAdd(&m.nodes, id, func() prometheus.Counter { return nodeAnswers.WithLabelValues(m.server, id) })
+}
+
+// loadOrAdd is m's value of k, added with create when it has none. Reads
+// take no lock: a writer swaps in a copy of the map with k added.
+func loadOrAdd[V any](m *atomic.Pointer[map[string]V], k string, create func() V) V {
+	if cur := m.Load(); cur != nil {
+		if v, ok := (*cur)[k]; ok {
+			return v
 		}
 	}
-	c := nodeAnswers.WithLabelValues(m.server, id)
+	v := create()
 	for {
-		cur := m.nodes.Load()
-		next := map[string]prometheus.Counter{id: c}
+		cur := m.Load()
+		next := map[string]V{k: v}
 		if cur != nil {
-			for k, v := range *cur {
-				next[k] = v
+			for ck, cv := range *cur {
+				next[ck] = cv
 			}
 		}
-		if m.nodes.CompareAndSwap(cur, &next) {
-			return c
+		if m.CompareAndSwap(cur, &next) {
+			return v
 		}
 	}
 }
@@ -205,24 +211,7 @@ type metricsCache struct {
 }
 
 func (mc *metricsCache) of(server string) *serverMetrics {
-	if cur := mc.m.Load(); cur != nil {
-		if m, ok := (*cur)[server]; ok {
-			return m
-		}
-	}
-	m := newServerMetrics(server)
-	for {
-		cur := mc.m.Load()
-		next := map[string]*serverMetrics{server: m}
-		if cur != nil {
-			for k, v := range *cur {
-				next[k] = v
-			}
-		}
-		if mc.m.CompareAndSwap(cur, &next) {
-			return m
-		}
-	}
+	return loadOrAdd(&mc.m, server, func() *serverMetrics { return newServerMetrics(server) })
 }
 
 func (mc *metricsCache) reset() { mc.m.Store(nil) }

@@ -231,9 +231,9 @@ func loadControl(o *config.Options) (c *Control, option string, err error) {
 	}
 	c.decider = decide.New(c, decide.OptionsOf(o))
 	c.serial = c.nextSerial()
-	c.checker = c.newChecker(t)
+	c.checker = c.stableChecker(t)
 	if cn != nil {
-		cn.Checker = c.newCanaryChecker(cn)
+		cn.Checker = c.canaryChecker(cn)
 		cn.OnRollback = c.noteRollback
 		c.canary.Store(cn)
 	}
@@ -316,15 +316,18 @@ func knownIn(t *table.Table) func(string) bool {
 	return func(id string) bool { _, ok := t.Index(id); return ok }
 }
 
-// newChecker returns a checker on the process's probe pool, which keeps
-// the verdicts of unchanged probes across node table and Corefile reloads.
-func (c *Control) newChecker(t *table.Table) *health.Checker {
+// newChecker returns a checker of t's probes on the process's probe pool,
+// which keeps the verdicts of unchanged probes across node table and
+// Corefile reloads, and shares them between the stable and the candidate
+// tables by node id and spec. Its reports publish while current(ch) says
+// the checker still serves.
+func (c *Control) newChecker(t *table.Table, current func(ch *health.Checker) bool) *health.Checker {
 	var ch *health.Checker
-	ch = health.Shared().NewChecker(t.Probes, func(s *health.Snapshot) {
+	ch = health.Shared().NewChecker(t.Probes, func(*health.Snapshot) {
 		recovery.Do("publish", func() {
 			c.mu.Lock()
 			defer c.mu.Unlock()
-			if c.checker == ch {
+			if current(ch) {
 				c.publish()
 			}
 		})
@@ -332,20 +335,17 @@ func (c *Control) newChecker(t *table.Table) *health.Checker {
 	return ch
 }
 
-// newCanaryChecker is the candidate table's checker, on the same pool:
-// the same node with the same probe shares its verdict.
-func (c *Control) newCanaryChecker(cn *canary.Rollout) *health.Checker {
-	var ch *health.Checker
-	ch = health.Shared().NewChecker(cn.Table.Probes, func(*health.Snapshot) {
-		recovery.Do("publish", func() {
-			c.mu.Lock()
-			defer c.mu.Unlock()
-			if cur := c.canary.Load(); cur != nil && cur.Checker == ch {
-				c.publish()
-			}
-		})
+// stableChecker is the stable table's checker.
+func (c *Control) stableChecker(t *table.Table) *health.Checker {
+	return c.newChecker(t, func(ch *health.Checker) bool { return c.checker == ch })
+}
+
+// canaryChecker is the candidate table's checker.
+func (c *Control) canaryChecker(cn *canary.Rollout) *health.Checker {
+	return c.newChecker(cn.Table, func(ch *health.Checker) bool {
+		cur := c.canary.Load()
+		return cur != nil && cur.Checker == ch
 	})
-	return ch
 }
 
 // publish builds and stores the view of the current table with snap's
@@ -660,7 +660,7 @@ func (c *Control) stopping() bool {
 func (c *Control) swapCanary(cn *canary.Rollout) *canary.Rollout {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	cn.Checker = c.newCanaryChecker(cn)
+	cn.Checker = c.canaryChecker(cn)
 	cn.OnRollback = c.noteRollback
 	old := c.canary.Swap(cn)
 	c.saveLogged() // the previous canary's share or rollback no longer holds
@@ -678,7 +678,7 @@ func (c *Control) swap(t *table.Table, ov *overrides.Table, qm *quality.Matrix, 
 		change := t.Diff(c.table)
 		if change&table.ChangeProbes != 0 {
 			old = c.checker
-			c.checker = c.newChecker(t)
+			c.checker = c.stableChecker(t)
 			fresh = c.checker
 		}
 		c.forgetRemoved(t)
