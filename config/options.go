@@ -46,15 +46,15 @@ type Options struct {
 	Params           scoring.Params
 	AllDownServfail  bool
 	Reload           time.Duration
-	CacheSize        int
-	CacheTTL         time.Duration
 	MaxFileSize      int64 // of each YAML file
-	Redis            *locate.RedisConfig
-	Online           *locate.OnlineConfig
-	Admin            *admin.Config // its Token is read from AdminTokenFile at load time
-	AdminTokenFile   string
-	Canary           *Canary
-	SOA              SOA
+	// The location layers' options (cache, Redis, online API, and any
+	// further source): the control plane adds the databases and the
+	// carriers and hands them to locate.New.
+	locate.Config
+	Admin          *admin.Config // its Token is read from AdminTokenFile at load time
+	AdminTokenFile string
+	Canary         *Canary
+	SOA            SOA
 }
 
 // Canary is the canary line: a candidate node table for a share of the

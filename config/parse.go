@@ -35,8 +35,7 @@ func Parse(c *caddyfile.Dispenser, keys []string, root string, seen Unique) (*Op
 		Reload:        DefaultReload,
 		Cooldown:      DefaultCooldown,
 		QualityMaxAge: DefaultQualityMaxAge,
-		CacheSize:     locate.DefaultCacheSize,
-		CacheTTL:      locate.DefaultCacheTTL,
+		Config:        locate.Config{CacheSize: locate.DefaultCacheSize, CacheTTL: locate.DefaultCacheTTL},
 		MaxFileSize:   yamlfile.DefaultMaxSize,
 		SOA:           DefaultSOA(),
 	}

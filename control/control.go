@@ -187,8 +187,9 @@ func loadControl(o *config.Options) (c *Control, option string, err error) {
 	if err != nil {
 		return nil, "quality", err
 	}
-	loc, err := locate.New(locate.Config{DB: db, DBFiles: dbFiles(o), Carriers: t.Carriers, CacheSize: o.CacheSize, CacheTTL: o.CacheTTL,
-		Redis: o.Redis, Online: o.Online})
+	lc := o.Config
+	lc.DB, lc.DBFiles, lc.Carriers = db, dbFiles(o), t.Carriers
+	loc, err := locate.New(lc)
 	if err != nil {
 		option = "cache_size"
 		if ce := (*locate.ConfigError)(nil); errors.As(err, &ce) && ce.Layer != "cache" {
