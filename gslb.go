@@ -5,7 +5,6 @@ package gslb
 
 import (
 	"context"
-	"net/netip"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -16,13 +15,9 @@ import (
 	"github.com/coredns/coredns/plugin/pkg/fall"
 	clog "github.com/coredns/coredns/plugin/pkg/log"
 
-	"github.com/gslbdns/gslb/canary"
 	"github.com/gslbdns/gslb/config"
 	"github.com/gslbdns/gslb/control"
 	"github.com/gslbdns/gslb/decide"
-	"github.com/gslbdns/gslb/locate"
-	"github.com/gslbdns/gslb/policy"
-	"github.com/gslbdns/gslb/table"
 
 	"github.com/miekg/dns"
 )
@@ -57,23 +52,6 @@ func (g *GSLB) start() error {
 	return nil
 }
 func (g *GSLB) stop() error { return g.ctl.Stop() }
-
-// decision is what one query saw and chose; it feeds the answer, the
-// metrics and, when the metadata plugin is on, the log.
-type decision struct {
-	client  netip.Addr
-	fromECS bool
-	ecs     *dns.EDNS0_SUBNET
-	loc     locate.Result
-	d       policy.Decision
-	scope   uint8
-	// The policy decided under: the view and record of the stable table,
-	// or of the candidate table for a subnet in the canary.
-	v      *policy.View
-	rec    *table.Record
-	canary *canary.Rollout // the rollout the subnet was checked against; nil: none
-	inCan  bool
-}
 
 // ServeDNS implements plugin.Handler.
 func (g *GSLB) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.Msg) (int, error) {
