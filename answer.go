@@ -61,6 +61,22 @@ func (a *answer) write(scope uint8, rrs ...dns.RR) (int, error) {
 	return a.send(p, scope)
 }
 
+// nonAddress answers what is not an A/AAAA question for a record: the
+// apex SOA and NS, NXDOMAIN for a name that does not exist, NODATA for the
+// rest.
+func (a *answer) nonAddress(qname string, record bool, qtype uint16) (int, error) {
+	apex := qname == a.zone
+	switch {
+	case apex && qtype == dns.TypeSOA:
+		return a.write(0, a.g.soa(a.v, a.zone))
+	case apex && qtype == dns.TypeNS && len(a.v.Table.Nameservers) > 0:
+		return a.write(0, a.g.ns(a.v, a.zone)...)
+	case !record && !apex && !a.v.Table.ENTs[qname]:
+		return a.negative(dns.RcodeNameError, 0)
+	}
+	return a.negative(dns.RcodeSuccess, 0)
+}
+
 // negative answers NXDOMAIN or NODATA with the zone's SOA.
 func (a *answer) negative(rcode int, scope uint8) (int, error) {
 	p := newReply(a.r)

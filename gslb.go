@@ -86,16 +86,8 @@ func (g *GSLB) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.Msg) (
 	}
 
 	a := answer{g: g, w: w, r: r, v: v, zone: zone, ecs: ecs}
-	apex := qname == zone
-	switch {
-	case apex && qtype == dns.TypeSOA:
-		return a.write(0, g.soa(v, zone))
-	case apex && qtype == dns.TypeNS && len(v.Table.Nameservers) > 0:
-		return a.write(0, g.ns(v, zone)...)
-	case rec == nil && !apex && !v.Table.ENTs[qname]:
-		return a.negative(dns.RcodeNameError, 0)
-	case rec == nil || qtype != dns.TypeA && qtype != dns.TypeAAAA:
-		return a.negative(dns.RcodeSuccess, 0)
+	if rec == nil || qtype != dns.TypeA && qtype != dns.TypeAAAA {
+		return a.nonAddress(qname, rec != nil, qtype)
 	}
 
 	start := time.Now()
