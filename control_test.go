@@ -80,7 +80,7 @@ func TestReloadGeoDatabase(t *testing.T) {
 		t.Fatalf("Expected the previous database to keep serving, got %s", got)
 	}
 
-	// 2.0.0.0/24 moves to Beijing: the new database is used, the LRU emptied.
+	// 2.0.0.0/24 moves to Beijing: the new database is used, the location cache emptied.
 	if err := mmdbgen.WriteCity(city, []mmdbgen.City{
 		{Network: "2.0.0.0/24", Country: "CN", Province: "BJ", City: "Beijing", Lat: 39.9, Lon: 116.4},
 	}); err != nil {
