@@ -3,6 +3,7 @@ package gslb
 import (
 	"net"
 
+	"github.com/gslbdns/gslb/decide"
 	"github.com/gslbdns/gslb/policy"
 
 	"github.com/miekg/dns"
@@ -60,6 +61,22 @@ func (a *answer) write(scope uint8, rrs ...dns.RR) (int, error) {
 	return a.send(p, scope)
 }
 
+// nonAddress answers what is not an A/AAAA question for a record: the
+// apex SOA and NS, NXDOMAIN for a name that does not exist, NODATA for the
+// rest.
+func (a *answer) nonAddress(qname string, record bool, qtype uint16) (int, error) {
+	apex := qname == a.zone
+	switch {
+	case apex && qtype == dns.TypeSOA:
+		return a.write(0, a.g.soa(a.v, a.zone))
+	case apex && qtype == dns.TypeNS && len(a.v.Table.Nameservers) > 0:
+		return a.write(0, a.g.ns(a.v, a.zone)...)
+	case !record && !apex && !a.v.Table.ENTs[qname]:
+		return a.negative(dns.RcodeNameError, 0)
+	}
+	return a.negative(dns.RcodeSuccess, 0)
+}
+
 // negative answers NXDOMAIN or NODATA with the zone's SOA.
 func (a *answer) negative(rcode int, scope uint8) (int, error) {
 	p := newReply(a.r)
@@ -71,34 +88,29 @@ func (a *answer) negative(rcode int, scope uint8) (int, error) {
 
 // addresses answers with the A or AAAA records of the decision's nodes,
 // the winner first.
-func (a *answer) addresses(name string, qtype uint16, ttl uint32, v *policy.View, d *policy.Decision, scope uint8) (int, error) {
+func (a *answer) addresses(name string, out *decide.Outcome) (int, error) {
 	p := newReply(a.r)
-	hdr := dns.RR_Header{Name: name, Rrtype: qtype, Class: dns.ClassINET, Ttl: ttl}
+	hdr := dns.RR_Header{Name: name, Rrtype: out.QType, Class: dns.ClassINET, Ttl: out.Record.TTL}
 	rrs := p.rrs[:0]
-	for _, i := range d.Order[:d.NOrder] {
-		n := &v.Table.Nodes[i]
-		if qtype == dns.TypeA {
-			for _, addr := range n.V4 {
-				var rr *dns.A
-				if k := len(rrs); k < len(p.a) {
-					p.ip4[k] = addr.As4()
-					rr = &p.a[k]
-					*rr = dns.A{Hdr: hdr, A: p.ip4[k][:]}
-				} else {
-					ip := addr.As4()
-					rr = &dns.A{Hdr: hdr, A: net.IP(ip[:])}
-				}
-				rrs = append(rrs, rr)
+	for _, addr := range out.Addresses() {
+		if out.QType == dns.TypeA {
+			var rr *dns.A
+			if k := len(rrs); k < len(p.a) {
+				p.ip4[k] = addr.As4()
+				rr = &p.a[k]
+				*rr = dns.A{Hdr: hdr, A: p.ip4[k][:]}
+			} else {
+				ip := addr.As4()
+				rr = &dns.A{Hdr: hdr, A: net.IP(ip[:])}
 			}
+			rrs = append(rrs, rr)
 			continue
 		}
-		for _, addr := range n.V6 {
-			ip := addr.As16()
-			rrs = append(rrs, &dns.AAAA{Hdr: hdr, AAAA: net.IP(ip[:])})
-		}
+		ip := addr.As16()
+		rrs = append(rrs, &dns.AAAA{Hdr: hdr, AAAA: net.IP(ip[:])})
 	}
 	p.m.Answer = rrs
-	return a.send(p, scope)
+	return a.send(p, out.Scope)
 }
 
 // send adds the query's ECS option with its scope and writes the reply.
@@ -132,7 +144,7 @@ func (a *answer) send(p *reply, scope uint8) (int, error) {
 func (g *GSLB) ns(v *policy.View, zone string) []dns.RR {
 	rrs := make([]dns.RR, len(v.Table.Nameservers))
 	for i, n := range v.Table.Nameservers {
-		rrs[i] = &dns.NS{Hdr: dns.RR_Header{Name: zone, Rrtype: dns.TypeNS, Class: dns.ClassINET, Ttl: g.opts.ttl}, Ns: n}
+		rrs[i] = &dns.NS{Hdr: dns.RR_Header{Name: zone, Rrtype: dns.TypeNS, Class: dns.ClassINET, Ttl: g.opts.TTL}, Ns: n}
 	}
 	return rrs
 }

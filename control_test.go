@@ -38,7 +38,7 @@ func TestReloadNodeTable(t *testing.T) {
 	dir := fixture(t, fixtureNodes)
 	g := newTestGSLB(t, dir, fmt.Sprintf(fixtureBlock, "reload 0\n"))
 	nodes := filepath.Join(dir, "nodes.yaml")
-	serial := g.ctl.view.Load().Serial
+	serial := g.ctl.View().Serial
 
 	if got := answerOf(t, g, "sh.example.org", "2.0.0.0/24"); got != "192.0.2.3" {
 		t.Fatalf("Expected 192.0.2.3 before the reload, got %s", got)
@@ -50,7 +50,7 @@ func TestReloadNodeTable(t *testing.T) {
 	if got := answerOf(t, g, "sh.example.org", "2.0.0.0/24"); got != "192.0.2.3" {
 		t.Fatalf("Expected the previous table to keep serving, got %s", got)
 	}
-	if g.ctl.view.Load().Serial != serial {
+	if g.ctl.View().Serial != serial {
 		t.Errorf("Expected the SOA serial unchanged after a rejected reload")
 	}
 
@@ -60,8 +60,8 @@ func TestReloadNodeTable(t *testing.T) {
 	if got := answerOf(t, g, "sh.example.org", "2.0.0.0/24"); got != "192.0.2.33" {
 		t.Fatalf("Expected the new table's address, got %s", got)
 	}
-	if g.ctl.view.Load().Serial <= serial {
-		t.Errorf("Expected the SOA serial to increase, got %d after %d", g.ctl.view.Load().Serial, serial)
+	if g.ctl.View().Serial <= serial {
+		t.Errorf("Expected the SOA serial to increase, got %d after %d", g.ctl.View().Serial, serial)
 	}
 }
 
@@ -80,7 +80,7 @@ func TestReloadGeoDatabase(t *testing.T) {
 		t.Fatalf("Expected the previous database to keep serving, got %s", got)
 	}
 
-	// 2.0.0.0/24 moves to Beijing: the new database is used, the LRU emptied.
+	// 2.0.0.0/24 moves to Beijing: the new database is used, the location cache emptied.
 	if err := mmdbgen.WriteCity(city, []mmdbgen.City{
 		{Network: "2.0.0.0/24", Country: "CN", Province: "BJ", City: "Beijing", Lat: 39.9, Lon: 116.4},
 	}); err != nil {
@@ -118,24 +118,24 @@ func TestReloadKeepsUnchangedProbes(t *testing.T) {
 		"lat: 31.23, lon: 121.47, probe: {address: \"127.0.0.1:9\", hold_down: 1m}}", 1)
 	dir := fixture(t, probed)
 	g := newTestGSLB(t, dir, fmt.Sprintf(fixtureBlock, "reload 0\n"))
-	before := g.ctl.checker
+	before := g.ctl.Checker()
 	touch(t, filepath.Join(dir, "nodes.yaml"), strings.Replace(probed, "192.0.2.1]", "192.0.2.11]", 1), 1)
 	reloadSettled(g)
 	if got := answerOf(t, g, "sh.example.org", "2.0.0.0/24"); got != "192.0.2.3" {
 		t.Fatalf("Expected sh's node, got %s", got)
 	}
-	if g.ctl.table.Nodes[0].V4[0].String() != "192.0.2.11" {
+	if g.ctl.Table().Nodes[0].V4[0].String() != "192.0.2.11" {
 		t.Fatalf("Expected the new table to be loaded")
 	}
-	if g.ctl.checker != before {
+	if g.ctl.Checker() != before {
 		t.Errorf("Expected the checker to be kept when no probe changed")
 	}
 }
 
 // reloadSettled runs the two file checks a change needs to be loaded.
 func reloadSettled(g *GSLB) {
-	g.ctl.reload()
-	g.ctl.reload()
+	g.ctl.Reload()
+	g.ctl.Reload()
 }
 
 // A node table is loaded only once it looked the same on two checks in a
@@ -147,16 +147,16 @@ func TestReloadWaitsForSettledFile(t *testing.T) {
 	// Cut before the last record: valid YAML, one record short.
 	cut := fixtureNodes[:strings.Index(fixtureNodes, "  - name: v6.example.org")]
 	touch(t, nodes, cut, 1)
-	g.ctl.reload()
+	g.ctl.Reload()
 	touch(t, nodes, strings.Replace(fixtureNodes, "192.0.2.3", "192.0.2.33", 1), 2)
-	g.ctl.reload()
+	g.ctl.Reload()
 	if _, m := serve(t, g, query("v6.example.org", dns.TypeAAAA, subnet("2400::/48"))); m.Rcode != dns.RcodeSuccess || len(m.Answer) != 1 {
 		t.Fatalf("Expected the record that only the cut copy lacks to keep answering, got %v", m)
 	}
 	if got := answerOf(t, g, "sh.example.org", "2.0.0.0/24"); got != "192.0.2.3" {
 		t.Fatalf("Expected no change before the file settled, got %s", got)
 	}
-	g.ctl.reload()
+	g.ctl.Reload()
 	if got := answerOf(t, g, "sh.example.org", "2.0.0.0/24"); got != "192.0.2.33" {
 		t.Fatalf("Expected the settled file to be loaded, got %s", got)
 	}

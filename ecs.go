@@ -3,8 +3,8 @@ package gslb
 import (
 	"errors"
 	"fmt"
-	"net"
-	"net/netip"
+
+	"github.com/gslbdns/gslb/decide"
 
 	"github.com/miekg/dns"
 )
@@ -39,7 +39,7 @@ func parseECS(r *dns.Msg) (*dns.EDNS0_SUBNET, error) {
 	if ecs == nil {
 		return nil, nil
 	}
-	var max uint8
+	var longest uint8
 	switch ecs.Family {
 	case 0:
 		// dig sends family 0 with a zero prefix to ask for no tailoring.
@@ -48,16 +48,16 @@ func parseECS(r *dns.Msg) (*dns.EDNS0_SUBNET, error) {
 		}
 		return ecs, checkOptLen(o)
 	case 1:
-		max = 32
+		longest = 32
 	case 2:
-		max = 128
+		longest = 128
 	default:
 		return nil, fmt.Errorf("ECS: unknown family %d", ecs.Family)
 	}
-	if ecs.SourceNetmask > max {
-		return nil, fmt.Errorf("ECS: source prefix %d longer than %d", ecs.SourceNetmask, max)
+	if ecs.SourceNetmask > longest {
+		return nil, fmt.Errorf("ECS: source prefix %d longer than %d", ecs.SourceNetmask, longest)
 	}
-	a, ok := ecsAddr(ecs)
+	a, ok := decide.ECSAddr(ecs)
 	if !ok {
 		return nil, errors.New("ECS: address does not match the family")
 	}
@@ -97,34 +97,4 @@ func checkOptLen(o *dns.OPT) error {
 		return fmt.Errorf("ECS: option length does not match its source prefix (OPT data %d bytes, want %d)", o.Hdr.Rdlength, want)
 	}
 	return nil
-}
-
-func ecsAddr(ecs *dns.EDNS0_SUBNET) (netip.Addr, bool) {
-	switch ecs.Family {
-	case 1:
-		ip4 := ecs.Address.To4()
-		if ip4 == nil {
-			return netip.Addr{}, false
-		}
-		return netip.AddrFrom4([4]byte(ip4)), true
-	case 2:
-		ip16 := ecs.Address.To16()
-		if ip16 == nil || len(ecs.Address) != net.IPv6len {
-			return netip.Addr{}, false
-		}
-		return netip.AddrFrom16([16]byte(ip16)), true
-	}
-	return netip.Addr{}, false
-}
-
-// ecsClient returns the ECS address when it is specific enough to be trusted
-// over the resolver's own address.
-func ecsClient(ecs *dns.EDNS0_SUBNET, min4, min6 uint8) (netip.Addr, bool) {
-	if ecs == nil || ecs.SourceNetmask == 0 {
-		return netip.Addr{}, false
-	}
-	if ecs.Family == 1 && ecs.SourceNetmask < min4 || ecs.Family == 2 && ecs.SourceNetmask < min6 {
-		return netip.Addr{}, false
-	}
-	return ecsAddr(ecs)
 }

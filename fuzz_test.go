@@ -11,6 +11,8 @@ import (
 	"github.com/coredns/coredns/plugin/pkg/dnstest"
 	"github.com/coredns/coredns/plugin/test"
 
+	"github.com/gslbdns/gslb/decide"
+
 	"github.com/miekg/dns"
 )
 
@@ -29,7 +31,7 @@ func FuzzParseECS(f *testing.F) {
 		if err != nil || ecs == nil || ecs.Family == 0 {
 			return
 		}
-		a, ok := ecsAddr(ecs)
+		a, ok := decide.ECSAddr(ecs)
 		if !ok {
 			t.Fatalf("Accepted ECS %v whose address does not match its family", ecs)
 		}
@@ -88,7 +90,7 @@ func FuzzCorefile(f *testing.F) {
 			return
 		}
 		g.stop()
-		if g.ctl.view.Load() == nil {
+		if g.ctl.View() == nil {
 			t.Fatalf("Set up without a view")
 		}
 	})

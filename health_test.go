@@ -78,7 +78,7 @@ records:
 	a.up.Store(false)
 	c.up.Store(false)
 	deadline := time.Now().Add(5 * time.Second)
-	for v := g.ctl.view.Load(); v.Status[0].State != "down" || v.Status[2].State != "down"; v = g.ctl.view.Load() {
+	for v := g.ctl.View(); v.Status[0].State != "down" || v.Status[2].State != "down"; v = g.ctl.View() {
 		if time.Now().After(deadline) {
 			t.Fatalf("Expected every node down within 5s, got %v", v.Status)
 		}
@@ -125,7 +125,7 @@ records:
 	waitView := func(what string, ok func(s policy.NodeStatus, n scoring.Node) bool) {
 		t.Helper()
 		deadline := time.Now().Add(5 * time.Second)
-		for v := g.ctl.view.Load(); !ok(v.Status[0], v.Nodes[0]); v = g.ctl.view.Load() {
+		for v := g.ctl.View(); !ok(v.Status[0], v.Nodes[0]); v = g.ctl.View() {
 			if time.Now().After(deadline) {
 				t.Fatalf("Expected %s within 5s, got %+v %+v", what, v.Status[0], v.Nodes[0])
 			}

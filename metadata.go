@@ -7,6 +7,7 @@ import (
 	"github.com/coredns/coredns/plugin/metadata"
 	"github.com/coredns/coredns/request"
 
+	"github.com/gslbdns/gslb/decide"
 	"github.com/gslbdns/gslb/scoring"
 )
 
@@ -15,14 +16,14 @@ type mdKey struct{}
 // Metadata implements metadata.Provider. The labels read the query's
 // decision lazily, once ServeDNS has filled it in.
 func (g *GSLB) Metadata(ctx context.Context, state request.Request) context.Context {
-	dc := &decision{}
-	ctx = context.WithValue(ctx, mdKey{}, dc)
+	out := &decide.Outcome{}
+	ctx = context.WithValue(ctx, mdKey{}, out)
 	for _, l := range labels {
 		metadata.SetValueFunc(ctx, "gslb/"+l.name, func() string {
-			if !dc.client.IsValid() {
+			if !out.Client.IsValid() {
 				return "-"
 			}
-			if s := l.value(dc); s != "" {
+			if s := l.value(out); s != "" {
 				return s
 			}
 			return "-"
@@ -31,83 +32,80 @@ func (g *GSLB) Metadata(ctx context.Context, state request.Request) context.Cont
 	return ctx
 }
 
-// setMetadata copies the decision into the holder Metadata put in ctx.
-func setMetadata(ctx context.Context, dc *decision) {
-	if h, ok := ctx.Value(mdKey{}).(*decision); ok {
-		*h = *dc
+// setMetadata copies the outcome into the holder Metadata put in ctx.
+func setMetadata(ctx context.Context, out *decide.Outcome) {
+	if h, ok := ctx.Value(mdKey{}).(*decide.Outcome); ok {
+		*h = *out
 	}
 }
 
 var labels = []struct {
 	name  string
-	value func(*decision) string
+	value func(*decide.Outcome) string
 }{
-	{"client", func(d *decision) string { return d.client.String() }},
-	{"client_source", func(d *decision) string {
-		if d.fromECS {
+	{"client", func(o *decide.Outcome) string { return o.Client.String() }},
+	{"client_source", func(o *decide.Outcome) string {
+		if o.FromECS {
 			return "ecs"
 		}
 		return "remote"
 	}},
-	{"ecs", func(d *decision) string {
-		if d.ecs == nil {
+	{"ecs", func(o *decide.Outcome) string {
+		if o.ECS == nil {
 			return ""
 		}
-		a, _ := ecsAddr(d.ecs)
-		return a.String() + "/" + strconv.Itoa(int(d.ecs.SourceNetmask)) + "/" + strconv.Itoa(int(d.scope))
+		a, _ := decide.ECSAddr(o.ECS)
+		return a.String() + "/" + strconv.Itoa(int(o.ECS.SourceNetmask)) + "/" + strconv.Itoa(int(o.Scope))
 	}},
-	{"policy", func(d *decision) string {
-		if d.inCan {
-			return policyCanary
-		}
-		return policyStable
+	{"policy", func(o *decide.Outcome) string {
+		return o.Policy()
 	}},
-	{"country", func(d *decision) string { return d.loc.Country }},
-	{"province", func(d *decision) string { return d.loc.Province }},
-	{"city", func(d *decision) string { return d.loc.City }},
-	{"isp", func(d *decision) string { return d.loc.ISP }},
-	{"asn", func(d *decision) string {
-		if d.loc.ASN == 0 {
+	{"country", func(o *decide.Outcome) string { return o.Loc.Country }},
+	{"province", func(o *decide.Outcome) string { return o.Loc.Province }},
+	{"city", func(o *decide.Outcome) string { return o.Loc.City }},
+	{"isp", func(o *decide.Outcome) string { return o.Loc.ISP }},
+	{"asn", func(o *decide.Outcome) string {
+		if o.Loc.ASN == 0 {
 			return ""
 		}
-		return strconv.FormatUint(uint64(d.loc.ASN), 10)
+		return strconv.FormatUint(uint64(o.Loc.ASN), 10)
 	}},
-	{"geo_source", func(d *decision) string {
-		if d.loc.Special {
+	{"geo_source", func(o *decide.Outcome) string {
+		if o.Loc.Special {
 			return "none"
 		}
-		return d.loc.Source.String()
+		return o.Loc.Source.String()
 	}},
-	{"tier", func(d *decision) string {
-		if d.d.Tier == scoring.TierNone {
+	{"tier", func(o *decide.Outcome) string {
+		if o.Decision.Tier == scoring.TierNone {
 			return ""
 		}
-		return d.d.Tier.String()
+		return o.Decision.Tier.String()
 	}},
-	{"candidates", func(d *decision) string { return strconv.Itoa(d.d.Candidates) }},
-	{"node", func(d *decision) string {
-		if d.d.Winner == nil {
+	{"candidates", func(o *decide.Outcome) string { return strconv.Itoa(o.Decision.Candidates) }},
+	{"node", func(o *decide.Outcome) string {
+		if o.Decision.Winner == nil {
 			return ""
 		}
-		return d.d.Winner.ID
+		return o.Decision.Winner.ID
 	}},
-	{"node_state", func(d *decision) string { return d.d.State }},
-	{"distance_km", func(d *decision) string {
-		if d.d.Winner == nil || d.d.DistanceKm < 0 {
+	{"node_state", func(o *decide.Outcome) string { return o.Decision.State }},
+	{"distance_km", func(o *decide.Outcome) string {
+		if o.Decision.Winner == nil || o.Decision.DistanceKm < 0 {
 			return ""
 		}
-		return strconv.FormatFloat(d.d.DistanceKm, 'f', 0, 64)
+		return strconv.FormatFloat(o.Decision.DistanceKm, 'f', 0, 64)
 	}},
-	{"rtt_ms", func(d *decision) string {
-		if d.d.Winner == nil || d.d.RTTMs < 0 {
+	{"rtt_ms", func(o *decide.Outcome) string {
+		if o.Decision.Winner == nil || o.Decision.RTTMs < 0 {
 			return ""
 		}
-		return strconv.FormatFloat(d.d.RTTMs, 'f', -1, 64)
+		return strconv.FormatFloat(o.Decision.RTTMs, 'f', -1, 64)
 	}},
-	{"score", func(d *decision) string {
-		if d.d.Winner == nil {
+	{"score", func(o *decide.Outcome) string {
+		if o.Decision.Winner == nil {
 			return ""
 		}
-		return strconv.FormatFloat(d.d.Score, 'f', 3, 64)
+		return strconv.FormatFloat(o.Decision.Score, 'f', 3, 64)
 	}},
 }

@@ -2,11 +2,12 @@ package gslb
 
 import (
 	"sync/atomic"
+	"time"
 
 	"github.com/coredns/coredns/plugin"
 
-	"github.com/gslbdns/gslb/geo"
-	"github.com/gslbdns/gslb/internal/metricset"
+	"github.com/gslbdns/gslb/canary"
+	"github.com/gslbdns/gslb/decide"
 	"github.com/gslbdns/gslb/scoring"
 	"github.com/gslbdns/gslb/table"
 
@@ -15,35 +16,35 @@ import (
 )
 
 var (
-	decisions = promauto.With(metricset.Registerer).NewCounterVec(prometheus.CounterOpts{
+	decisions = promauto.NewCounterVec(prometheus.CounterOpts{
 		Namespace: plugin.Namespace,
 		Subsystem: "gslb",
 		Name:      "decisions_total",
 		Help:      "Counter of A/AAAA answers by the ladder tier that chose the node.",
 	}, []string{"server", "tier"})
 
-	nodeAnswers = promauto.With(metricset.Registerer).NewCounterVec(prometheus.CounterOpts{
+	nodeAnswers = promauto.NewCounterVec(prometheus.CounterOpts{
 		Namespace: plugin.Namespace,
 		Subsystem: "gslb",
 		Name:      "node_answers_total",
 		Help:      "Counter of A/AAAA answers per node.",
 	}, []string{"server", "node"})
 
-	provinceMatch = promauto.With(metricset.Registerer).NewCounterVec(prometheus.CounterOpts{
+	provinceMatch = promauto.NewCounterVec(prometheus.CounterOpts{
 		Namespace: plugin.Namespace,
 		Subsystem: "gslb",
 		Name:      "province_match_total",
 		Help:      "Counter of answers to clients with a known province, by whether the node is in the same province (same) or not (cross).",
 	}, []string{"server", "result"})
 
-	ecsTotal = promauto.With(metricset.Registerer).NewCounterVec(prometheus.CounterOpts{
+	ecsTotal = promauto.NewCounterVec(prometheus.CounterOpts{
 		Namespace: plugin.Namespace,
 		Subsystem: "gslb",
 		Name:      "ecs_total",
 		Help:      "Counter of queries by ECS handling: used, ignored (too coarse or prefix 0), absent, invalid (FORMERR).",
 	}, []string{"server", "result"})
 
-	decisionDuration = promauto.With(metricset.Registerer).NewHistogramVec(prometheus.HistogramOpts{
+	decisionDuration = promauto.NewHistogramVec(prometheus.HistogramOpts{
 		Namespace: plugin.Namespace,
 		Subsystem: "gslb",
 		Name:      "decision_duration_seconds",
@@ -51,61 +52,19 @@ var (
 		Help:      "Histogram of the time to locate the client and choose a node.",
 	}, []string{"server"})
 
-	reloads = promauto.With(metricset.Registerer).NewCounterVec(prometheus.CounterOpts{
-		Namespace: plugin.Namespace,
-		Subsystem: "gslb",
-		Name:      "reloads_total",
-		Help:      "Counter of node table and geo database reloads by result (ok, error).",
-	}, []string{"result"})
-
-	qualityRows = promauto.With(metricset.Registerer).NewGaugeVec(prometheus.GaugeOpts{
-		Namespace: plugin.Namespace,
-		Subsystem: "gslb",
-		Name:      "quality_rows",
-		Help:      "Gauge of the quality matrix's rows by state: fresh (used) or stale (older than quality_max_age).",
-	}, []string{"state"})
-
-	dbBuild = promauto.With(metricset.Registerer).NewGaugeVec(prometheus.GaugeOpts{
-		Namespace: plugin.Namespace,
-		Subsystem: "gslb",
-		Name:      "geo_database_build_timestamp_seconds",
-		Help:      "Build time of the loaded geo databases, from their metadata.",
-	}, []string{"db", "type"})
-
-	nodeDrained = promauto.With(metricset.Registerer).NewGaugeVec(prometheus.GaugeOpts{
-		Namespace: plugin.Namespace,
-		Subsystem: "gslb",
-		Name:      "node_drained",
-		Help:      "Gauge that is 1 while the admin API has the node drained.",
-	}, []string{"node"})
-
-	adminStateOK = promauto.With(metricset.Registerer).NewGaugeVec(prometheus.GaugeOpts{
-		Namespace: plugin.Namespace,
-		Subsystem: "gslb",
-		Name:      "admin_state_ok",
-		Help:      "Gauge that is 1 while the admin state file loads, 0 while it does not (gslb serves without it and the admin API refuses changes).",
-	}, []string{"file"})
-
-	policyDecisions = promauto.With(metricset.Registerer).NewCounterVec(prometheus.CounterOpts{
+	policyDecisions = promauto.NewCounterVec(prometheus.CounterOpts{
 		Namespace: plugin.Namespace,
 		Subsystem: "gslb",
 		Name:      "policy_decisions_total",
 		Help:      "Counter of A/AAAA decisions by policy (stable or canary) and tier.",
 	}, []string{"policy", "tier"})
 
-	policyProvinceMatch = promauto.With(metricset.Registerer).NewCounterVec(prometheus.CounterOpts{
+	policyProvinceMatch = promauto.NewCounterVec(prometheus.CounterOpts{
 		Namespace: plugin.Namespace,
 		Subsystem: "gslb",
 		Name:      "policy_province_match_total",
 		Help:      "Counter of answers to clients with a known province by policy and result: same or cross province.",
 	}, []string{"policy", "result"})
-
-	canaryRolledBack = promauto.With(metricset.Registerer).NewGauge(prometheus.GaugeOpts{
-		Namespace: plugin.Namespace,
-		Subsystem: "gslb",
-		Name:      "canary_rolled_back",
-		Help:      "Gauge that is 1 once the canary rolled back to 0% on its cross-province ratio.",
-	})
 )
 
 // policyMetrics are the policy counters' children, resolved once: index 0
@@ -114,7 +73,7 @@ var policyMetrics = func() (m [2]struct {
 	tiers       [scoring.TierOverride + 1]prometheus.Counter
 	same, cross prometheus.Counter
 }) {
-	for i, p := range []string{policyStable, policyCanary} {
+	for i, p := range []string{canary.PolicyStable, canary.PolicyCanary} {
 		for t := range m[i].tiers {
 			m[i].tiers[t] = policyDecisions.WithLabelValues(p, scoring.Tier(t).String())
 		}
@@ -123,13 +82,6 @@ var policyMetrics = func() (m [2]struct {
 	}
 	return m
 }()
-
-func recordDBInfo(db *geo.DB) {
-	dbBuild.Reset()
-	for _, m := range db.Info() {
-		dbBuild.WithLabelValues(m.Kind, m.DatabaseType).Set(float64(m.BuildEpoch))
-	}
-}
 
 // forgetNodes drops the series of nodes that a reload removed, and reports
 // whether it did.
@@ -178,24 +130,76 @@ func newServerMetrics(server string) *serverMetrics {
 	return m
 }
 
-// node is the answers counter of node id.
-func (m *serverMetrics) node(id string) prometheus.Counter {
-	if cur := m.nodes.Load(); cur != nil {
-		if c, ok := (*cur)[id]; ok {
-			return c
+// count counts one decided query: its ECS handling, the tier, the node,
+// the province match and, while a canary is configured, the policy's
+// series and the canary's sample for the rollback.
+func (m *serverMetrics) count(out *decide.Outcome, now time.Time) {
+	switch {
+	case out.FromECS:
+		m.used.Inc()
+	case out.ECS != nil:
+		m.ignored.Inc()
+	default:
+		m.absent.Inc()
+	}
+	d := &out.Decision
+	if d.Winner == nil {
+		return
+	}
+	m.tiers[d.Tier].Inc()
+	if out.Servfail {
+		return
+	}
+	m.node(d.Winner.ID).Inc()
+	if out.Located {
+		if out.Same {
+			m.same.Inc()
+		} else {
+			m.cross.Inc()
 		}
 	}
-	c := nodeAnswers.WithLabelValues(m.server, id)
+	if out.Canary == nil {
+		return
+	}
+	pm := &policyMetrics[0]
+	if out.InCanary {
+		pm = &policyMetrics[1]
+	}
+	pm.tiers[d.Tier].Inc()
+	if out.Located {
+		if out.Same {
+			pm.same.Inc()
+		} else {
+			pm.cross.Inc()
+		}
+	}
+	out.Canary.Count(out.InCanary, out.Located, out.Same, out.Loc.Key, now)
+}
+
+// node is the answers counter of node id.
+func (m *serverMetrics) node(id string) prometheus.Counter {
+	return loadOrAdd(&m.nodes, id, func() prometheus.Counter { return nodeAnswers.WithLabelValues(m.server, id) })
+}
+
+// loadOrAdd is m's value of k, added with create when it has none. Reads
+// take no lock: a writer swaps in a copy of the map with k added.
+func loadOrAdd[V any](m *atomic.Pointer[map[string]V], k string, create func() V) V {
+	if cur := m.Load(); cur != nil {
+		if v, ok := (*cur)[k]; ok {
+			return v
+		}
+	}
+	v := create()
 	for {
-		cur := m.nodes.Load()
-		next := map[string]prometheus.Counter{id: c}
+		cur := m.Load()
+		next := map[string]V{k: v}
 		if cur != nil {
-			for k, v := range *cur {
-				next[k] = v
+			for ck, cv := range *cur {
+				next[ck] = cv
 			}
 		}
-		if m.nodes.CompareAndSwap(cur, &next) {
-			return c
+		if m.CompareAndSwap(cur, &next) {
+			return v
 		}
 	}
 }
@@ -207,24 +211,11 @@ type metricsCache struct {
 }
 
 func (mc *metricsCache) of(server string) *serverMetrics {
-	if cur := mc.m.Load(); cur != nil {
-		if m, ok := (*cur)[server]; ok {
-			return m
-		}
-	}
-	m := newServerMetrics(server)
-	for {
-		cur := mc.m.Load()
-		next := map[string]*serverMetrics{server: m}
-		if cur != nil {
-			for k, v := range *cur {
-				next[k] = v
-			}
-		}
-		if mc.m.CompareAndSwap(cur, &next) {
-			return m
-		}
-	}
+	return loadOrAdd(&mc.m, server, func() *serverMetrics { return newServerMetrics(server) })
 }
 
 func (mc *metricsCache) reset() { mc.m.Store(nil) }
+
+// Collectors are the package's metrics, for tests that list them.
+var Collectors = []prometheus.Collector{decisions, nodeAnswers, provinceMatch, ecsTotal, decisionDuration,
+	policyDecisions, policyProvinceMatch}

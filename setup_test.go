@@ -130,16 +130,16 @@ func TestSetupDefaults(t *testing.T) {
 	dir := fixture(t, fixtureNodes)
 	g := newTestGSLB(t, dir, "gslb example.org {\ngeoip city.mmdb\nnodes nodes.yaml\n}")
 	o := g.opts
-	if o.ttl != 60 || o.ecsMin4 != 24 || o.ecsMin6 != 48 {
-		t.Errorf("Expected ttl 60 and ecs_min_prefix 24 48, got %d %d %d", o.ttl, o.ecsMin4, o.ecsMin6)
+	if o.TTL != 60 || o.ECSMin4 != 24 || o.ECSMin6 != 48 {
+		t.Errorf("Expected ttl 60 and ecs_min_prefix 24 48, got %d %d %d", o.TTL, o.ECSMin4, o.ECSMin6)
 	}
-	if o.params != scoring.DefaultParams {
-		t.Errorf("Expected default weights and max_load, got %+v", o.params)
+	if o.Params != scoring.DefaultParams {
+		t.Errorf("Expected default weights and max_load, got %+v", o.Params)
 	}
-	if o.allDownServfail || o.reload != 30*time.Second || o.cacheSize != 1000000 || o.cacheTTL != 12*time.Hour {
+	if o.AllDownServfail || o.Reload != 30*time.Second || o.CacheSize != 1000000 || o.CacheTTL != 12*time.Hour {
 		t.Errorf("Unexpected defaults: %+v", o)
 	}
-	if o.redis != nil || o.online != nil {
+	if o.Redis != nil || o.Online != nil {
 		t.Errorf("Expected no redis and no online API by default")
 	}
 	if len(g.Zones) != 1 || g.Zones[0] != "example.org." {
@@ -159,32 +159,32 @@ func TestSetupSubBlocks(t *testing.T) {
 		wantErr string
 	}{
 		{"redis line then ttl", "redis 127.0.0.1:6379\nttl 30\n", func(g *GSLB) string {
-			if g.opts.ttl != 30 || g.opts.redis == nil || g.opts.redis.Addrs[0] != "127.0.0.1:6379" {
-				return fmt.Sprintf("ttl %d redis %+v", g.opts.ttl, g.opts.redis)
+			if g.opts.TTL != 30 || g.opts.Redis == nil || g.opts.Redis.Addrs[0] != "127.0.0.1:6379" {
+				return fmt.Sprintf("ttl %d redis %+v", g.opts.TTL, g.opts.Redis)
 			}
 			return ""
 		}, ""},
 		{"redis line then cache_size", "redis 127.0.0.1:6379\ncache_size 1000\n", func(g *GSLB) string {
-			if g.opts.cacheSize != 1000 {
-				return fmt.Sprintf("cache_size %d", g.opts.cacheSize)
+			if g.opts.CacheSize != 1000 {
+				return fmt.Sprintf("cache_size %d", g.opts.CacheSize)
 			}
 			return ""
 		}, ""},
 		{"online line then ttl", "online https://geo.example.net/{ip}\nttl 20\n", func(g *GSLB) string {
-			if g.opts.ttl != 20 || g.opts.online == nil {
-				return fmt.Sprintf("ttl %d online %+v", g.opts.ttl, g.opts.online)
+			if g.opts.TTL != 20 || g.opts.Online == nil {
+				return fmt.Sprintf("ttl %d online %+v", g.opts.TTL, g.opts.Online)
 			}
 			return ""
 		}, ""},
 		{"blocks on one line", "redis 127.0.0.1:6379 { timeout 50ms }\nonline https://geo.example.net/{ip} { header X-Api-Key k }\nttl 25\n", func(g *GSLB) string {
-			if g.opts.ttl != 25 || g.opts.redis.Timeout != 50*time.Millisecond || g.opts.online.Headers.Get("X-Api-Key") != "k" {
-				return fmt.Sprintf("ttl %d redis %+v online %+v", g.opts.ttl, g.opts.redis, g.opts.online)
+			if g.opts.TTL != 25 || g.opts.Redis.Timeout != 50*time.Millisecond || g.opts.Online.Headers.Get("X-Api-Key") != "k" {
+				return fmt.Sprintf("ttl %d redis %+v online %+v", g.opts.TTL, g.opts.Redis, g.opts.Online)
 			}
 			return ""
 		}, ""},
 		{"block then more options", "redis 127.0.0.1:6379 {\n  timeout 30ms\n}\nttl 35\n", func(g *GSLB) string {
-			if g.opts.ttl != 35 || g.opts.redis.Timeout != 30*time.Millisecond {
-				return fmt.Sprintf("ttl %d redis %+v", g.opts.ttl, g.opts.redis)
+			if g.opts.TTL != 35 || g.opts.Redis.Timeout != 30*time.Millisecond {
+				return fmt.Sprintf("ttl %d redis %+v", g.opts.TTL, g.opts.Redis)
 			}
 			return ""
 		}, ""},
@@ -267,13 +267,13 @@ func TestSetupSteering(t *testing.T) {
 	}
 	base := "geoip city.mmdb\nnodes nodes.yaml\n"
 	g := newTestGSLB(t, dir, "gslb example.org {\n"+base+"}")
-	if p := g.opts.params; p.Spread != 0.1 || p.Answers != 1 || p.MaxLoss != 0.2 || p.ShedHigh != 0 || g.opts.cooldown != time.Minute || g.opts.qualityMaxAge != 10*time.Minute {
-		t.Errorf("Defaults: %+v cooldown %v quality_max_age %v", p, g.opts.cooldown, g.opts.qualityMaxAge)
+	if p := g.opts.Params; p.Spread != 0.1 || p.Answers != 1 || p.MaxLoss != 0.2 || p.ShedHigh != 0 || g.opts.Cooldown != time.Minute || g.opts.QualityMaxAge != 10*time.Minute {
+		t.Errorf("Defaults: %+v cooldown %v quality_max_age %v", p, g.opts.Cooldown, g.opts.QualityMaxAge)
 	}
 	g = newTestGSLB(t, dir, "gslb example.org {\n"+base+"spread 0.2\nshed_load 0.6 0.9\ncooldown 30s\nanswers 2\nquality q.yaml\nquality_max_age 5m\nmax_loss 0.1\nweights 0.4 0.2 0.1 0.3\n}")
 	want := scoring.Params{Weights: scoring.Weights{0.4, 0.2, 0.1, 0.3}, MaxLoad: 0.8, Spread: 0.2, ShedLow: 0.6, ShedHigh: 0.9, MaxLoss: 0.1, Answers: 2}
-	if g.opts.params != want || g.opts.cooldown != 30*time.Second || g.opts.qualityMaxAge != 5*time.Minute || g.opts.quality != filepath.Join(dir, "q.yaml") {
-		t.Errorf("Got %+v %v %v %s", g.opts.params, g.opts.cooldown, g.opts.qualityMaxAge, g.opts.quality)
+	if g.opts.Params != want || g.opts.Cooldown != 30*time.Second || g.opts.QualityMaxAge != 5*time.Minute || g.opts.Quality != filepath.Join(dir, "q.yaml") {
+		t.Errorf("Got %+v %v %v %s", g.opts.Params, g.opts.Cooldown, g.opts.QualityMaxAge, g.opts.Quality)
 	}
 	for _, tc := range []struct{ input, want string }{
 		{"spread 1.5", "spread"},
@@ -309,11 +309,11 @@ func TestSetupMaxFileSize(t *testing.T) {
 	block := func(extra string) string {
 		return "gslb example.org {\ngeoip city.mmdb\nnodes nodes.yaml\n" + extra + "\n}"
 	}
-	if got := newTestGSLB(t, dir, block("")).opts.maxFileSize; got != 16<<20 {
+	if got := newTestGSLB(t, dir, block("")).opts.MaxFileSize; got != 16<<20 {
 		t.Errorf("Expected a default of 16 MiB, got %d", got)
 	}
 	for in, want := range map[string]int64{"4096": 4096, "64KiB": 64 << 10, "32MiB": 32 << 20, "4GiB": 4 << 30} {
-		if got := newTestGSLB(t, dir, block("max_file_size "+in)).opts.maxFileSize; got != want {
+		if got := newTestGSLB(t, dir, block("max_file_size "+in)).opts.MaxFileSize; got != want {
 			t.Errorf("max_file_size %s: expected %d, got %d", in, want, got)
 		}
 	}
@@ -339,57 +339,5 @@ func TestSetupMaxFileSize(t *testing.T) {
 	}
 	if err == nil || !strings.Contains(err.Error(), want) {
 		t.Fatalf("Expected %q, got %v", want, err)
-	}
-}
-
-// TestSetupSOA parses the soa option: its fields, defaults and errors.
-func TestSetupSOA(t *testing.T) {
-	base := "gslb example.org {\ngeoip city.mmdb\nnodes nodes.yaml\n"
-	tests := []struct {
-		name    string
-		input   string
-		want    soaOpts
-		wantErr string
-	}{
-		{"default", base + "}", soaOpts{refresh: 14400, retry: 3600, expire: 1209600, minimum: 300}, ""},
-		{"every field", base + `soa {
-  serial 2026120101
-  refresh 20000
-  retry 4000
-  expire 700000
-  minimum 600
-  mname NS.Example.net
-  rname ops.example.net.
-}
-}`, soaOpts{serial: 2026120101, refresh: 20000, retry: 4000, expire: 700000, minimum: 600,
-			mname: "ns.example.net.", rname: "ops.example.net."}, ""},
-		{"one field", base + "soa {\nminimum 900\n}\n}", soaOpts{refresh: 14400, retry: 3600, expire: 1209600, minimum: 900}, ""},
-		{"unknown", base + "soa {\ncolour blue\n}\n}", soaOpts{}, `soa: unknown property "colour"`},
-		{"not a number", base + "soa {\nrefresh 4h\n}\n}", soaOpts{}, `refresh: "4h" is not a whole number`},
-		{"zero", base + "soa {\nminimum 0\n}\n}", soaOpts{}, "minimum"},
-		{"extra argument", base + "soa {\nretry 3600 7200\n}\n}", soaOpts{}, `soa: unexpected argument "7200"`},
-		{"retry not below refresh", base + "soa {\nretry 14400\n}\n}", soaOpts{}, "retry 14400 must be below refresh 14400"},
-		{"expire below refresh", base + "soa {\nexpire 7200\n}\n}", soaOpts{}, "expire 7200 must not be below refresh 14400"},
-		{"mailbox with @", base + "soa {\nrname ops@example.net\n}\n}", soaOpts{}, "not a domain name"},
-		{"no name", base + "soa {\nmname\n}\n}", soaOpts{}, "Wrong argument count"},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			c := caddy.NewTestController("dns", tc.input)
-			c.ServerBlockKeys = []string{"example.org:53"}
-			g, err := parseOptions(c)
-			if tc.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-					t.Fatalf("Expected an error containing %q, got %v", tc.wantErr, err)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatalf("Expected no error, got %v", err)
-			}
-			if g.opts.soa != tc.want {
-				t.Errorf("soa %+v, want %+v", g.opts.soa, tc.want)
-			}
-		})
 	}
 }

@@ -3,137 +3,17 @@ package gslb
 import (
 	"context"
 	"net"
-	"os"
 	"strings"
-	"sync"
 	"time"
 
-	"github.com/coredns/caddy"
 	"github.com/coredns/coredns/plugin"
 	"github.com/coredns/coredns/plugin/pkg/dnsutil"
 
-	"github.com/gslbdns/gslb/geo"
 	"github.com/gslbdns/gslb/internal/recovery"
 	"github.com/gslbdns/gslb/policy"
 
 	"github.com/miekg/dns"
 )
-
-// Defaults of the soa option: at or above what zone checkers such as
-// Zonemaster recommend (refresh 4h, retry 1h, expire 1 week and not below
-// refresh, minimum 300..86400).
-const (
-	defaultRefresh = 14400
-	defaultRetry   = 3600
-	defaultExpire  = 1209600
-	defaultMinimum = 300
-)
-
-// soaOpts is the soa option: the synthesized SOA's fields. serial 0: from
-// the content.
-type soaOpts struct {
-	serial                          uint32
-	refresh, retry, expire, minimum uint32
-	mname, rname                    string
-}
-
-func defaultSOA() soaOpts {
-	return soaOpts{refresh: defaultRefresh, retry: defaultRetry, expire: defaultExpire, minimum: defaultMinimum}
-}
-
-// parseSOA reads `soa { serial N; refresh S; retry S; expire S; minimum S; mname NAME; rname NAME }`.
-func parseSOA(c *caddy.Controller, s *soaOpts) error {
-	err := subBlock(c, func() error {
-		prop := c.Val()
-		switch prop {
-		case "serial", "refresh", "retry", "expire", "minimum":
-			n, err := uintArg(c, 1, 1<<31-1)
-			if err != nil {
-				return err
-			}
-			*map[string]*uint32{"serial": &s.serial, "refresh": &s.refresh, "retry": &s.retry,
-				"expire": &s.expire, "minimum": &s.minimum}[prop] = uint32(n)
-		case "mname", "rname":
-			if !c.NextArg() {
-				return c.ArgErr()
-			}
-			name := dns.Fqdn(strings.ToLower(c.Val()))
-			if _, ok := dns.IsDomainName(name); !ok || strings.Contains(name, "@") || name == "." {
-				return c.Errf("soa: %s %q is not a domain name (a mailbox is written hostmaster.example.org)", prop, c.Val())
-			}
-			if prop == "mname" {
-				s.mname = name
-			} else {
-				s.rname = name
-			}
-		default:
-			return c.Errf("soa: unknown property %q", prop)
-		}
-		if args := c.RemainingArgs(); len(args) != 0 {
-			return c.Errf("soa: unexpected argument %q", args[0])
-		}
-		return nil
-	})
-	if err != nil {
-		return err
-	}
-	switch {
-	case s.retry >= s.refresh:
-		return c.Errf("soa: retry %d must be below refresh %d", s.retry, s.refresh)
-	case s.expire < s.refresh:
-		return c.Errf("soa: expire %d must not be below refresh %d", s.expire, s.refresh)
-	}
-	return nil
-}
-
-// contentSerial is the SOA serial the files say: the newest modification
-// time of the text files that decide answers and the newest build date of
-// the databases, in Unix seconds. Instances given the same files (with
-// their times, as rsync -t, cp -p and tar keep them) agree on it, and a
-// file written later moves it forward.
-func contentSerial(o *options, db *geo.DB) uint32 {
-	var newest int64
-	paths := []string{o.nodes, o.overrides, o.quality}
-	if o.canary != nil {
-		paths = append(paths, o.canary.file)
-	}
-	for _, p := range paths {
-		if p == "" {
-			continue
-		}
-		if fi, err := os.Stat(p); err == nil {
-			newest = max(newest, fi.ModTime().Unix())
-		}
-	}
-	if db != nil {
-		for _, m := range db.Info() {
-			newest = max(newest, int64(min(m.BuildEpoch, 1<<32-1)))
-		}
-	}
-	return uint32(max(min(newest, 1<<32-1), 1))
-}
-
-// lastSerials is each block's last serial (by zones and node table) across
-// Corefile reloads, so that it never goes back while the process runs.
-var (
-	serialsMu   sync.Mutex
-	lastSerials = map[string]uint32{}
-)
-
-// nextSerial is the serial after the files were (re)loaded: the one the
-// operator set, else the content's, never below the last one.
-func (c *control) nextSerial() uint32 {
-	if s := c.opts.soa.serial; s != 0 {
-		return s
-	}
-	key := strings.Join(c.zones, " ") + " " + c.opts.nodes
-	s := max(c.serial, contentSerial(&c.opts, c.db))
-	serialsMu.Lock()
-	defer serialsMu.Unlock()
-	s = max(s, lastSerials[key])
-	lastSerials[key] = s
-	return s
-}
 
 // soa is the zone's SOA: the next plugin's apex SOA when it is
 // authoritative for the zone (fallthrough to file), else synthesized the
@@ -146,27 +26,27 @@ func (g *GSLB) soa(v *policy.View, zone string) *dns.SOA {
 			return &rr
 		}
 	}
-	o := &g.opts.soa
-	mname := o.mname
+	o := &g.opts.SOA
+	mname := o.MName
 	if mname == "" {
 		mname = dnsutil.Join("ns1", "dns", zone)
 		if len(v.Table.Nameservers) > 0 {
 			mname = v.Table.Nameservers[0]
 		}
 	}
-	rname := o.rname
+	rname := o.RName
 	if rname == "" {
 		rname = dnsutil.Join("hostmaster", zone)
 	}
 	return &dns.SOA{
-		Hdr:     dns.RR_Header{Name: zone, Rrtype: dns.TypeSOA, Class: dns.ClassINET, Ttl: g.opts.ttl},
+		Hdr:     dns.RR_Header{Name: zone, Rrtype: dns.TypeSOA, Class: dns.ClassINET, Ttl: g.opts.TTL},
 		Ns:      mname,
 		Mbox:    rname,
 		Serial:  v.Serial,
-		Refresh: o.refresh,
-		Retry:   o.retry,
-		Expire:  o.expire,
-		Minttl:  o.minimum,
+		Refresh: o.Refresh,
+		Retry:   o.Retry,
+		Expire:  o.Expire,
+		Minttl:  o.Minimum,
 	}
 }
 

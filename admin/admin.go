@@ -62,14 +62,14 @@ type PinRequest struct {
 
 // Canary is the canary rollout's state.
 type Canary struct {
-	File       string  `json:"file"`
-	Percent    float64 `json:"percent"`          // the share in force
-	Configured float64 `json:"corefile_percent"` // the Corefile's PERCENT
-	RolledBack bool    `json:"rolled_back"`
-	Reason     string  `json:"reason,omitempty"`
-	Decisions  uint64  `json:"decisions"` // canary decisions since it (re)started
-	Cross      float64 `json:"cross_province_ratio"`
-	StableX    float64 `json:"stable_cross_province_ratio"`
+	File        string  `json:"file"`
+	Percent     float64 `json:"percent"`          // the share in force
+	Configured  float64 `json:"corefile_percent"` // the Corefile's PERCENT
+	RolledBack  bool    `json:"rolled_back"`
+	Reason      string  `json:"reason,omitempty"`
+	Decisions   uint64  `json:"decisions"` // canary decisions since it (re)started
+	Cross       float64 `json:"cross_province_ratio"`
+	StableCross float64 `json:"stable_cross_province_ratio"`
 }
 
 // Backend is what the API controls.

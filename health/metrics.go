@@ -5,29 +5,27 @@ import (
 
 	"github.com/coredns/coredns/plugin"
 
-	"github.com/gslbdns/gslb/internal/metricset"
-
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
 )
 
 // Variables declared for monitoring.
 var (
-	nodeUp = promauto.With(metricset.Registerer).NewGaugeVec(prometheus.GaugeOpts{
+	nodeUp = promauto.NewGaugeVec(prometheus.GaugeOpts{
 		Namespace: plugin.Namespace,
 		Subsystem: "gslb",
 		Name:      "node_up",
 		Help:      "Gauge of node health: 1 up or unknown, 0 down.",
 	}, []string{"node"})
 
-	nodeLoad = promauto.With(metricset.Registerer).NewGaugeVec(prometheus.GaugeOpts{
+	nodeLoad = promauto.NewGaugeVec(prometheus.GaugeOpts{
 		Namespace: plugin.Namespace,
 		Subsystem: "gslb",
 		Name:      "node_load",
 		Help:      "Gauge of the last load (0..1) a node reported through load_field.",
 	}, []string{"node"})
 
-	probeDuration = promauto.With(metricset.Registerer).NewHistogramVec(prometheus.HistogramOpts{
+	probeDuration = promauto.NewHistogramVec(prometheus.HistogramOpts{
 		Namespace:                   plugin.Namespace,
 		Subsystem:                   "gslb",
 		Name:                        "probe_duration_seconds",
@@ -36,14 +34,14 @@ var (
 		Help:                        "Histogram of the time each health probe took.",
 	}, []string{"node", "type"})
 
-	probeFailures = promauto.With(metricset.Registerer).NewCounterVec(prometheus.CounterOpts{
+	probeFailures = promauto.NewCounterVec(prometheus.CounterOpts{
 		Namespace: plugin.Namespace,
 		Subsystem: "gslb",
 		Name:      "probe_failures_total",
 		Help:      "Counter of failed health probes by reason.",
 	}, []string{"node", "reason"})
 
-	nodeTransitions = promauto.With(metricset.Registerer).NewCounterVec(prometheus.CounterOpts{
+	nodeTransitions = promauto.NewCounterVec(prometheus.CounterOpts{
 		Namespace: plugin.Namespace,
 		Subsystem: "gslb",
 		Name:      "node_transitions_total",
@@ -83,3 +81,6 @@ func releaseNodes(ids []string) {
 		nodeTransitions.DeletePartialMatch(l)
 	}
 }
+
+// Collectors are the package's metrics, for tests that list them.
+var Collectors = []prometheus.Collector{nodeUp, nodeLoad, probeDuration, probeFailures, nodeTransitions}

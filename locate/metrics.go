@@ -3,15 +3,13 @@ package locate
 import (
 	"github.com/coredns/coredns/plugin"
 
-	"github.com/gslbdns/gslb/internal/metricset"
-
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
 )
 
 var (
 	// GeoLookups counts lookups per layer (override, lru, carrier_list, db, redis, online) and result (hit, miss, error, auth).
-	GeoLookups = promauto.With(metricset.Registerer).NewCounterVec(prometheus.CounterOpts{
+	GeoLookups = promauto.NewCounterVec(prometheus.CounterOpts{
 		Namespace: plugin.Namespace,
 		Subsystem: "gslb",
 		Name:      "geo_lookups_total",
@@ -19,7 +17,7 @@ var (
 	}, []string{"layer", "result"})
 
 	// OnlineRequests counts online API calls by result (ok, invalid, auth, timeout, error, refused).
-	OnlineRequests = promauto.With(metricset.Registerer).NewCounterVec(prometheus.CounterOpts{
+	OnlineRequests = promauto.NewCounterVec(prometheus.CounterOpts{
 		Namespace: plugin.Namespace,
 		Subsystem: "gslb",
 		Name:      "online_requests_total",
@@ -27,7 +25,7 @@ var (
 	}, []string{"result"})
 
 	// OnlineBreakerOpen is 1 while the online API's breaker is open.
-	OnlineBreakerOpen = promauto.With(metricset.Registerer).NewGauge(prometheus.GaugeOpts{
+	OnlineBreakerOpen = promauto.NewGauge(prometheus.GaugeOpts{
 		Namespace: plugin.Namespace,
 		Subsystem: "gslb",
 		Name:      "online_breaker_open",
@@ -35,7 +33,7 @@ var (
 	})
 
 	// RedisErrors counts failed Redis commands.
-	RedisErrors = promauto.With(metricset.Registerer).NewCounter(prometheus.CounterOpts{
+	RedisErrors = promauto.NewCounter(prometheus.CounterOpts{
 		Namespace: plugin.Namespace,
 		Subsystem: "gslb",
 		Name:      "redis_errors_total",
@@ -44,7 +42,7 @@ var (
 
 	// Disagreements counts the addresses MaxMind and the IPIP.net database
 	// both place in China but on another province or carrier.
-	Disagreements = promauto.With(metricset.Registerer).NewCounterVec(prometheus.CounterOpts{
+	Disagreements = promauto.NewCounterVec(prometheus.CounterOpts{
 		Namespace: plugin.Namespace,
 		Subsystem: "gslb",
 		Name:      "geo_disagreements_total",
@@ -52,7 +50,7 @@ var (
 	}, []string{"field"})
 
 	// CacheEntries is the number of entries in the in-process location cache.
-	CacheEntries = promauto.With(metricset.Registerer).NewGauge(prometheus.GaugeOpts{
+	CacheEntries = promauto.NewGauge(prometheus.GaugeOpts{
 		Namespace: plugin.Namespace,
 		Subsystem: "gslb",
 		Name:      "cache_entries",
@@ -88,3 +86,6 @@ var (
 	onlineRequestError = OnlineRequests.WithLabelValues("error")
 	onlineRefused      = OnlineRequests.WithLabelValues("refused")
 )
+
+// Collectors are the package's metrics, for tests that list them.
+var Collectors = []prometheus.Collector{GeoLookups, OnlineRequests, OnlineBreakerOpen, RedisErrors, Disagreements, CacheEntries}

@@ -9,13 +9,13 @@ import (
 	"github.com/gslbdns/gslb/table"
 )
 
-// Decisions caches prepared decisions: the ladder and the scores of a
+// Cache keeps prepared decisions: the ladder and the scores of a
 // record's nodes for a client's location, which every subnet of that
 // location shares; a subnet then only picks among the contenders. An entry
 // holds for one view: a health, load, table or database change builds a
 // new view, and the old view's entries are no longer read. It is safe for
 // concurrent use, and reads take no lock.
-type Decisions struct {
+type Cache struct {
 	slots []atomic.Pointer[cached]
 	gen   atomic.Uint64
 }
@@ -33,13 +33,13 @@ type cached struct {
 	prep   *scoring.Prepared
 }
 
-// NewDecisions returns an empty cache.
-func NewDecisions() *Decisions {
-	return &Decisions{slots: make([]atomic.Pointer[cached], cacheSlots)}
+// NewCache returns an empty cache.
+func NewCache() *Cache {
+	return &Cache{slots: make([]atomic.Pointer[cached], cacheSlots)}
 }
 
 // next starts a generation, for a new view.
-func (c *Decisions) next() uint64 {
+func (c *Cache) next() uint64 {
 	if c == nil {
 		return 0
 	}
@@ -72,7 +72,7 @@ func mixIn(h, x uint64) uint64 {
 // probes is how many slots a key may take.
 const probes = 4
 
-func (c *Decisions) get(gen, h uint64, rec *table.Record, qtype uint16, cl *scoring.Client) *scoring.Prepared {
+func (c *Cache) get(gen, h uint64, rec *table.Record, qtype uint16, cl *scoring.Client) *scoring.Prepared {
 	for k := range uint64(probes) {
 		e := c.slots[(h+k)&(cacheSlots-1)].Load()
 		if e != nil && e.gen == gen && e.hash == h && e.rec == rec && e.qtype == qtype && e.client == *cl {
@@ -82,7 +82,7 @@ func (c *Decisions) get(gen, h uint64, rec *table.Record, qtype uint16, cl *scor
 	return nil
 }
 
-func (c *Decisions) put(gen, h uint64, rec *table.Record, qtype uint16, cl *scoring.Client, p *scoring.Prepared) {
+func (c *Cache) put(gen, h uint64, rec *table.Record, qtype uint16, cl *scoring.Client, p *scoring.Prepared) {
 	e := &cached{gen: gen, hash: h, rec: rec, qtype: qtype, client: *cl, prep: p}
 	victim := &c.slots[h&(cacheSlots-1)]
 	for k := range uint64(probes) {

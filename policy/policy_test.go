@@ -84,7 +84,7 @@ func TestCachedDecisionsAreExact(t *testing.T) {
 			p.Weights = scoring.Weights{0.4, 0.2, 0.1, 0.3}
 		}
 		snap := health.NewSnapshot(map[string]health.Status{})
-		v, _ := NewView(Inputs{Table: tb, Snapshot: snap, Params: &p, Links: links, Serial: 1, Now: now, Cache: NewDecisions()})
+		v, _ := NewView(Inputs{Table: tb, Snapshot: snap, Params: &p, Links: links, Serial: 1, Now: now, Cache: NewCache()})
 		full, _ := NewView(Inputs{Table: tb, Snapshot: snap, Params: &p, Links: links, Serial: 1, Now: now})
 		for i := range v.Nodes {
 			load := float64(r.IntN(10)) / 10
@@ -129,8 +129,8 @@ func BenchmarkDecide(b *testing.B) {
 	c := scoring.Client{Country: "CN", Continent: "AS", Province: "ZJ", ISP: "telecom", HasCoords: true, Lat: 30.27, Lon: 120.16}
 	for _, bc := range []struct {
 		name  string
-		cache *Decisions
-	}{{"cached", NewDecisions()}, {"full", nil}} {
+		cache *Cache
+	}{{"cached", NewCache()}, {"full", nil}} {
 		b.Run(bc.name, func(b *testing.B) {
 			v, _ := NewView(Inputs{Table: tb, Snapshot: snap, Params: &p, Serial: 1, Now: time.Now(), Cache: bc.cache})
 			q := Query{Record: tb.Records["www.example.org."], QType: dns.TypeA, Client: c}

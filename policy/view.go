@@ -46,8 +46,8 @@ type View struct {
 	Links  *scoring.Links // the quality matrix's fresh rows; nil: none
 	Serial uint32         // the SOA serial: moves when the files do
 
-	cache *Decisions // nil: every decision is made in full
-	gen   uint64     // the cache's generation this view reads and writes
+	cache *Cache // nil: every decision is made in full
+	gen   uint64 // the cache's generation this view reads and writes
 	// shedding marks the nodes that turn some subnets away (a cooldown
 	// ramp, a load between the watermarks): decisions among them are
 	// per subnet, and not cached.
@@ -68,7 +68,7 @@ type Inputs struct {
 	Cooldown time.Duration
 	// Cache keeps the prepared decisions of the views built with it,
 	// each view in a generation of its own; nil: no cache.
-	Cache *Decisions
+	Cache *Cache
 	// Drains by node id: a drained node is not usable, and one undrained
 	// ramps back like a node back up.
 	Drains map[string]Drain
@@ -139,9 +139,9 @@ func ramp(since, now time.Time, cooldown time.Duration) (float64, time.Time) {
 	return 1 - float64(k)/rampSteps, since.Add((k + 1) * step)
 }
 
-// Client is what the ladder and the score see of a located client: nothing
+// ClientOf is what the ladder and the score see of a located client: nothing
 // for a special address.
-func Client(loc *geo.Location) scoring.Client {
+func ClientOf(loc *geo.Location) scoring.Client {
 	if loc.Special {
 		return scoring.Client{}
 	}

@@ -358,11 +358,11 @@ const (
 
 // unit is a uniform number in (0, 1) for a subnet and a node.
 func unit(key uint64, id string, salt uint64) float64 {
-	return (float64(Mix64(key^fnv1a(id)^salt)>>11) + 0.5) / (1 << 53)
+	return (float64(mix64(key^fnv1a(id)^salt)>>11) + 0.5) / (1 << 53)
 }
 
 // tieHash is the rendezvous weight of a node for a client subnet.
-func tieHash(key uint64, id string) uint64 { return Mix64(key ^ fnv1a(id)) }
+func tieHash(key uint64, id string) uint64 { return mix64(key ^ fnv1a(id)) }
 
 func fnv1a(s string) uint64 {
 	h := uint64(14695981039346656037)
@@ -373,9 +373,9 @@ func fnv1a(s string) uint64 {
 	return h
 }
 
-// Mix64 is the splitmix64 finalizer: every bit of x moves every bit of
-// the result. The canary's subnet selection uses it too.
-func Mix64(x uint64) uint64 {
+// mix64 is the splitmix64 finalizer: every bit of x moves every bit of
+// the result.
+func mix64(x uint64) uint64 {
 	x ^= x >> 30
 	x *= 0xbf58476d1ce4e5b9
 	x ^= x >> 27

@@ -7,8 +7,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-
-	"github.com/gslbdns/gslb/internal/metricset"
 )
 
 // TestDashboard loads dashboards/gslb.json as Grafana would import it and
@@ -47,7 +45,7 @@ func TestDashboard(t *testing.T) {
 	}
 	selector := regexp.MustCompile(`coredns_gslb_[a-z0-9_]+(\{[^}]*\})?`)
 
-	registered := metricset.Names()
+	registered := registeredMetrics(t)
 	if len(registered) < 20 {
 		t.Fatalf("Expected the plugin's metrics to be registered, got %v", registered)
 	}

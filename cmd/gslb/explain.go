@@ -10,7 +10,8 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/gslbdns/gslb"
+	"github.com/gslbdns/gslb/decide"
+	"github.com/gslbdns/gslb/engine"
 
 	"github.com/miekg/dns"
 )
@@ -31,7 +32,7 @@ func explain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fs.Usage()
 		return exitUsage
 	}
-	client, err := gslb.ParseClient(fs.Arg(0))
+	client, err := decide.ParseClient(fs.Arg(0))
 	if err != nil {
 		return fail(stderr, err)
 	}
@@ -43,7 +44,7 @@ func explain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		qtype = t
 	}
-	e, err := gslb.NewEngine(ctx, c.cfg)
+	e, err := engine.New(ctx, c.cfg)
 	if err != nil {
 		return fail(stderr, err)
 	}
@@ -66,7 +67,7 @@ func explain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 }
 
 // report prints an explanation as a short text report.
-func report(w io.Writer, x *gslb.Explanation) {
+func report(w io.Writer, x *decide.Explanation) {
 	fmt.Fprintf(w, "Query     %s %s\n", x.Name, x.Type)
 	cl := x.Client
 	switch {
@@ -142,7 +143,7 @@ func report(w io.Writer, x *gslb.Explanation) {
 		if n.Winner {
 			usable += " *"
 		}
-		if n.Reason == gslb.ReasonFamily {
+		if n.Reason == decide.ReasonFamily {
 			fmt.Fprintf(tw, "  %s\t-\t%s\t%s\t\t%.2f\t%g\n", n.ID, n.State, usable, n.Load, n.Cost)
 			continue
 		}
@@ -177,7 +178,7 @@ func report(w io.Writer, x *gslb.Explanation) {
 	}
 }
 
-func place(p gslb.ExplainedPlace) string {
+func place(p decide.ExplainedPlace) string {
 	parts := []string{orDash(p.Country) + "/" + orDash(p.Province) + "/" + orDash(p.City)}
 	if p.ISP != "" {
 		parts = append(parts, p.ISP)
@@ -209,7 +210,7 @@ func opt(f *float64, format string) string {
 	return fmt.Sprintf(format, *f)
 }
 
-func reasonOf(x *gslb.Explanation, id string) string {
+func reasonOf(x *decide.Explanation, id string) string {
 	for _, n := range x.Candidates {
 		if n.ID == id {
 			return n.Reason

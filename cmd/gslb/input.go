@@ -11,18 +11,17 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/gslbdns/gslb/decide"
+
 	dnstap "github.com/dnstap/golang-dnstap"
 	framestream "github.com/farsightsec/golang-framestream"
-	"google.golang.org/protobuf/proto"
-
-	"github.com/gslbdns/gslb"
-
 	"github.com/miekg/dns"
+	"google.golang.org/protobuf/proto"
 )
 
 // query is one query of a replay input.
 type query struct {
-	client gslb.Client
+	client decide.Client
 	name   string // "" when the input does not say
 	qtype  uint16
 	count  int
@@ -172,7 +171,7 @@ func parseTextLine(line string) (query, error) {
 	if len(f) > 2 {
 		return query{}, fmt.Errorf("want ADDRESS[/PREFIX] [COUNT], got %d fields", len(f))
 	}
-	c, err := gslb.ParseClient(f[0])
+	c, err := decide.ParseClient(f[0])
 	if err != nil {
 		return query{}, err
 	}
@@ -221,14 +220,14 @@ func parseLogLine(line string) (q query, ok bool, err error) {
 		if i := strings.LastIndex(p, "/"); i > 0 && strings.Count(p, "/") == 2 {
 			p = p[:i]
 		}
-		c, err := gslb.ParseClient(p)
+		c, err := decide.ParseClient(p)
 		if err != nil {
 			return query{}, false, fmt.Errorf("ecs=%q: %v", kv["ecs"], err)
 		}
 		q.client = c
 		return q, true, nil
 	}
-	c, err := gslb.ParseClient(client)
+	c, err := decide.ParseClient(client)
 	if err != nil {
 		return query{}, false, err
 	}
@@ -319,7 +318,7 @@ func dnstapQuery(frame []byte, ign *ignored) (q query, ok bool, err error) {
 				} else {
 					addr, _ = netip.AddrFromSlice(e.Address.To16()) // an IPv4-mapped one stays IPv6
 				}
-				c, err := gslb.ParseClient(fmt.Sprintf("%s/%d", addr, e.SourceNetmask))
+				c, err := decide.ParseClient(fmt.Sprintf("%s/%d", addr, e.SourceNetmask))
 				if err != nil {
 					return query{}, false, fmt.Errorf("ECS: %v", err)
 				}
@@ -332,6 +331,6 @@ func dnstapQuery(frame []byte, ign *ignored) (q query, ok bool, err error) {
 	if !remote.IsValid() {
 		return query{}, false, errors.New("no query address and no ECS")
 	}
-	q.client = gslb.Client{Addr: remote, Bits: -1}
+	q.client = decide.Client{Addr: remote, Bits: -1}
 	return q, true, nil
 }

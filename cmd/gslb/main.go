@@ -18,10 +18,12 @@ import (
 	"os"
 
 	"github.com/coredns/caddy"
+	"github.com/coredns/coredns/plugin"
 	clog "github.com/coredns/coredns/plugin/pkg/log"
 
-	"github.com/gslbdns/gslb"
-	_ "github.com/gslbdns/gslb/cmd/coredns/plugins" // the server's plugins, in its order
+	_ "github.com/gslbdns/gslb/cmd/coredns/stock" // the stock plugins, in the server's order
+	"github.com/gslbdns/gslb/config"
+	"github.com/gslbdns/gslb/engine"
 )
 
 // Exit statuses.
@@ -70,7 +72,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 
 // common are the flags every command takes.
 type common struct {
-	cfg gslb.EngineConfig
+	cfg engine.Config
 }
 
 func (c *common) register(fs *flag.FlagSet, engine bool) {
@@ -136,7 +138,7 @@ func check(_ context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, err)
 		return exitError
 	}
-	if err := gslb.Check(c.cfg); err != nil {
+	if err := engine.Check(c.cfg); err != nil {
 		// The server's own message, as it would log it.
 		fmt.Fprintln(stderr, err)
 		return exitError
@@ -166,3 +168,8 @@ func validate(path string) error {
 	}
 	return caddy.ValidateAndExecuteDirectives(corefileInput{data, path}, nil, true)
 }
+
+// The tool links the stock plugins, not gslb's handler: its directive is
+// validated by the engine, which loads the block as the server's setup
+// does.
+func init() { plugin.Register(config.Name, engine.Validate) }

@@ -14,7 +14,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/gslbdns/gslb"
+	"github.com/gslbdns/gslb/engine"
 	"github.com/gslbdns/gslb/scoring"
 
 	"github.com/miekg/dns"
@@ -42,7 +42,7 @@ type stats struct {
 func newStats() *stats { return &stats{Tiers: map[string]int{}, Nodes: map[string]int{}} }
 
 // add counts n queries that decided o, like the plugin's metrics do.
-func (s *stats) add(o gslb.Outcome, n int) {
+func (s *stats) add(o engine.Outcome, n int) {
 	s.Queries += n
 	if o.Tier == "" {
 		s.NoData += n
@@ -138,16 +138,16 @@ format is detected.`)
 		fmt.Fprintf(stderr, "gslb replay: -max-cross %g is not a fraction in 0..1\n", *maxCross)
 		return exitUsage
 	}
-	e, err := gslb.NewEngine(ctx, c.cfg)
+	e, err := engine.New(ctx, c.cfg)
 	if err != nil {
 		return fail(stderr, err)
 	}
 	defer e.Close()
-	var base *gslb.Engine
+	var base *engine.Engine
 	if *baselineNodes != "" {
 		bc := c.cfg
 		bc.Nodes = *baselineNodes
-		if base, err = gslb.NewEngine(ctx, bc); err != nil {
+		if base, err = engine.New(ctx, bc); err != nil {
 			return fail(stderr, err)
 		}
 		defer base.Close()
@@ -158,7 +158,7 @@ format is detected.`)
 	if fixed == "" && len(e.Records()) > 0 {
 		fixed = e.Records()[0]
 	}
-	for _, en := range []*gslb.Engine{e, base} {
+	for _, en := range []*engine.Engine{e, base} {
 		if en == nil {
 			continue
 		}

@@ -9,8 +9,6 @@ import (
 	"github.com/coredns/coredns/plugin"
 	clog "github.com/coredns/coredns/plugin/pkg/log"
 
-	"github.com/gslbdns/gslb/internal/metricset"
-
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
 )
@@ -18,7 +16,7 @@ import (
 var log = clog.NewWithPlugin("gslb")
 
 // Panics counts recovered panics by the component they happened in.
-var Panics = promauto.With(metricset.Registerer).NewCounterVec(prometheus.CounterOpts{
+var Panics = promauto.NewCounterVec(prometheus.CounterOpts{
 	Namespace: plugin.Namespace,
 	Subsystem: "gslb",
 	Name:      "panics_total",
@@ -40,3 +38,6 @@ func Do(component string, fn func()) (ok bool) {
 	fn()
 	return true
 }
+
+// Collectors are the package's metrics, for tests that list them.
+var Collectors = []prometheus.Collector{Panics}

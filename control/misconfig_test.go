@@ -1,4 +1,4 @@
-package gslb
+package control
 
 import (
 	"os"
@@ -6,13 +6,14 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gslbdns/gslb/internal/testsupport"
 	"github.com/gslbdns/gslb/table"
 )
 
 // TestOverridesCarrier: an override's carrier typo is refused with the
 // file, line and field; an alias and a raw carrier name pass.
 func TestOverridesCarrier(t *testing.T) {
-	dir := fixture(t, fixtureNodes)
+	dir := testsupport.Fixture(t, testsupport.FixtureNodes)
 	tb, err := table.Load(filepath.Join(dir, "nodes.yaml"), []string{"example.org."}, 60)
 	if err != nil {
 		t.Fatal(err)

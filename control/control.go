@@ -1,14 +1,20 @@
-package gslb
+package control
 
 import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	clog "github.com/coredns/coredns/plugin/pkg/log"
+
 	"github.com/gslbdns/gslb/admin"
+	"github.com/gslbdns/gslb/canary"
+	"github.com/gslbdns/gslb/config"
+	"github.com/gslbdns/gslb/decide"
 	"github.com/gslbdns/gslb/geo"
 	"github.com/gslbdns/gslb/health"
 	"github.com/gslbdns/gslb/internal/recovery"
@@ -19,31 +25,35 @@ import (
 	"github.com/gslbdns/gslb/table"
 )
 
-// control is one plugin instance's control plane: it builds the views that
+var log = clog.NewWithPlugin(config.Name)
+
+// Control is one plugin instance's control plane: it builds the views that
 // queries read from the node table, the probes' verdicts and the
 // parameters, and keeps them current as files change and probes report.
 // Its mutex guards only this background side; queries load the view.
-type control struct {
+type Control struct {
 	view    atomic.Pointer[policy.View]
 	locator *locate.Locator
 
 	mu        sync.Mutex
-	opts      options
+	opts      *config.Options
 	zones     []string
 	table     *table.Table
-	db        *geo.DB
 	overrides *overrides.Table // the file's, expired entries included
 	quality   *quality.Matrix  // the file's rows, stale ones included
 	checker   *health.Checker
-	decisions *policy.Decisions
-	metrics   metricsCache
+	decisions *policy.Cache
+	decider   *decide.Decider
+	// OnTable is told of every node table a reload swaps in, with the one
+	// it replaces; set before the control starts.
+	OnTable func(old, cur *table.Table)
 	// fixed replaces every checker's verdicts when set: the tools' "every
 	// node up", or one round of probes.
 	fixed *health.Snapshot
 
 	// The candidate table in rollout; nil without a canary line. Queries
 	// load it; the control plane replaces it when its file changes.
-	canary atomic.Pointer[canary]
+	canary atomic.Pointer[canary.Rollout]
 	// What the admin API changed: drains by node id, and pins, which
 	// take precedence over the overrides file.
 	drains     map[string]policy.Drain
@@ -55,8 +65,12 @@ type control struct {
 	// started: this instance serves and may write the admin state; the
 	// tools' engines and instances being set up or stopped never do.
 	started bool
+	// serving: this instance started; it sets the gauges. Parsing, the
+	// tools and an instance being set up never do.
+	serving bool
+	gauged  map[string]bool // the nodes with a node_drained series
 	// salt keys the canary's choice of subnets, for the control's life.
-	salt canarySalt
+	salt canary.Salt
 	// stateErr: the state file does not load; no change is saved until
 	// it does.
 	stateErr error
@@ -75,27 +89,107 @@ type control struct {
 	done                chan struct{}
 }
 
-// newControl loads everything a query needs and starts no goroutine. On
-// error, option is the Corefile option whose file or settings failed.
-func newControl(o options, zones []string) (c *control, option string, err error) {
-	t, err := loadTable("node table", o.nodes, zones, o)
+// View is the stable table's view that queries decide with.
+func (c *Control) View() *policy.View { return c.view.Load() }
+
+// Canary is the candidate table in rollout; nil: none.
+func (c *Control) Canary() *canary.Rollout { return c.canary.Load() }
+
+// Locator places clients.
+func (c *Control) Locator() *locate.Locator { return c.locator }
+
+// Decider decides with what this control serves.
+func (c *Control) Decider() *decide.Decider { return c.decider }
+
+// Options are the block's options the control was loaded from.
+func (c *Control) Options() *config.Options { return c.opts }
+
+// Stopping is closed once Stop is called.
+func (c *Control) Stopping() <-chan struct{} { return c.stopCh }
+
+// Ready reports whether every probed node has its first probe result.
+func (c *Control) Ready() bool { return c.Checker().Ready() }
+
+// Checker is the stable table's checker.
+func (c *Control) Checker() *health.Checker {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.checker
+}
+
+// Table is the stable node table.
+func (c *Control) Table() *table.Table {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.table
+}
+
+// Probes are the probes of the stable and the candidate tables.
+func (c *Control) Probes() []health.Target {
+	probes := c.Table().Probes
+	if cn := c.canary.Load(); cn != nil {
+		probes = append(slices.Clone(probes), cn.Table.Probes...)
+	}
+	return probes
+}
+
+// Fix replaces every checker's verdicts with snap: a tool's "every node
+// up", or one round of probes.
+func (c *Control) Fix(snap *health.Snapshot) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.fixed = snap
+	c.publish()
+}
+
+// SaltKept reports whether the canary's salt outlives this process, so
+// that its subnets are the server's.
+func (c *Control) SaltKept() bool { return c.salt.Kept() }
+
+// New loads everything a query needs and starts no goroutine. Its
+// errors name the Corefile line of the option whose file or settings
+// failed.
+func New(o *config.Options) (*Control, error) {
+	c, option, err := loadControl(o)
+	if err != nil && option == "" {
+		return nil, err // it names its line
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s:%d - Error during setup: %w", o.File, o.Lines[option], err)
+	}
+	return c, nil
+}
+
+func loadControl(o *config.Options) (c *Control, option string, err error) {
+	zones := o.Zones
+	if o.AdminTokenFile != "" {
+		tok, err := admin.ReadTokenFile(o.AdminTokenFile)
+		if err != nil {
+			return nil, "", fmt.Errorf("%s:%d - Error during parsing: admin: token_file: %v", o.File, o.Lines[config.TokenFileLine], err)
+		}
+		a := *o.Admin
+		a.Token = tok
+		o.Admin = &a
+	}
+	t, err := loadTable("node table", o.Nodes, zones, o)
 	if err != nil {
 		return nil, "nodes", err
 	}
-	db, err := geo.OpenFiles(o.dbFiles())
+	db, err := geo.OpenFiles(dbFiles(o))
 	if err != nil {
 		return nil, dbOption(err), fmt.Errorf("%s: %w", dbOption(err), err)
 	}
-	ov, ovHash, err := loadOverrides(o.overrides, o.maxFileSize, t)
+	ov, ovHash, err := loadOverrides(o.Overrides, o.MaxFileSize, t)
 	if err != nil {
 		return nil, "overrides", err
 	}
-	qm, qHash, err := loadQuality(o.quality, o.maxFileSize)
+	qm, qHash, err := loadQuality(o.Quality, o.MaxFileSize)
 	if err != nil {
 		return nil, "quality", err
 	}
-	loc, err := locate.New(locate.Config{DB: db, Carriers: t.Carriers, CacheSize: o.cacheSize, CacheTTL: o.cacheTTL,
-		Redis: o.redis, Online: o.online})
+	lc := o.Config
+	lc.DB, lc.DBFiles, lc.Carriers = db, dbFiles(o), t.Carriers
+	loc, err := locate.New(lc)
 	if err != nil {
 		option = "cache_size"
 		if ce := (*locate.ConfigError)(nil); errors.As(err, &ce) && ce.Layer != "cache" {
@@ -103,66 +197,54 @@ func newControl(o options, zones []string) (c *control, option string, err error
 		}
 		return nil, option, err
 	}
-	salt := resolveSalt(&o)
-	var cn *canary
-	if o.canary != nil {
-		ct, err := loadTable("node table", o.canary.file, zones, o)
+	salt := canary.ResolveSalt(o)
+	var cn *canary.Rollout
+	if o.Canary != nil {
+		ct, err := loadTable("node table", o.Canary.File, zones, o)
 		if err != nil {
 			return nil, "canary", fmt.Errorf("canary: %w", err)
 		}
-		cn = newCanary(*o.canary, ct, salt.keys)
+		cn = canary.New(*o.Canary, ct, salt.Keys)
 	}
-	texts := map[string][32]byte{o.nodes: t.Hash}
+	texts := map[string][32]byte{o.Nodes: t.Hash}
 	if cn != nil {
-		texts[o.canary.file] = cn.table.Hash
+		texts[o.Canary.File] = cn.Table.Hash
 	}
-	if o.overrides != "" {
-		texts[o.overrides] = ovHash
+	if o.Overrides != "" {
+		texts[o.Overrides] = ovHash
 	}
-	if o.quality != "" {
-		texts[o.quality] = qHash
+	if o.Quality != "" {
+		texts[o.Quality] = qHash
 	}
-	c = &control{
+	c = &Control{
 		locator:   loc,
 		opts:      o,
 		zones:     zones,
 		table:     t,
-		db:        db,
 		overrides: ov,
 		quality:   qm,
-		decisions: policy.NewDecisions(),
+		decisions: policy.NewCache(),
 		salt:      salt,
-		files:     newWatcher(texts, o.dbPaths(), o.maxFileSize),
+		files:     newWatcher(texts, loc.Files(), o.MaxFileSize),
 		stopCh:    make(chan struct{}),
 		done:      make(chan struct{}),
 		wake:      make(chan struct{}, 1),
 	}
+	c.decider = decide.New(c, decide.OptionsOf(o))
 	c.serial = c.nextSerial()
-	c.checker = c.newChecker(t)
+	c.checker = c.stableChecker(t)
 	if cn != nil {
-		cn.checker = c.newCanaryChecker(cn)
-		cn.onRollback = c.noteRollback
+		cn.Checker = c.canaryChecker(cn)
+		cn.OnRollback = c.noteRollback
 		c.canary.Store(cn)
 	}
 	c.restoreState()
 	c.applyOverrides(time.Now())
 	c.publish()
-	recordDBInfo(db)
 	return c, "", nil
 }
 
-func (o *options) dbFiles() geo.Files { return geo.Files{City: o.geoip, ASN: o.asn, IPDB: o.ipdb} }
-
-// dbPaths are the database files to watch.
-func (o *options) dbPaths() []string {
-	var p []string
-	for _, f := range []string{o.geoip, o.asn, o.ipdb} {
-		if f != "" {
-			p = append(p, f)
-		}
-	}
-	return p
-}
+func dbFiles(o *config.Options) geo.Files { return geo.Files{City: o.GeoIP, ASN: o.ASN, IPDB: o.IPDB} }
 
 // dbOption is the Corefile option of the database that failed.
 func dbOption(err error) string {
@@ -223,27 +305,30 @@ func loadQuality(path string, limit int64) (*quality.Matrix, [32]byte, error) {
 }
 
 // loadTable reads a node table (the stable one or a canary's candidate).
-func loadTable(kind, path string, zones []string, o options) (*table.Table, error) {
-	data, err := readFile(kind, path, o.maxFileSize)
+func loadTable(kind, path string, zones []string, o *config.Options) (*table.Table, error) {
+	data, err := readFile(kind, path, o.MaxFileSize)
 	if err != nil {
 		return nil, err
 	}
-	return table.Parse(path, data, zones, o.ttl)
+	return table.Parse(path, data, zones, o.TTL)
 }
 
 func knownIn(t *table.Table) func(string) bool {
 	return func(id string) bool { _, ok := t.Index(id); return ok }
 }
 
-// newChecker returns a checker on the process's probe pool, which keeps
-// the verdicts of unchanged probes across node table and Corefile reloads.
-func (c *control) newChecker(t *table.Table) *health.Checker {
+// newChecker returns a checker of t's probes on the process's probe pool,
+// which keeps the verdicts of unchanged probes across node table and
+// Corefile reloads, and shares them between the stable and the candidate
+// tables by node id and spec. Its reports publish while current(ch) says
+// the checker still serves.
+func (c *Control) newChecker(t *table.Table, current func(ch *health.Checker) bool) *health.Checker {
 	var ch *health.Checker
-	ch = health.Shared().NewChecker(t.Probes, func(s *health.Snapshot) {
+	ch = health.Shared().NewChecker(t.Probes, func(*health.Snapshot) {
 		recovery.Do("publish", func() {
 			c.mu.Lock()
 			defer c.mu.Unlock()
-			if c.checker == ch {
+			if current(ch) {
 				c.publish()
 			}
 		})
@@ -251,41 +336,37 @@ func (c *control) newChecker(t *table.Table) *health.Checker {
 	return ch
 }
 
-// newCanaryChecker is the candidate table's checker, on the same pool:
-// the same node with the same probe shares its verdict.
-func (c *control) newCanaryChecker(cn *canary) *health.Checker {
-	var ch *health.Checker
-	ch = health.Shared().NewChecker(cn.table.Probes, func(*health.Snapshot) {
-		recovery.Do("publish", func() {
-			c.mu.Lock()
-			defer c.mu.Unlock()
-			if cur := c.canary.Load(); cur != nil && cur.checker == ch {
-				c.publish()
-			}
-		})
+// stableChecker is the stable table's checker.
+func (c *Control) stableChecker(t *table.Table) *health.Checker {
+	return c.newChecker(t, func(ch *health.Checker) bool { return c.checker == ch })
+}
+
+// canaryChecker is the candidate table's checker.
+func (c *Control) canaryChecker(cn *canary.Rollout) *health.Checker {
+	return c.newChecker(cn.Table, func(ch *health.Checker) bool {
+		cur := c.canary.Load()
+		return cur != nil && cur.Checker == ch
 	})
-	return ch
 }
 
 // publish builds and stores the view of the current table with snap's
 // verdicts, the fresh quality rows and the cooldown ramps. Callers hold
 // c.mu, or own c alone.
-func (c *control) publish() {
+func (c *Control) publish() {
 	now := time.Now()
-	links, fresh, stale, next := c.quality.Links(c.table.Index, now, c.opts.qualityMaxAge)
-	if c.quality != nil {
-		qualityRows.WithLabelValues("fresh").Set(float64(fresh))
-		qualityRows.WithLabelValues("stale").Set(float64(stale))
-	}
+	links, fresh, stale, next := c.quality.Links(c.table.Index, now, c.opts.QualityMaxAge)
 	snap := c.fixed
 	if snap == nil {
 		snap = c.checker.Snapshot()
 	}
-	v, step := policy.NewView(policy.Inputs{Table: c.table, Snapshot: snap, Params: &c.opts.params, Links: links,
-		Serial: c.serial, Now: now, Cooldown: c.opts.cooldown, Cache: c.decisions, Drains: c.drains})
+	v, step := policy.NewView(policy.Inputs{Table: c.table, Snapshot: snap, Params: &c.opts.Params, Links: links,
+		Serial: c.serial, Now: now, Cooldown: c.opts.Cooldown, Cache: c.decisions, Drains: c.drains})
 	c.view.Store(v)
 	if cstep := c.publishCanary(now); !cstep.IsZero() && (step.IsZero() || cstep.Before(step)) {
 		step = cstep
+	}
+	if c.serving {
+		c.recordGauges(fresh, stale)
 	}
 	before := c.nextEvent()
 	c.stale, c.rampStep = next, step
@@ -294,8 +375,45 @@ func (c *control) publish() {
 	}
 }
 
+// recordGauges sets the gauges to what this instance serves: the quality
+// rows, the drained nodes, whether the admin state loads, the canary's
+// rollback. Callers hold c.mu.
+func (c *Control) recordGauges(fresh, stale int) {
+	if c.quality != nil {
+		qualityRows.WithLabelValues("fresh").Set(float64(fresh))
+		qualityRows.WithLabelValues("stale").Set(float64(stale))
+	}
+	for id := range c.gauged {
+		if _, ok := c.drains[id]; !ok {
+			nodeDrained.DeleteLabelValues(id)
+			delete(c.gauged, id)
+		}
+	}
+	for id, d := range c.drains {
+		if c.gauged == nil {
+			c.gauged = map[string]bool{}
+		}
+		c.gauged[id] = true
+		v := 0.0
+		if d.Drained {
+			v = 1
+		}
+		nodeDrained.WithLabelValues(id).Set(v)
+	}
+	if a := c.opts.Admin; a != nil && a.State != "" {
+		v := 0.0
+		if c.stateErr == nil {
+			v = 1
+		}
+		adminStateOK.WithLabelValues(a.State).Set(v)
+	}
+	if cn := c.canary.Load(); cn != nil {
+		cn.Record()
+	}
+}
+
 // nextEvent is the first of the time-bound changes; zero: none.
-func (c *control) nextEvent() time.Time {
+func (c *Control) nextEvent() time.Time {
 	var first time.Time
 	for _, t := range []time.Time{c.expiry, c.stale, c.rampStep} {
 		if !t.IsZero() && (first.IsZero() || t.Before(first)) {
@@ -307,7 +425,7 @@ func (c *control) nextEvent() time.Time {
 
 // applyOverrides hands the locator the overrides in force at now and notes
 // when the next one expires. Callers hold c.mu, or own c alone.
-func (c *control) applyOverrides(now time.Time) {
+func (c *Control) applyOverrides(now time.Time) {
 	pins, nextPin := c.pinTable.Active(now)
 	if pins.Len() < c.pinTable.Len() {
 		c.prunePins(now)
@@ -324,14 +442,14 @@ func (c *control) applyOverrides(now time.Time) {
 }
 
 // poke wakes the watcher to recompute its next event.
-func (c *control) poke() {
+func (c *Control) poke() {
 	select {
 	case c.wake <- struct{}{}:
 	default:
 	}
 }
 
-func (c *control) start() error {
+func (c *Control) Start() error {
 	c.startOnce.Do(func() {
 		c.locator.Start()
 		// Checkers start outside c.mu: a probe that reports meanwhile
@@ -341,15 +459,17 @@ func (c *control) start() error {
 		c.mu.Unlock()
 		ch.Start()
 		if cn != nil {
-			cn.checker.Start()
+			cn.Checker.Start()
 		}
 		c.mu.Lock()
+		c.serving = true
+		recordDBInfo(c.locator.DB())
 		c.publish()
 		log.Info(c.loadedLine())
 		c.mu.Unlock()
 		go c.watch()
 	})
-	if c.opts.admin == nil {
+	if c.opts.Admin == nil {
 		return nil
 	}
 	c.mu.Lock()
@@ -357,7 +477,7 @@ func (c *control) start() error {
 	if c.admin != nil {
 		return nil
 	}
-	h, err := admin.Acquire(*c.opts.admin, &adminBackend{c: c})
+	h, err := admin.Acquire(*c.opts.Admin, &adminBackend{c: c})
 	if err != nil {
 		return err
 	}
@@ -374,9 +494,9 @@ func (c *control) start() error {
 	return nil
 }
 
-// reclaim points the admin API back at this instance after a Corefile
+// Reclaim points the admin API back at this instance after a Corefile
 // reload failed: the new instance that took it over never runs.
-func (c *control) reclaim() error {
+func (c *Control) Reclaim() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.admin != nil {
@@ -388,7 +508,7 @@ func (c *control) reclaim() error {
 	return nil
 }
 
-func (c *control) stop() error {
+func (c *Control) Stop() error {
 	c.stopOnce.Do(func() {
 		c.mu.Lock()
 		c.started = false // no more state saves: the next instance owns the state
@@ -405,7 +525,7 @@ func (c *control) stop() error {
 		}
 		ch.Stop()
 		if cn := c.canary.Load(); cn != nil {
-			cn.checker.Stop()
+			cn.Checker.Stop()
 		}
 		c.locator.Close()
 	})
@@ -414,11 +534,11 @@ func (c *control) stop() error {
 
 // watch reloads the files when they change, and rebuilds the view when an
 // override expires, a quality row goes stale or a cooldown ramp steps.
-func (c *control) watch() {
+func (c *Control) watch() {
 	defer close(c.done)
 	var tick <-chan time.Time
-	if c.opts.reload > 0 {
-		t := time.NewTicker(c.opts.reload)
+	if c.opts.Reload > 0 {
+		t := time.NewTicker(c.opts.Reload)
 		defer t.Stop()
 		tick = t.C
 	}
@@ -439,7 +559,7 @@ func (c *control) watch() {
 				c.mu.Unlock()
 			}
 		case <-tick:
-			recovery.Do("reload", c.reload)
+			recovery.Do("reload", c.Reload)
 		case now := <-expiry.C:
 			recovery.Do("reload", func() {
 				c.mu.Lock()
@@ -459,48 +579,49 @@ func untilOrHour(t time.Time) time.Duration {
 	return min(max(time.Until(t), 0), time.Hour)
 }
 
-// reload loads the files that changed and settled, outside the lock, and
+// Reload loads the files that changed and settled, outside the lock, and
 // swaps them in. A bad file is rejected and the previous one keeps serving.
-func (c *control) reload() {
-	t, _ := reloadText(c.files, c.opts.nodes, func(data []byte) (*table.Table, error) {
-		return table.Parse(c.opts.nodes, data, c.zones, c.opts.ttl)
+func (c *Control) Reload() {
+	t, _ := reloadText(c.files, c.opts.Nodes, func(data []byte) (*table.Table, error) {
+		return table.Parse(c.opts.Nodes, data, c.zones, c.opts.TTL)
 	})
 	var ov *overrides.Table
-	if c.opts.overrides != "" && !c.stopping() {
-		ov, _ = reloadText(c.files, c.opts.overrides, func(data []byte) (*overrides.Table, error) {
+	if c.opts.Overrides != "" && !c.stopping() {
+		ov, _ = reloadText(c.files, c.opts.Overrides, func(data []byte) (*overrides.Table, error) {
 			cur := t
 			if cur == nil {
 				c.mu.Lock()
 				cur = c.table
 				c.mu.Unlock()
 			}
-			return parseOverrides(c.opts.overrides, data, cur)
+			return parseOverrides(c.opts.Overrides, data, cur)
 		})
 	}
 	var qm *quality.Matrix
-	if c.opts.quality != "" && !c.stopping() {
-		qm, _ = reloadText(c.files, c.opts.quality, func(data []byte) (*quality.Matrix, error) {
-			return quality.Parse(c.opts.quality, data)
+	if c.opts.Quality != "" && !c.stopping() {
+		qm, _ = reloadText(c.files, c.opts.Quality, func(data []byte) (*quality.Matrix, error) {
+			return quality.Parse(c.opts.Quality, data)
 		})
 	}
-	var cn *canary
-	if o := c.opts.canary; o != nil && !c.stopping() {
-		cn, _ = reloadText(c.files, o.file, func(data []byte) (*canary, error) {
-			ct, err := table.Parse(o.file, data, c.zones, c.opts.ttl)
+	var cn *canary.Rollout
+	if o := c.opts.Canary; o != nil && !c.stopping() {
+		cn, _ = reloadText(c.files, o.File, func(data []byte) (*canary.Rollout, error) {
+			ct, err := table.Parse(o.File, data, c.zones, c.opts.TTL)
 			if err != nil {
 				return nil, fmt.Errorf("canary: %w", err)
 			}
-			return newCanary(*o, ct, c.salt.keys), nil
+			return canary.New(*o, ct, c.salt.Keys), nil
 		})
 	}
+	// The chain's sources with files of their own read them again; a
+	// source that fails keeps serving what it had.
 	var db *geo.DB
 	if c.files.dbsChanged() {
-		d, err := geo.OpenFiles(c.opts.dbFiles())
-		if err != nil {
-			c.files.fail(c.opts.dbPaths()[0], fmt.Errorf("%s: %w", dbOption(err), err))
+		if err := c.locator.Reopen(); err != nil {
+			c.files.fail(c.locator.Files()[0], fmt.Errorf("%s: %w", dbOption(err), err))
 		} else {
-			db = d
-			recordDBInfo(d)
+			db = c.locator.DB()
+			recordDBInfo(db)
 		}
 	}
 	if t == nil && ov == nil && qm == nil && db == nil && cn == nil {
@@ -509,8 +630,8 @@ func (c *control) reload() {
 	var changed []string
 	if cn != nil {
 		old := c.swapCanary(cn)
-		cn.checker.Start()
-		old.checker.Stop()
+		cn.Checker.Start()
+		old.Checker.Stop()
 		changed = append(changed, describeCanary(cn))
 	}
 	old, fresh, parts := c.swap(t, ov, qm, db)
@@ -526,7 +647,7 @@ func (c *control) reload() {
 
 // stopping reports whether stop was called: a reload pass then parses no
 // further file, so that shutdown waits for one parse at most.
-func (c *control) stopping() bool {
+func (c *Control) stopping() bool {
 	select {
 	case <-c.stopCh:
 		return true
@@ -537,35 +658,36 @@ func (c *control) stopping() bool {
 
 // swapCanary puts a new candidate table in rollout, and returns the one it
 // replaced, for the caller to stop outside the lock.
-func (c *control) swapCanary(cn *canary) *canary {
+func (c *Control) swapCanary(cn *canary.Rollout) *canary.Rollout {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	cn.checker = c.newCanaryChecker(cn)
-	cn.onRollback = c.noteRollback
+	cn.Checker = c.canaryChecker(cn)
+	cn.OnRollback = c.noteRollback
 	old := c.canary.Swap(cn)
 	c.saveLogged() // the previous canary's share or rollback no longer holds
 	return old
 }
 
-// swap publishes a new table, overrides and databases (nil: unchanged) and
+// swap publishes a new table, overrides and databases (nil: unchanged; the
+// locator reads new databases already) and
 // returns the checker it replaced, for the caller to stop outside the lock,
 // and what changed, for the log.
-func (c *control) swap(t *table.Table, ov *overrides.Table, qm *quality.Matrix, db *geo.DB) (old, fresh *health.Checker, changed []string) {
+func (c *Control) swap(t *table.Table, ov *overrides.Table, qm *quality.Matrix, db *geo.DB) (old, fresh *health.Checker, changed []string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if t != nil {
 		change := t.Diff(c.table)
 		if change&table.ChangeProbes != 0 {
 			old = c.checker
-			c.checker = c.newChecker(t)
+			c.checker = c.stableChecker(t)
 			fresh = c.checker
 		}
 		c.forgetRemoved(t)
 		if change&table.ChangeCarriers != 0 {
 			c.locator.SetCarriers(t.Carriers)
 		}
-		if forgetNodes(c.table, t) {
-			c.metrics.reset()
+		if c.OnTable != nil {
+			c.OnTable(c.table, t)
 		}
 		c.table = t
 		changed = append(changed, describeTable("node table", t, change.String()))
@@ -573,15 +695,13 @@ func (c *control) swap(t *table.Table, ov *overrides.Table, qm *quality.Matrix, 
 	if ov != nil {
 		c.overrides = ov
 		c.applyOverrides(time.Now())
-		changed = append(changed, describeOverrides(c.opts.overrides, ov))
+		changed = append(changed, describeOverrides(c.opts.Overrides, ov))
 	}
 	if qm != nil {
 		c.quality = qm
-		changed = append(changed, describeQuality(c.opts.quality, qm))
+		changed = append(changed, describeQuality(c.opts.Quality, qm))
 	}
 	if db != nil {
-		c.db = db
-		c.locator.SetDB(db)
 		changed = append(changed, describeDB(db))
 	}
 	c.serial = c.nextSerial()

@@ -1,6 +1,6 @@
 //go:build unix
 
-package gslb
+package control
 
 import (
 	"os"

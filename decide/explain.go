@@ -1,4 +1,4 @@
-package gslb
+package decide
 
 import (
 	"context"
@@ -109,46 +109,45 @@ type ExplainedRR struct {
 // ReasonFamily: the node has no address of the queried type.
 const ReasonFamily = "family"
 
-// Explain decides one query like Decide and says why: every source's
-// location, every rung tried, every node's terms and score, the answer.
-func (e *Engine) Explain(ctx context.Context, c Client, name string, qtype uint16) (*Explanation, error) {
-	v := e.g.ctl.view.Load()
-	rec, err := e.record(v, name)
+// Explain decides one query for client c like For and says why: every
+// source's location, every rung tried, every node's terms and score, the
+// answer. notes head the explanation's notes.
+func (d *Decider) Explain(ctx context.Context, c Client, name string, qtype uint16, notes []string) (*Explanation, error) {
+	v := d.src.View()
+	rec, err := Record(v, name)
 	if err != nil {
 		return nil, err
 	}
 	ecs, remote := c.query()
-	var dc decision
-	e.g.clientOf(remote, ecs, nil, &dc)
-	loc, steps := e.g.ctl.locator.Trace(ctx, dc.client)
-	dc.loc = loc
-	e.g.choose(v, rec, qtype, &dc)
-	v, rec = dc.v, dc.rec
-	d, traces := dc.d, v.Trace(dc.query(rec, qtype))
+	var out Outcome
+	var steps []locate.Step
+	d.decide(ctx, &Query{View: v, Record: rec, QType: qtype, Remote: remote, ECS: ecs}, &out, &steps)
+	loc := out.Loc
+	v, rec = out.View, out.Record
+	dc, traces := &out.Decision, v.Trace(policyQuery(&out))
 
-	x := &Explanation{Name: rec.Name, Type: dns.TypeToString[qtype], Tier: d.Tier.String(), TTL: rec.TTL, Policy: policyStable,
-		Contenders: d.Candidates, PerSubnet: dc.d.PerSubnet, Notes: append([]string(nil), e.Notes...)}
-	x.Client = ExplainedClient{Address: dc.client.String(), From: "remote", Subnet: loc.Key.Prefix().String()}
-	if dc.fromECS {
+	x := &Explanation{Name: rec.Name, Type: dns.TypeToString[qtype], Tier: dc.Tier.String(), TTL: rec.TTL, Policy: out.Policy(),
+		Contenders: dc.Candidates, PerSubnet: dc.PerSubnet, Notes: append([]string(nil), notes...)}
+	x.Client = ExplainedClient{Address: out.Client.String(), From: "remote", Subnet: loc.Key.Prefix().String()}
+	if out.FromECS {
 		x.Client.From = "ecs"
 	}
 	if ecs != nil {
 		x.Client.ECS = c.String()
-		if !dc.fromECS {
+		if !out.FromECS {
 			x.Notes = append(x.Notes, "the ECS prefix is shorter than ecs_min_prefix: the server would decide for the resolver's address, taken here to be the same")
 		}
-		scope := dc.scope
+		scope := out.Scope
 		x.Scope = &scope
 	}
 	x.Location = explainedLocation(loc, steps)
-	if dc.inCan {
-		x.Policy = policyCanary
+	if out.InCanary {
 		x.Notes = append(x.Notes, "the client's subnet is in the canary: decided with "+v.Table.Path)
 	}
 
 	winner := ""
-	if dc.d.Winner != nil {
-		winner = dc.d.Winner.ID
+	if dc.Winner != nil {
+		winner = dc.Winner.ID
 	}
 	x.Node = winner
 	seen := map[int]bool{}
@@ -179,7 +178,7 @@ func (e *Engine) Explain(ctx context.Context, c Client, name string, qtype uint1
 				Load: n.Load, Cost: n.Cost})
 		}
 	}
-	x.Tiers = explainedTiers(traces, v.Nodes, d.Tier)
+	x.Tiers = explainedTiers(traces, v.Nodes, dc.Tier)
 
 	x.Answer = []ExplainedRR{}
 	for _, st := range steps {
@@ -189,20 +188,13 @@ func (e *Engine) Explain(ctx context.Context, c Client, name string, qtype uint1
 	}
 	x.Rcode = dns.RcodeToString[dns.RcodeSuccess]
 	switch {
-	case dc.d.Winner == nil:
+	case dc.Winner == nil:
 		x.Notes = append(x.Notes, "no node of the record has an address of this type: NODATA")
-	case dc.d.Tier == scoring.TierFailOpen && e.g.opts.allDownServfail:
+	case out.Servfail:
 		x.Rcode = dns.RcodeToString[dns.RcodeServerFailure]
 	default:
-		for _, i := range dc.d.Order[:dc.d.NOrder] {
-			n := &v.Table.Nodes[i]
-			addrs := n.V4
-			if qtype == dns.TypeAAAA {
-				addrs = n.V6
-			}
-			for _, a := range addrs {
-				x.Answer = append(x.Answer, ExplainedRR{Node: n.ID, Address: a.String()})
-			}
+		for n, a := range out.Addresses() {
+			x.Answer = append(x.Answer, ExplainedRR{Node: n.ID, Address: a.String()})
 		}
 	}
 	return x, nil

@@ -1,10 +1,11 @@
-package gslb
+package control
 
 import (
 	"fmt"
 	"strings"
 	"time"
 
+	"github.com/gslbdns/gslb/canary"
 	"github.com/gslbdns/gslb/geo"
 	"github.com/gslbdns/gslb/overrides"
 	"github.com/gslbdns/gslb/quality"
@@ -17,13 +18,13 @@ import (
 
 // loadedLine is the startup line: everything the instance serves from.
 // Callers hold c.mu, or own c alone.
-func (c *control) loadedLine() string {
-	parts := []string{describeDB(c.db), describeTable("node table", c.table, "")}
+func (c *Control) loadedLine() string {
+	parts := []string{describeDB(c.locator.DB()), describeTable("node table", c.table, "")}
 	if c.overrides != nil {
-		parts = append(parts, describeOverrides(c.opts.overrides, c.overrides))
+		parts = append(parts, describeOverrides(c.opts.Overrides, c.overrides))
 	}
 	if c.quality != nil {
-		parts = append(parts, describeQuality(c.opts.quality, c.quality))
+		parts = append(parts, describeQuality(c.opts.Quality, c.quality))
 	}
 	if cn := c.canary.Load(); cn != nil {
 		parts = append(parts, describeCanary(cn))
@@ -32,11 +33,11 @@ func (c *control) loadedLine() string {
 }
 
 // reloadedLine names only what a reload changed.
-func (c *control) reloadedLine(parts []string) string {
+func (c *Control) reloadedLine(parts []string) string {
 	return "Reloaded " + strings.Join(parts, "; ") + c.zonesSuffix()
 }
 
-func (c *control) zonesSuffix() string { return " (gslb " + strings.Join(c.zones, " ") + ")" }
+func (c *Control) zonesSuffix() string { return " (gslb " + strings.Join(c.zones, " ") + ")" }
 
 var dbOptions = map[string]string{"city": "geoip", "asn": "asn", "ipdb": "ipdb"}
 
@@ -70,6 +71,6 @@ func describeQuality(path string, qm *quality.Matrix) string {
 	return fmt.Sprintf("quality %s: %d rows", path, len(qm.Rows))
 }
 
-func describeCanary(cn *canary) string {
-	return fmt.Sprintf("%s, %g%% of the subnets", describeTable("canary node table", cn.table, ""), cn.percent())
+func describeCanary(cn *canary.Rollout) string {
+	return fmt.Sprintf("%s, %g%% of the subnets", describeTable("canary node table", cn.Table, ""), cn.Percent())
 }

@@ -1,4 +1,4 @@
-package gslb
+package control
 
 import (
 	"crypto/sha256"

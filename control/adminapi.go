@@ -1,4 +1,4 @@
-package gslb
+package control
 
 import (
 	"context"
@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/gslbdns/gslb/admin"
+	"github.com/gslbdns/gslb/canary"
+	"github.com/gslbdns/gslb/decide"
 	"github.com/gslbdns/gslb/health"
 	"github.com/gslbdns/gslb/internal/yamlfile"
 	"github.com/gslbdns/gslb/overrides"
@@ -30,20 +32,19 @@ var adminMemory sync.Map // address -> *admin.State
 // that does not load never stops gslb: it serves without it, says so, and
 // refuses changes (so that nothing overwrites the file) until the file is
 // fixed or removed. Callers own c.
-func (c *control) restoreState() {
-	a := c.opts.admin
+func (c *Control) restoreState() {
+	a := c.opts.Admin
 	if a == nil {
 		return
 	}
 	st := &admin.State{}
 	if a.State != "" {
-		s, err := admin.LoadState(a.State, c.opts.maxFileSize, knownIn(c.table))
+		s, err := admin.LoadState(a.State, c.opts.MaxFileSize, knownIn(c.table))
 		if err != nil {
 			if c.stateErr == nil || c.stateErr.Error() != err.Error() {
 				log.Errorf("admin: %v: serving without it; the admin API refuses changes until the file is fixed or removed", err)
 			}
 			c.stateErr = err
-			adminStateOK.WithLabelValues(a.State).Set(0)
 			// What this process last saved, if it did: a reload keeps it.
 			if m, ok := adminMemory.Load(a.Addr); ok {
 				st = m.(*admin.State)
@@ -53,7 +54,6 @@ func (c *control) restoreState() {
 				log.Infof("admin state %s loads again: the admin API takes changes", a.State)
 			}
 			c.stateErr = nil
-			adminStateOK.WithLabelValues(a.State).Set(1)
 			st = s
 		}
 	} else if m, ok := adminMemory.Load(a.Addr); ok {
@@ -63,32 +63,28 @@ func (c *control) restoreState() {
 }
 
 // adopt makes st this instance's admin state. Callers own c.
-func (c *control) adopt(st *admin.State) {
-	for id := range c.drains {
-		nodeDrained.DeleteLabelValues(id)
-	}
+func (c *Control) adopt(st *admin.State) {
 	c.drains = map[string]policy.Drain{}
 	for id, since := range st.Drained() {
 		c.drains[id] = policy.Drain{Drained: true, Since: since}
-		nodeDrained.WithLabelValues(id).Set(1)
 	}
 	if err := c.setPins(st.Pins); err != nil {
 		log.Errorf("admin: pins: %v", err)
 	}
 	// The API's share, or a rollback, holds while the canary line and the
 	// candidate file are those it was made for.
-	if cn, e := c.canary.Load(), st.Canary; cn != nil && e != nil && e.Identity == cn.identity {
+	if cn, e := c.canary.Load(), st.Canary; cn != nil && e != nil && e.Identity == cn.Identity {
 		if e.RolledBack {
-			cn.rollBack(e.Reason)
-		} else if !cn.rolledBack.Load() {
-			cn.share.Store(percentToShare(e.Percent))
+			cn.RollBack(e.Reason)
+		} else {
+			cn.Restore(e.Percent)
 		}
 	}
 }
 
 // follow applies the state a later load of the Corefile saved: this
 // instance may answer queries until it stops.
-func (c *control) follow(st *admin.State) {
+func (c *Control) follow(st *admin.State) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.adopt(st)
@@ -99,7 +95,7 @@ func (c *control) follow(st *admin.State) {
 // writable reports whether the API may change the state: not while the
 // state file does not load. It reads the file again first, so that a
 // fixed or removed file is taken up. Callers hold c.mu.
-func (c *control) writable() error {
+func (c *Control) writable() error {
 	if !c.started {
 		return admin.ErrUnavailable
 	}
@@ -118,7 +114,7 @@ func (c *control) writable() error {
 // forgetRemoved drops the drains and pins of nodes a new table no longer
 // has, so that the state never names a node the table lacks. Callers
 // hold c.mu.
-func (c *control) forgetRemoved(t *table.Table) {
+func (c *Control) forgetRemoved(t *table.Table) {
 	known := knownIn(t)
 	changed := false
 	for id := range c.drains {
@@ -128,7 +124,6 @@ func (c *control) forgetRemoved(t *table.Table) {
 			}
 			c.drains = maps.Clone(c.drains)
 			delete(c.drains, id)
-			nodeDrained.DeleteLabelValues(id)
 			changed = true
 		}
 	}
@@ -162,13 +157,13 @@ func (c *control) forgetRemoved(t *table.Table) {
 
 // noteRollback is called on the query path when the canary rolls back:
 // the watcher saves the state.
-func (c *control) noteRollback() {
+func (c *Control) noteRollback() {
 	c.rolledBack.Store(true)
 	c.poke()
 }
 
 // setPins validates pins against the current table and installs them.
-func (c *control) setPins(pins []overrides.EntryYAML) error {
+func (c *Control) setPins(pins []overrides.EntryYAML) error {
 	entries := make([]overrides.Entry, 0, len(pins))
 	lines := make([][]byte, 0, len(pins))
 	seen := map[netip.Prefix]bool{}
@@ -204,9 +199,9 @@ type pinSet struct {
 	table   *overrides.Table // nil: to build
 }
 
-func (c *control) pinSet() pinSet { return pinSet{c.pins, c.pinEntries, c.pinLines, c.pinTable} }
+func (c *Control) pinSet() pinSet { return pinSet{c.pins, c.pinEntries, c.pinLines, c.pinTable} }
 
-func (c *control) installPins(s pinSet) {
+func (c *Control) installPins(s pinSet) {
 	if s.table == nil {
 		s.table = overrides.New(s.entries)
 	}
@@ -214,7 +209,7 @@ func (c *control) installPins(s pinSet) {
 }
 
 // keepPins is the pins keep holds to, in new slices.
-func (c *control) keepPins(keep func(i int) bool) pinSet {
+func (c *Control) keepPins(keep func(i int) bool) pinSet {
 	n := len(c.pins) + 1 // room for a pin to add
 	s := pinSet{pins: make([]overrides.EntryYAML, 0, n), entries: make([]overrides.Entry, 0, n), lines: make([][]byte, 0, n)}
 	for i := range c.pins {
@@ -228,12 +223,12 @@ func (c *control) keepPins(keep func(i int) bool) pinSet {
 }
 
 // notFor is the pins but those for network p.
-func (c *control) notFor(p netip.Prefix) pinSet {
+func (c *Control) notFor(p netip.Prefix) pinSet {
 	return c.keepPins(func(i int) bool { return !slices.Contains(c.pinEntries[i].Prefixes, p) })
 }
 
 // prunePins drops the pins expired at now from the state.
-func (c *control) prunePins(now time.Time) {
+func (c *Control) prunePins(now time.Time) {
 	c.installPins(c.keepPins(func(i int) bool {
 		p := &c.pins[i]
 		if p.Expires == nil || p.Expires.After(now) {
@@ -253,23 +248,19 @@ func pinKey(p *overrides.EntryYAML) string {
 }
 
 // state is the admin state to save. Callers hold c.mu.
-func (c *control) state() *admin.State {
-	st := &admin.State{Pins: c.pins, PinLines: c.pinLines, CanarySalt: c.salt.stored}
+func (c *Control) state() *admin.State {
+	st := &admin.State{Pins: c.pins, PinLines: c.pinLines, CanarySalt: c.salt.Stored}
 	for _, id := range slices.Sorted(maps.Keys(c.drains)) {
 		if d := c.drains[id]; d.Drained {
 			st.Drains = append(st.Drains, admin.DrainEntry{Node: id, Since: yamlfile.Time{Time: d.Since}})
 		}
 	}
 	if cn := c.canary.Load(); cn != nil {
-		switch {
-		case cn.rolledBack.Load():
-			reason := ""
-			if r := cn.reason.Load(); r != nil {
-				reason = *r
-			}
-			st.Canary = &admin.CanaryEntry{Identity: cn.identity, File: cn.opts.file, RolledBack: true, Reason: reason}
-		case cn.share.Load() != percentToShare(cn.opts.percent):
-			st.Canary = &admin.CanaryEntry{Identity: cn.identity, File: cn.opts.file, Percent: cn.percent()}
+		switch back, reason := cn.RolledBack(); {
+		case back:
+			st.Canary = &admin.CanaryEntry{Identity: cn.Identity, File: cn.Opts.File, RolledBack: true, Reason: reason}
+		case cn.Share() != canary.PercentToShare(cn.Opts.Percent):
+			st.Canary = &admin.CanaryEntry{Identity: cn.Identity, File: cn.Opts.File, Percent: cn.Percent()}
 		}
 	}
 	return st
@@ -279,8 +270,8 @@ func (c *control) state() *admin.State {
 // one. Never over a state file that does not load, and never once a later
 // load of the Corefile serves the API (admin.ErrSuperseded). Callers hold
 // c.mu.
-func (c *control) saveState(st *admin.State) error {
-	a := c.opts.admin
+func (c *Control) saveState(st *admin.State) error {
+	a := c.opts.Admin
 	if a == nil || !c.started {
 		return nil
 	}
@@ -304,7 +295,7 @@ func (c *control) saveState(st *admin.State) error {
 
 // saveLogged saves the state for a change the API did not ask for (an
 // expiry, a node leaving the table, a rollback). Callers hold c.mu.
-func (c *control) saveLogged() {
+func (c *Control) saveLogged() {
 	err := c.saveState(c.state())
 	if err != nil && !errors.Is(err, admin.ErrSuperseded) && !errors.As(err, new(*admin.Refused)) {
 		log.Errorf("admin: %v", err)
@@ -312,7 +303,7 @@ func (c *control) saveLogged() {
 }
 
 // adminBackend is a gslb block's side of the admin API.
-type adminBackend struct{ c *control }
+type adminBackend struct{ c *Control }
 
 func (b *adminBackend) Nodes() []admin.Node {
 	c := b.c
@@ -381,7 +372,6 @@ func (b *adminBackend) Drain(id string, drained bool, who string) (admin.Node, e
 		c.drains = prev
 		return admin.Node{}, err
 	}
-	nodeDrained.WithLabelValues(id).Set(b2f(drained))
 	c.publish()
 	verb := "undrained: its clients come back over the cooldown"
 	if drained {
@@ -501,7 +491,7 @@ func (b *adminBackend) DeletePin(p netip.Prefix, who string) ([]admin.Pin, error
 }
 
 func (b *adminBackend) Explain(ctx context.Context, addr, name, qtype string) (any, error) {
-	cl, err := ParseClient(addr)
+	cl, err := decide.ParseClient(addr)
 	if err != nil {
 		return nil, admin.Badf("addr: %v", err)
 	}
@@ -512,8 +502,7 @@ func (b *adminBackend) Explain(ctx context.Context, addr, name, qtype string) (a
 			return nil, admin.Badf("type: %q: gslb answers A and AAAA", qtype)
 		}
 	}
-	e := &Engine{g: &GSLB{opts: b.c.opts, ctl: b.c}}
-	x, err := e.Explain(ctx, cl, name, t)
+	x, err := b.c.decider.Explain(ctx, cl, name, t, nil)
 	if err != nil {
 		return nil, admin.Badf("%v", err)
 	}
@@ -528,13 +517,11 @@ func (b *adminBackend) Canary() (admin.Canary, error) {
 	return canaryState(cn), nil
 }
 
-func canaryState(cn *canary) admin.Canary {
-	cx, sx := cn.ratios()
-	s := admin.Canary{File: cn.opts.file, Percent: cn.percent(), Configured: cn.opts.percent,
-		RolledBack: cn.rolledBack.Load(), Decisions: cn.decided.Load(), Cross: cx, StableX: sx}
-	if r := cn.reason.Load(); r != nil {
-		s.Reason = *r
-	}
+func canaryState(cn *canary.Rollout) admin.Canary {
+	cx, sx := cn.Ratios()
+	s := admin.Canary{File: cn.Opts.File, Percent: cn.Percent(), Configured: cn.Opts.Percent,
+		Decisions: cn.Decided(), Cross: cx, StableCross: sx}
+	s.RolledBack, s.Reason = cn.RolledBack()
 	return s
 }
 
@@ -549,15 +536,13 @@ func (b *adminBackend) SetCanary(percent float64, who string) (admin.Canary, err
 	if cn == nil {
 		return admin.Canary{}, fmt.Errorf("no canary line in the gslb block: %w", admin.ErrNotFound)
 	}
-	prevShare, wasBack := cn.share.Load(), cn.rolledBack.Load()
-	cn.setPercent(percent)
+	prevShare, wasBack := cn.Share(), false
+	wasBack, _ = cn.RolledBack()
+	cn.SetPercent(percent)
 	if err := c.saveState(c.state()); err != nil {
-		cn.share.Store(prevShare)
-		if wasBack {
-			cn.rolledBack.Store(true)
-		}
+		cn.Revert(prevShare, wasBack)
 		return admin.Canary{}, err
 	}
-	log.Infof("admin: canary %s at %g%% of the subnets (by %s)", cn.opts.file, cn.percent(), who)
+	log.Infof("admin: canary %s at %g%% of the subnets (by %s)", cn.Opts.File, cn.Percent(), who)
 	return canaryState(cn), nil
 }

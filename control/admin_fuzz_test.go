@@ -1,4 +1,4 @@
-package gslb
+package control
 
 import (
 	"bytes"
@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/gslbdns/gslb/admin"
+	"github.com/gslbdns/gslb/internal/testsupport"
 	"github.com/gslbdns/gslb/overrides"
 )
 
@@ -20,13 +21,13 @@ import (
 // the state file loads and holds exactly the pins and drains the API
 // shows.
 func FuzzAdminAPI(f *testing.F) {
-	dir := fixture(f, fixtureNodes)
+	dir := testsupport.Fixture(f, testsupport.FixtureNodes)
 	state := filepath.Join(dir, "state.yaml")
-	g := newTestGSLB(f, dir, "gslb example.org {\ngeoip city.mmdb\nasn asn.mmdb\nnodes nodes.yaml\nadmin 127.0.0.1:0 {\n state "+state+"\n}\n}")
-	if err := g.start(); err != nil {
+	c := newTestControl(f, dir, "gslb example.org {\ngeoip city.mmdb\nasn asn.mmdb\nnodes nodes.yaml\nadmin 127.0.0.1:0 {\n state "+state+"\n}\n}")
+	if err := c.Start(); err != nil {
 		f.Fatal(err)
 	}
-	base := "http://" + g.ctl.admin.Addr().String()
+	base := "http://" + c.admin.Addr().String()
 	client := &http.Client{Timeout: 10 * time.Second}
 	for _, s := range []struct {
 		op   uint8
@@ -73,12 +74,12 @@ func FuzzAdminAPI(f *testing.F) {
 		default:
 			t.Fatalf("%s %s %q: %d %s", method, path, body, resp.StatusCode, out)
 		}
-		st, err := admin.LoadState(state, 0, knownIn(g.ctl.table))
+		st, err := admin.LoadState(state, 0, knownIn(c.table))
 		if err != nil {
 			t.Fatalf("%s %s %q: 200, and the state file does not load: %v", method, path, body, err)
 		}
 		var pins []overrides.EntryYAML
-		for _, p := range g.ctl.pinsForTest() {
+		for _, p := range c.pinsForTest() {
 			pins = append(pins, p)
 		}
 		want, _ := json.Marshal(pins)
@@ -87,7 +88,7 @@ func FuzzAdminAPI(f *testing.F) {
 			t.Fatalf("%s %s %q: the API holds pins\n%s\nthe state file\n%s", method, path, body, want, got)
 		}
 		var drained []string
-		for _, n := range (&adminBackend{c: g.ctl}).Nodes() {
+		for _, n := range (&adminBackend{c: c}).Nodes() {
 			if n.Drained {
 				drained = append(drained, n.ID)
 			}
@@ -104,7 +105,7 @@ func FuzzAdminAPI(f *testing.F) {
 	})
 }
 
-func (c *control) pinsForTest() []overrides.EntryYAML {
+func (c *Control) pinsForTest() []overrides.EntryYAML {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return slices.Clone(c.pins)

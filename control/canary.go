@@ -1,0 +1,40 @@
+package control
+
+import (
+	"time"
+
+	"github.com/gslbdns/gslb/policy"
+)
+
+// publish builds the canary's view with its own probes' verdicts, which
+// the pool shares with the stable table's by node id and spec.
+func (c *Control) publishCanary(now time.Time) time.Time {
+	cn := c.canary.Load()
+	if cn == nil {
+		return time.Time{}
+	}
+	snap := c.fixed
+	if snap == nil {
+		snap = cn.Checker.Snapshot()
+	}
+	links, _, _, _ := c.quality.Links(cn.Table.Index, now, c.opts.QualityMaxAge)
+	v, step := policy.NewView(policy.Inputs{Table: cn.Table, Snapshot: snap, Params: &c.opts.Params,
+		Links: links, Serial: c.serial, Now: now, Cooldown: c.opts.Cooldown, Cache: cn.Cache, Drains: c.drains})
+	cn.View.Store(v)
+	return step
+}
+
+// keepSalt writes a salt generated at this start to the state file.
+// Callers hold c.mu, with c started.
+func (c *Control) keepSalt() {
+	if !c.salt.Fresh {
+		return
+	}
+	c.salt.Fresh = false
+	if err := c.saveState(c.state()); err != nil {
+		log.Errorf("canary: the new salt could not be saved: the canary's subnets change at the next start: %v", err)
+		return
+	}
+	log.Infof("canary %s: a new salt is kept in %s; instances that must pick the same subnets need the same `salt SECRET`",
+		c.opts.Canary.File, c.opts.Admin.State)
+}

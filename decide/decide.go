@@ -1,0 +1,188 @@
+// Package decide decides one query top-down: the client's address (ECS or
+// the resolver's), its location, the canary's pick, the policy's decision,
+// the ECS scope, the all_down rule, the province match and the answer's
+// order. The server, the admin API's explain and the gslb tool all decide
+// through it; Explain is the same decision with a trace.
+package decide
+
+import (
+	"context"
+	"iter"
+	"net"
+	"net/netip"
+
+	"github.com/gslbdns/gslb/canary"
+	"github.com/gslbdns/gslb/config"
+	"github.com/gslbdns/gslb/locate"
+	"github.com/gslbdns/gslb/policy"
+	"github.com/gslbdns/gslb/scoring"
+	"github.com/gslbdns/gslb/table"
+
+	"github.com/miekg/dns"
+)
+
+// Source is what a decision reads of the control plane: the stable view,
+// the canary in rollout (nil: none) and the locator.
+type Source interface {
+	View() *policy.View
+	Canary() *canary.Rollout
+	Locator() *locate.Locator
+}
+
+// Options are the Corefile options a decision follows.
+type Options struct {
+	ECSMin4, ECSMin6 uint8
+	TrustECS         []netip.Prefix // resolvers whose ECS is believed; nil: all
+	AllDownServfail  bool
+}
+
+// OptionsOf picks a block's decision options.
+func OptionsOf(o *config.Options) Options {
+	return Options{ECSMin4: o.ECSMin4, ECSMin6: o.ECSMin6, TrustECS: o.TrustECS, AllDownServfail: o.AllDownServfail}
+}
+
+// Decider decides queries with what its source serves.
+type Decider struct {
+	src  Source
+	opts Options
+}
+
+// New returns a Decider over src.
+func New(src Source, o Options) *Decider { return &Decider{src: src, opts: o} }
+
+// Query is one question for a record of the stable view.
+type Query struct {
+	View   *policy.View
+	Record *table.Record
+	QType  uint16
+	Remote net.Addr          // the resolver
+	ECS    *dns.EDNS0_SUBNET // the query's option; nil: none
+}
+
+// Outcome is what one query saw and chose; it feeds the answer, the
+// metrics and, when the metadata plugin is on, the log.
+type Outcome struct {
+	Client   netip.Addr
+	FromECS  bool
+	ECS      *dns.EDNS0_SUBNET
+	Loc      locate.Result
+	Decision policy.Decision
+	Scope    uint8 // the reply's ECS scope
+	QType    uint16
+	// The policy decided under: the view and record of the stable table,
+	// or of the candidate table for a subnet in the canary.
+	View     *policy.View
+	Record   *table.Record
+	Canary   *canary.Rollout // the rollout the subnet was checked against; nil: none
+	InCanary bool
+	// Servfail: every node is down and all_down servfail says so.
+	Servfail bool
+	// Located: answered, and the client's province is known: it counts
+	// for the cross-province ratio. Same: and the node is in it.
+	Located, Same bool
+}
+
+// Decide fills out for q.
+func (d *Decider) Decide(ctx context.Context, q *Query, out *Outcome) { d.decide(ctx, q, out, nil) }
+
+// decide is Decide; with steps, it keeps every location source's say.
+func (d *Decider) decide(ctx context.Context, q *Query, out *Outcome, steps *[]locate.Step) {
+	d.clientOf(q.Remote, q.ECS, out)
+	if l := d.src.Locator(); steps != nil {
+		out.Loc, *steps = l.Trace(ctx, out.Client)
+	} else {
+		out.Loc = l.Locate(ctx, out.Client)
+	}
+	d.choose(q.View, q.Record, q.QType, out)
+}
+
+// clientOf sets the address the decision is for: the ECS address when it
+// is specific enough and the resolver is trusted with it, else the
+// resolver's.
+func (d *Decider) clientOf(remote net.Addr, ecs *dns.EDNS0_SUBNET, out *Outcome) {
+	out.ECS = ecs
+	if a, ok := ecsClient(ecs, d.opts.ECSMin4, d.opts.ECSMin6); ok && d.trustsECS(remote) {
+		out.Client, out.FromECS = a, true
+		return
+	}
+	out.Client, out.FromECS = RemoteAddr(remote), false
+}
+
+// choose decides for out's location, under the canary's table when its
+// subnet is in the canary, and sets the reply's scope and what the
+// answer counts as.
+func (d *Decider) choose(v *policy.View, rec *table.Record, qtype uint16, out *Outcome) {
+	out.View, out.Record, out.QType, out.InCanary = v, rec, qtype, false
+	cn := d.src.Canary()
+	out.Canary = cn
+	if cn != nil && cn.Picks(out.Loc.Key) {
+		if cv := cn.View.Load(); cv != nil {
+			if crec := cv.Table.Records[rec.Name]; crec != nil {
+				out.View, out.Record, out.InCanary = cv, crec, true
+			}
+		}
+	}
+	out.Decision = out.View.Decide(policyQuery(out))
+	out.Scope = 0
+	if out.FromECS {
+		// With a canary, the subnet chose the policy: an answer must not
+		// be cached for subnets of the other one.
+		perSubnet := out.Decision.PerSubnet || cn != nil && cn.Active()
+		out.Scope = replyScope(out.ECS, out.Loc, perSubnet)
+	}
+	w := out.Decision.Winner
+	out.Servfail = w != nil && out.Decision.Tier == scoring.TierFailOpen && d.opts.AllDownServfail
+	out.Located = w != nil && !out.Servfail && out.Loc.Province != ""
+	out.Same = out.Located && out.Loc.Province == w.Province && out.Loc.Country == w.Country
+}
+
+func policyQuery(out *Outcome) *policy.Query {
+	return &policy.Query{Record: out.Record, QType: out.QType, Client: policy.ClientOf(&out.Loc.Location),
+		Subnet: uint64(out.Loc.Key), Pin: out.Loc.Override.Pin}
+}
+
+// Policy is the policy the decision was made under: stable or canary.
+func (o *Outcome) Policy() string {
+	if o.InCanary {
+		return canary.PolicyCanary
+	}
+	return canary.PolicyStable
+}
+
+// Addresses are the answer's addresses of the queried family, node by
+// node in the decision's order: the winner first.
+func (o *Outcome) Addresses() iter.Seq2[*table.Node, netip.Addr] {
+	return func(yield func(*table.Node, netip.Addr) bool) {
+		d := &o.Decision
+		for _, i := range d.Order[:d.NOrder] {
+			n := &o.View.Table.Nodes[i]
+			addrs := n.V4
+			if o.QType == dns.TypeAAAA {
+				addrs = n.V6
+			}
+			for _, a := range addrs {
+				if !yield(n, a) {
+					return
+				}
+			}
+		}
+	}
+}
+
+// trustsECS reports whether the resolver at remote may speak for its
+// clients: any resolver without trust_ecs.
+func (d *Decider) trustsECS(remote net.Addr) bool {
+	if len(d.opts.TrustECS) == 0 {
+		return true
+	}
+	if _, tool := remote.(*assumedResolver); tool {
+		return true
+	}
+	a := RemoteAddr(remote)
+	for _, p := range d.opts.TrustECS {
+		if p.Contains(a) {
+			return true
+		}
+	}
+	return false
+}
