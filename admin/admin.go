@@ -490,6 +490,8 @@ func reply(w http.ResponseWriter, v any, err error) {
 		writeError(w, http.StatusBadRequest, bad.Reason)
 	case errors.Is(err, ErrNotFound):
 		writeError(w, http.StatusNotFound, err.Error())
+	case errors.As(err, new(*TooLarge)):
+		writeError(w, http.StatusInsufficientStorage, err.Error())
 	case errors.Is(err, ErrUnavailable), errors.Is(err, ErrSuperseded), errors.As(err, new(*Refused)):
 		writeError(w, http.StatusServiceUnavailable, err.Error())
 	case err != nil:

@@ -323,12 +323,29 @@ func CheckPin(y *overrides.EntryYAML) ([]byte, error) {
 	return PinLine(y)
 }
 
+// TooLarge is a 507: the change would make the state file larger than the
+// size limit it is read back with, so it is not made.
+type TooLarge struct{ Size, Limit int64 }
+
+func (e *TooLarge) Error() string {
+	return fmt.Sprintf("the state file would be %d bytes, over the size limit of %d bytes (max_file_size): the change is not made; "+
+		"remove pins or raise max_file_size", e.Size, e.Limit)
+}
+
 // Write replaces the state file atomically: a reader sees the old file
-// or the new one, never a part.
-func (s *State) Write(path string) error {
+// or the new one, never a part. A state over limit bytes (the limit it is
+// loaded with; DefaultMaxSize when limit <= 0) is not written: it would
+// not load at the next start.
+func (s *State) Write(path string, limit int64) error {
 	data, err := s.Marshal()
 	if err != nil {
 		return err
+	}
+	if limit <= 0 {
+		limit = yamlfile.DefaultMaxSize
+	}
+	if int64(len(data)) > limit {
+		return &TooLarge{Size: int64(len(data)), Limit: limit}
 	}
 	// It holds the canary's salt: for the server's user only.
 	return atomicfile.WriteBytesMode(path, 0o600, data)

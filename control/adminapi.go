@@ -280,7 +280,7 @@ func (c *Control) saveState(st *admin.State) error {
 	}
 	write := func() error {
 		if a.State != "" {
-			if err := st.Write(a.State); err != nil {
+			if err := st.Write(a.State, c.opts.MaxFileSize); err != nil {
 				return fmt.Errorf("admin state %s: %w", a.State, err)
 			}
 		}

@@ -354,3 +354,44 @@ func TestSpecialRangePins(t *testing.T) {
 		t.Errorf("Expected explain to show the pin to bj, got %d %s", code, body)
 	}
 }
+
+// TestAdminStateSizeLimit: a change that would make the state file larger
+// than max_file_size is refused (507, with the reason) before it is
+// acknowledged, so that every acknowledged change loads at the next start.
+func TestAdminStateSizeLimit(t *testing.T) {
+	e := startAdmin(t, "max_file_size 1KiB")
+	refused := 0
+	for i := range 20 {
+		body := fmt.Sprintf(`{"cidr": "2.0.%d.0/24", "nodes": ["sh"], "note": "ticket %d"}`, i, i)
+		code, got := e.call(t, "POST", "/v1/pins", e.token, body)
+		switch code {
+		case 200:
+			if refused > 0 {
+				t.Fatalf("pin %d: 200 after a refusal", i)
+			}
+		case http.StatusInsufficientStorage:
+			if !strings.Contains(got, "max_file_size") {
+				t.Errorf("Expected the 507 to name max_file_size, got %s", got)
+			}
+			refused++
+		default:
+			t.Fatalf("pin %d: %d %s", i, code, got)
+		}
+	}
+	if refused == 0 {
+		t.Fatalf("Expected the pins to outgrow 1KiB and be refused")
+	}
+	fi, err := os.Stat(filepath.Join(e.dir, "state.yaml"))
+	if err != nil || fi.Size() > 1024 {
+		t.Fatalf("Expected the state file within 1KiB, got %v %v", fi, err)
+	}
+	_, before := e.call(t, "GET", "/v1/pins", e.token, "")
+	e.s.stop()
+	e.s = startServer(t, e.text)
+	if _, after := e.call(t, "GET", "/v1/pins", e.token, ""); after != before {
+		t.Errorf("Expected every acknowledged pin back after a restart:\n%s\ngot\n%s", before, after)
+	}
+	if code, got := e.call(t, "DELETE", "/v1/pins/2.0.0.0/24", e.token, ""); code != 200 {
+		t.Errorf("Expected changes taken after the restart, got %d %s", code, got)
+	}
+}
