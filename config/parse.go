@@ -302,13 +302,21 @@ func parseAdmin(c *caddyfile.Dispenser, o *Options, path func(string) string, se
 	if seen == nil {
 		return a, nil
 	}
-	if line, dup := seen[a.Addr]; dup {
+	// Compared as what they name, not as they are spelled.
+	if line, dup := addrClash(seen, a.Addr); dup {
 		return nil, c.Errf("admin: %s is already the admin address of the gslb block at line %d", a.Addr, line)
 	}
-	if line, dup := seen["state "+a.State]; dup && a.State != "" {
-		return nil, c.Errf("admin: state %s is already the state file of the gslb block at line %d", a.State, line)
+	seen[addrKey(a.Addr)] = c.Line()
+	if a.State != "" {
+		line, dup := seen[stateKey(a.State)]
+		if !dup {
+			line, dup = sameStateFile(seen, a.State)
+		}
+		if dup {
+			return nil, c.Errf("admin: state %s is already the state file of the gslb block at line %d", a.State, line)
+		}
+		seen[stateKey(a.State)] = c.Line()
 	}
-	seen[a.Addr], seen["state "+a.State] = c.Line(), c.Line()
 	return a, nil
 }
 
