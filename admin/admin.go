@@ -44,6 +44,7 @@ type Node struct {
 	Drained bool       `json:"drained"`
 	Since   *time.Time `json:"since,omitempty"` // of the drain when drained, else of the probe state
 	Records []string   `json:"records"`
+	Tables  []string   `json:"tables"` // the node tables that have it: stable, canary
 }
 
 // Pin is one pin as the API shows it.

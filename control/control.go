@@ -664,7 +664,8 @@ func (c *Control) swapCanary(cn *canary.Rollout) *canary.Rollout {
 	cn.Checker = c.canaryChecker(cn)
 	cn.OnRollback = c.noteRollback
 	old := c.canary.Swap(cn)
-	c.saveLogged() // the previous canary's share or rollback no longer holds
+	c.forgetRemoved(c.table) // nodes only the previous candidate had
+	c.saveLogged()           // the previous canary's share or rollback no longer holds
 	return old
 }
 

@@ -112,6 +112,7 @@ type apiNode struct {
 	Drained bool
 	Since   *time.Time
 	Records []string
+	Tables  []string
 }
 
 func (e *adminEnv) nodes(t *testing.T) map[string]apiNode {
