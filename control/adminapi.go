@@ -62,6 +62,14 @@ func (c *Control) restoreState() {
 	c.adopt(st)
 }
 
+// StateError is why the admin state file does not load; nil when it does
+// (or there is none).
+func (c *Control) StateError() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.stateErr
+}
+
 // adopt makes st this instance's admin state. Callers own c.
 func (c *Control) adopt(st *admin.State) {
 	c.drains = map[string]policy.Drain{}
