@@ -305,7 +305,12 @@ func (c *Control) saveState(st *admin.State) error {
 	write := func() error {
 		if a.State != "" {
 			if err := st.Write(a.State, c.opts.MaxFileSize); err != nil {
-				return fmt.Errorf("admin state %s: %w", a.State, err)
+				err = fmt.Errorf("admin state %s: %w", a.State, err)
+				if !errors.As(err, new(*admin.TooLarge)) {
+					saveFailures.errorf("admin: the change is not made: %v", err)
+					return &loggedError{err}
+				}
+				return err
 			}
 		}
 		adminMemory.Store(a.Addr, st)
@@ -317,11 +322,43 @@ func (c *Control) saveState(st *admin.State) error {
 	return c.admin.Save(st, write)
 }
 
+// saveFailures logs the state file's failed writes (a full disk, a
+// removed directory) at most once per 10s, with the count it left out.
+var saveFailures limitedLog
+
+// loggedError is an error saveFailures logged already.
+type loggedError struct{ error }
+
+func (e *loggedError) Unwrap() error { return e.error }
+
+// limitedLog logs at Error at most once per interval.
+type limitedLog struct {
+	mu      sync.Mutex
+	last    time.Time
+	dropped int
+}
+
+func (l *limitedLog) errorf(format string, a ...any) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	now := time.Now()
+	if !l.last.IsZero() && now.Sub(l.last) < 10*time.Second {
+		l.dropped++
+		return
+	}
+	msg := fmt.Sprintf(format, a...)
+	if l.dropped > 0 {
+		msg += fmt.Sprintf(" (and %d more since the last such line)", l.dropped)
+	}
+	l.last, l.dropped = now, 0
+	log.Error(msg)
+}
+
 // saveLogged saves the state for a change the API did not ask for (an
 // expiry, a node leaving the table, a rollback). Callers hold c.mu.
 func (c *Control) saveLogged() {
 	err := c.saveState(c.state())
-	if err != nil && !errors.Is(err, admin.ErrSuperseded) && !errors.As(err, new(*admin.Refused)) {
+	if err != nil && !errors.Is(err, admin.ErrSuperseded) && !errors.As(err, new(*admin.Refused)) && !errors.As(err, new(*loggedError)) {
 		log.Errorf("admin: %v", err)
 	}
 }

@@ -395,3 +395,35 @@ func TestAdminStateSizeLimit(t *testing.T) {
 		t.Errorf("Expected changes taken after the restart, got %d %s", code, got)
 	}
 }
+
+// TestAdminSaveFailureLogged: a change whose save fails (the state
+// directory was removed) answers 500, is not made, and is logged at Error,
+// once for a burst.
+func TestAdminSaveFailureLogged(t *testing.T) {
+	logs := captureLog(t)
+	e := &adminEnv{dir: t.TempDir(), addr: freeAddr(t), token: "s3cret-token-for-tests"}
+	city, asn := adminDBs(t, e.dir)
+	nodes := writeFile(t, e.dir, "nodes.yaml", adminNodes)
+	stateDir := filepath.Join(e.dir, "state")
+	if err := os.Mkdir(stateDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	e.text = corefile(city, asn, nodes, fmt.Sprintf("admin %s {\n token_file %s\n state %s\n}",
+		e.addr, writeToken(t, e.dir, e.token), filepath.Join(stateDir, "state.yaml")))
+	e.s = startServer(t, e.text)
+	if err := os.RemoveAll(stateDir); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		if code, body := e.call(t, "POST", "/v1/nodes/hz-a/drain", e.token, ""); code != 500 || !strings.Contains(body, stateDir) {
+			t.Fatalf("Expected 500 naming the state file, got %d %s", code, body)
+		}
+	}
+	if e.nodes(t)["hz-a"].Drained {
+		t.Errorf("Expected the drain not made")
+	}
+	line := logs.line(t, "[ERROR] plugin/gslb: admin: the change is not made: admin state "+stateDir)
+	if n := strings.Count(logs.String(), "the change is not made"); n != 1 {
+		t.Errorf("Expected one Error line for the burst, got %d: %s", n, line)
+	}
+}
