@@ -619,7 +619,11 @@ func prefixArgs(c *caddyfile.Dispenser) ([]netip.Prefix, error) {
 		if p.Addr().Is4In6() {
 			return nil, c.Errf("%s: %q is IPv4-mapped: write it as IPv4", name, a)
 		}
-		out = append(out, p.Masked())
+		// As pins: a typo in the address must not widen or move the network.
+		if p.Masked() != p {
+			return nil, c.Errf("%s: %s has bits set after the prefix (the network is %s)", name, p, p.Masked())
+		}
+		out = append(out, p)
 	}
 	return out, nil
 }

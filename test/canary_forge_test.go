@@ -347,3 +347,18 @@ func TestCanarySaltOfBadStateFile(t *testing.T) {
 		t.Errorf("Expected the salt written back to the state file, got %q, %v", data, err)
 	}
 }
+
+// TestTrustECSHostBits: trust_ecs refuses a network with host bits set,
+// as pins do, naming the network meant.
+func TestTrustECSHostBits(t *testing.T) {
+	mu.Lock()
+	inst, err := caddy.Start(input(demoCorefile(t, "trust_ecs 192.0.2.53 10.0.0.1/8")))
+	mu.Unlock()
+	if err == nil {
+		inst.ShutdownCallbacks()
+		inst.Stop()
+	}
+	if err == nil || !strings.Contains(err.Error(), "trust_ecs: 10.0.0.1/8 has bits set after the prefix (the network is 10.0.0.0/8)") {
+		t.Errorf("Expected trust_ecs 10.0.0.1/8 refused with the network suggested, got %v", err)
+	}
+}
