@@ -471,9 +471,12 @@ func (b *adminBackend) Drain(id string, drained bool, who string) (admin.Node, e
 		return admin.Node{}, err
 	}
 	c.publish()
-	verb := "undrained: its clients come back over the cooldown"
-	if drained {
+	verb := "undrained: its clients come back over the cooldown (" + c.opts.Cooldown.String() + ")"
+	switch {
+	case drained:
 		verb = "drained"
+	case c.opts.Cooldown <= 0:
+		verb = "undrained: its clients come back at once (cooldown 0)"
 	}
 	log.Infof("admin: node %s %s (by %s)", id, verb, who)
 	return b.nodeLocked(id), nil

@@ -441,3 +441,22 @@ func TestAdminSameStateFile(t *testing.T) {
 		}
 	}
 }
+
+// TestAdminUndrainLog: the undrain line says how the clients come back:
+// over the cooldown, or at once with cooldown 0.
+func TestAdminUndrainLog(t *testing.T) {
+	for cooldown, want := range map[string]string{
+		"0s":  "admin: node sh undrained: its clients come back at once (cooldown 0) (by ",
+		"90s": "admin: node sh undrained: its clients come back over the cooldown (1m30s) (by ",
+	} {
+		logs := captureLog(t)
+		e := startAdmin(t, "cooldown "+cooldown)
+		for _, verb := range []string{"drain", "undrain"} {
+			if code, body := e.call(t, "POST", "/v1/nodes/sh/"+verb, e.token, ""); code != 200 {
+				t.Fatalf("%s: %d %s", verb, code, body)
+			}
+		}
+		logs.line(t, want)
+		e.s.stop()
+	}
+}
