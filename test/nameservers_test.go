@@ -15,7 +15,7 @@ func TestUnreachableNameservers(t *testing.T) {
 	const ns1Record = "  - name: ns1.example.org\n    nodes: [hz-a]\n"
 	for _, tc := range []struct {
 		name, nodes, extra, want string
-		nxdomain             string // a name the server answers NXDOMAIN for
+		nxdomain                 string // a name the server answers NXDOMAIN for
 	}{
 		{"default mname", adminNodes, "", "the SOA's MNAME ns1.dns.example.org. (the default MNAME, without nameservers in the node table) is in the zone", "ns1.dns.example.org."},
 		{"in-zone ns", adminNodes + "nameservers: [ns1.example.org, ns2.example.net]\n", "", "name server ns1.example.org. (the node table's nameservers) is in the zone but not a record", "ns1.example.org."},
