@@ -39,6 +39,8 @@ type GSLB struct {
 	// the zone we fall through to; see followNext.
 	nextSOA atomic.Pointer[map[string]*dns.SOA]
 	soaOnce sync.Once
+
+	warned map[string]bool // warnUnreachable's, under the control plane's lock
 }
 
 // Name implements plugin.Handler.

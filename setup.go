@@ -51,10 +51,12 @@ func (g *GSLB) load() error {
 		return err
 	}
 	g.ctl, g.decider = ctl, ctl.Decider()
+	g.warnUnreachable(ctl.Table())
 	ctl.OnTable = func(old, cur *table.Table) {
 		if forgetNodes(old, cur) {
 			g.metrics.reset()
 		}
+		g.warnUnreachable(cur)
 	}
 	return nil
 }

@@ -44,6 +44,7 @@ type Node struct {
 	Drained bool       `json:"drained"`
 	Since   *time.Time `json:"since,omitempty"` // of the drain when drained, else of the probe state
 	Records []string   `json:"records"`
+	Tables  []string   `json:"tables"` // the node tables that have it: stable, canary
 }
 
 // Pin is one pin as the API shows it.
@@ -490,6 +491,8 @@ func reply(w http.ResponseWriter, v any, err error) {
 		writeError(w, http.StatusBadRequest, bad.Reason)
 	case errors.Is(err, ErrNotFound):
 		writeError(w, http.StatusNotFound, err.Error())
+	case errors.As(err, new(*TooLarge)):
+		writeError(w, http.StatusInsufficientStorage, err.Error())
 	case errors.Is(err, ErrUnavailable), errors.Is(err, ErrSuperseded), errors.As(err, new(*Refused)):
 		writeError(w, http.StatusServiceUnavailable, err.Error())
 	case err != nil:

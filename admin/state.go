@@ -15,6 +15,8 @@ import (
 	"github.com/gslbdns/gslb/internal/atomicfile"
 	"github.com/gslbdns/gslb/internal/yamlfile"
 	"github.com/gslbdns/gslb/overrides"
+
+	"go.yaml.in/yaml/v3"
 )
 
 // State is what the admin API changed: it is written to the state file on
@@ -323,12 +325,29 @@ func CheckPin(y *overrides.EntryYAML) ([]byte, error) {
 	return PinLine(y)
 }
 
+// TooLarge is a 507: the change would make the state file larger than the
+// size limit it is read back with, so it is not made.
+type TooLarge struct{ Size, Limit int64 }
+
+func (e *TooLarge) Error() string {
+	return fmt.Sprintf("the state file would be %d bytes, over the size limit of %d bytes (max_file_size): the change is not made; "+
+		"remove pins or raise max_file_size", e.Size, e.Limit)
+}
+
 // Write replaces the state file atomically: a reader sees the old file
-// or the new one, never a part.
-func (s *State) Write(path string) error {
+// or the new one, never a part. A state over limit bytes (the limit it is
+// loaded with; DefaultMaxSize when limit <= 0) is not written: it would
+// not load at the next start.
+func (s *State) Write(path string, limit int64) error {
 	data, err := s.Marshal()
 	if err != nil {
 		return err
+	}
+	if limit <= 0 {
+		limit = yamlfile.DefaultMaxSize
+	}
+	if int64(len(data)) > limit {
+		return &TooLarge{Size: int64(len(data)), Limit: limit}
 	}
 	// It holds the canary's salt: for the server's user only.
 	return atomicfile.WriteBytesMode(path, 0o600, data)
@@ -341,4 +360,35 @@ func (s *State) Drained() map[string]time.Time {
 		m[d.Node] = d.Since.Time
 	}
 	return m
+}
+
+// ReadSalt is the state file's canary_salt, read apart from its entries:
+// a drain or pin that does not load does not lose the salt. ok is false
+// when the file cannot be read or is not a YAML (or JSON) mapping; a
+// missing file is ok, without a salt. Aliases are not followed.
+func ReadSalt(path string, limit int64) (salt string, ok bool) {
+	data, err := yamlfile.ReadFile(path, limit)
+	if errors.Is(err, os.ErrNotExist) {
+		return "", true
+	}
+	if err != nil {
+		return "", false
+	}
+	var root yaml.Node
+	if err := yaml.Unmarshal(data, &root); err != nil {
+		return "", false
+	}
+	if len(root.Content) == 0 {
+		return "", true // empty
+	}
+	m := root.Content[0]
+	if m.Kind != yaml.MappingNode {
+		return "", false
+	}
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if k, v := m.Content[i], m.Content[i+1]; k.Kind == yaml.ScalarNode && k.Value == "canary_salt" && v.Kind == yaml.ScalarNode {
+			return v.Value, true
+		}
+	}
+	return "", true
 }

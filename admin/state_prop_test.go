@@ -49,7 +49,7 @@ func TestStateRandomStrings(t *testing.T) {
 		var got *State
 		var err error
 		if i%100 == 0 { // through the file now and then: fsync is slow
-			if err := st.Write(path); err != nil {
+			if err := st.Write(path, 0); err != nil {
 				t.Fatalf("round %d: %v", i, err)
 			}
 			got, err = LoadState(path, 0, known)

@@ -29,7 +29,7 @@ func TestStateRoundTrip(t *testing.T) {
 		},
 		Canary: &CanaryEntry{Identity: "0123abcd", File: "/etc/coredns/candidate.yaml", Percent: 5},
 	}
-	if err := want.Write(path); err != nil {
+	if err := want.Write(path, 0); err != nil {
 		t.Fatal(err)
 	}
 	got, err := LoadState(path, 0, known)
@@ -133,7 +133,7 @@ func TestStateFileIsPrivateJSON(t *testing.T) {
 		t.Fatal(err)
 	}
 	st := &State{Drains: []DrainEntry{{Node: "a", Since: yamlfile.Time{Time: time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)}}}, CanarySalt: "00ff"}
-	if err := st.Write(path); err != nil {
+	if err := st.Write(path, 0); err != nil {
 		t.Fatal(err)
 	}
 	fi, err := os.Stat(path)

@@ -75,21 +75,35 @@ func newSalt() string {
 	return hex.EncodeToString(b[:])
 }
 
+// keptSalts is, by state file, the salt this process last used from it
+// or for it: a Corefile reload after the file was removed keeps the
+// canary's subnets (and writes the salt back).
+var keptSalts sync.Map // path -> string
+
 // ResolveSalt picks the canary's salt: the canary line's `salt`, else the
-// admin state file's (generated at the first start and kept there), else
-// the process's, with a warning: the canary's subnets then change at
-// every start.
+// admin state file's (generated at the first start and kept there; read
+// even when the file's entries do not load), else the process's, with a
+// warning: the canary's subnets then change at every start.
 func ResolveSalt(o *config.Options) Salt {
 	var s Salt
 	stateFile := ""
 	if o.Admin != nil && o.Admin.State != "" {
 		stateFile = o.Admin.State
-		// Read again, with its errors, when the state is restored.
-		if st, err := admin.LoadState(stateFile, o.MaxFileSize, nil); err == nil {
-			s.Stored = st.CanarySalt
-		} else {
+		// The entries are read again, with their errors, when the state
+		// is restored.
+		stored, ok := admin.ReadSalt(stateFile, o.MaxFileSize)
+		switch {
+		case stored != "":
+			s.Stored = stored
+		case !ok:
 			stateFile = ""
 		}
+	}
+	kept := func() string {
+		if v, ok := keptSalts.Load(o.Admin.State); ok {
+			return v.(string)
+		}
+		return ""
 	}
 	switch {
 	case o.Canary == nil:
@@ -97,11 +111,21 @@ func ResolveSalt(o *config.Options) Salt {
 		s.Keys, s.Source = KeysOf(o.Canary.Salt), SaltOption
 	case stateFile != "":
 		if s.Stored == "" {
-			s.Stored, s.Fresh = newSalt(), true
+			if s.Stored = kept(); s.Stored == "" {
+				s.Stored = newSalt()
+			}
+			s.Fresh = true
 		}
+		keptSalts.Store(stateFile, s.Stored)
 		s.Keys, s.Source = KeysOf(s.Stored), SaltState
 	default:
-		s.Keys, s.Source = KeysOf(processSalt()), SaltProcess
+		salt := processSalt()
+		if o.Admin != nil && o.Admin.State != "" {
+			if k := kept(); k != "" {
+				salt = k
+			}
+		}
+		s.Keys, s.Source = KeysOf(salt), SaltProcess
 		log.Warningf("canary %s: no salt and no readable admin state file: the canary's subnets are drawn anew at every start; "+
 			"set `salt SECRET` in the canary block (the same on every instance) or `admin ADDRESS { state FILE }`", o.Canary.File)
 	}

@@ -302,13 +302,21 @@ func parseAdmin(c *caddyfile.Dispenser, o *Options, path func(string) string, se
 	if seen == nil {
 		return a, nil
 	}
-	if line, dup := seen[a.Addr]; dup {
+	// Compared as what they name, not as they are spelled.
+	if line, dup := addrClash(seen, a.Addr); dup {
 		return nil, c.Errf("admin: %s is already the admin address of the gslb block at line %d", a.Addr, line)
 	}
-	if line, dup := seen["state "+a.State]; dup && a.State != "" {
-		return nil, c.Errf("admin: state %s is already the state file of the gslb block at line %d", a.State, line)
+	seen[addrKey(a.Addr)] = c.Line()
+	if a.State != "" {
+		line, dup := seen[stateKey(a.State)]
+		if !dup {
+			line, dup = sameStateFile(seen, a.State)
+		}
+		if dup {
+			return nil, c.Errf("admin: state %s is already the state file of the gslb block at line %d", a.State, line)
+		}
+		seen[stateKey(a.State)] = c.Line()
 	}
-	seen[a.Addr], seen["state "+a.State] = c.Line(), c.Line()
 	return a, nil
 }
 
@@ -611,7 +619,11 @@ func prefixArgs(c *caddyfile.Dispenser) ([]netip.Prefix, error) {
 		if p.Addr().Is4In6() {
 			return nil, c.Errf("%s: %q is IPv4-mapped: write it as IPv4", name, a)
 		}
-		out = append(out, p.Masked())
+		// As pins: a typo in the address must not widen or move the network.
+		if p.Masked() != p {
+			return nil, c.Errf("%s: %s has bits set after the prefix (the network is %s)", name, p, p.Masked())
+		}
+		out = append(out, p)
 	}
 	return out, nil
 }

@@ -39,7 +39,7 @@ func (c *Control) restoreState() {
 	}
 	st := &admin.State{}
 	if a.State != "" {
-		s, err := admin.LoadState(a.State, c.opts.MaxFileSize, knownIn(c.table))
+		s, err := admin.LoadState(a.State, c.opts.MaxFileSize, c.known(c.table))
 		if err != nil {
 			if c.stateErr == nil || c.stateErr.Error() != err.Error() {
 				log.Errorf("admin: %v: serving without it; the admin API refuses changes until the file is fixed or removed", err)
@@ -60,6 +60,14 @@ func (c *Control) restoreState() {
 		st = m.(*admin.State)
 	}
 	c.adopt(st)
+}
+
+// StateError is why the admin state file does not load; nil when it does
+// (or there is none).
+func (c *Control) StateError() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.stateErr
 }
 
 // adopt makes st this instance's admin state. Callers own c.
@@ -111,11 +119,27 @@ func (c *Control) writable() error {
 	return nil
 }
 
+// known reports whether a node is in the stable table t or in the
+// canary's candidate: the API drains and pins both. Callers hold c.mu.
+func (c *Control) known(t *table.Table) func(string) bool {
+	cn := c.canary.Load()
+	return func(id string) bool {
+		if _, ok := t.Index(id); ok {
+			return true
+		}
+		if cn != nil {
+			_, ok := cn.Table.Index(id)
+			return ok
+		}
+		return false
+	}
+}
+
 // forgetRemoved drops the drains and pins of nodes a new table no longer
 // has, so that the state never names a node the table lacks. Callers
 // hold c.mu.
 func (c *Control) forgetRemoved(t *table.Table) {
-	known := knownIn(t)
+	known := c.known(t)
 	changed := false
 	for id := range c.drains {
 		if !known(id) {
@@ -168,7 +192,7 @@ func (c *Control) setPins(pins []overrides.EntryYAML) error {
 	lines := make([][]byte, 0, len(pins))
 	seen := map[netip.Prefix]bool{}
 	for i := range pins {
-		e, err := pins[i].Entry(knownIn(c.table))
+		e, err := pins[i].Entry(c.known(c.table))
 		if err != nil {
 			return fmt.Errorf("pin %s: %w", pinKey(&pins[i]), err)
 		}
@@ -280,8 +304,13 @@ func (c *Control) saveState(st *admin.State) error {
 	}
 	write := func() error {
 		if a.State != "" {
-			if err := st.Write(a.State); err != nil {
-				return fmt.Errorf("admin state %s: %w", a.State, err)
+			if err := st.Write(a.State, c.opts.MaxFileSize); err != nil {
+				err = fmt.Errorf("admin state %s: %w", a.State, err)
+				if !errors.As(err, new(*admin.TooLarge)) {
+					saveFailures.errorf("admin: the change is not made: %v", err)
+					return &loggedError{err}
+				}
+				return err
 			}
 		}
 		adminMemory.Store(a.Addr, st)
@@ -293,11 +322,43 @@ func (c *Control) saveState(st *admin.State) error {
 	return c.admin.Save(st, write)
 }
 
+// saveFailures logs the state file's failed writes (a full disk, a
+// removed directory) at most once per 10s, with the count it left out.
+var saveFailures limitedLog
+
+// loggedError is an error saveFailures logged already.
+type loggedError struct{ error }
+
+func (e *loggedError) Unwrap() error { return e.error }
+
+// limitedLog logs at Error at most once per interval.
+type limitedLog struct {
+	mu      sync.Mutex
+	last    time.Time
+	dropped int
+}
+
+func (l *limitedLog) errorf(format string, a ...any) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	now := time.Now()
+	if !l.last.IsZero() && now.Sub(l.last) < 10*time.Second {
+		l.dropped++
+		return
+	}
+	msg := fmt.Sprintf(format, a...)
+	if l.dropped > 0 {
+		msg += fmt.Sprintf(" (and %d more since the last such line)", l.dropped)
+	}
+	l.last, l.dropped = now, 0
+	log.Error(msg)
+}
+
 // saveLogged saves the state for a change the API did not ask for (an
 // expiry, a node leaving the table, a rollback). Callers hold c.mu.
 func (c *Control) saveLogged() {
 	err := c.saveState(c.state())
-	if err != nil && !errors.Is(err, admin.ErrSuperseded) && !errors.As(err, new(*admin.Refused)) {
+	if err != nil && !errors.Is(err, admin.ErrSuperseded) && !errors.As(err, new(*admin.Refused)) && !errors.As(err, new(*loggedError)) {
 		log.Errorf("admin: %v", err)
 	}
 }
@@ -307,7 +368,42 @@ type adminBackend struct{ c *Control }
 
 func (b *adminBackend) Nodes() []admin.Node {
 	c := b.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return b.nodesLocked()
+}
+
+// nodesLocked is every node of the stable table, then those only the
+// canary's candidate has, each with the tables that have it. Callers hold
+// c.mu.
+func (b *adminBackend) nodesLocked() []admin.Node {
+	c := b.c
 	v := c.view.Load()
+	out := nodesOf(v, c.checker.Snapshot(), c.drains, "stable", nil)
+	cn := c.canary.Load()
+	if cn == nil {
+		return out
+	}
+	cv := cn.View.Load()
+	if cv == nil {
+		return out
+	}
+	at := make(map[string]int, len(out))
+	for i := range out {
+		at[out[i].ID] = i
+	}
+	for _, n := range nodesOf(cv, cn.Checker.Snapshot(), c.drains, "canary", at) {
+		if i, ok := at[n.ID]; ok {
+			out[i].Tables = append(out[i].Tables, "canary")
+			continue
+		}
+		out = append(out, n)
+	}
+	return out
+}
+
+// nodesOf is the nodes of v, in table tbl, but those skip has.
+func nodesOf(v *policy.View, snap *health.Snapshot, drains map[string]policy.Drain, tbl string, skip map[string]int) []admin.Node {
 	records := map[int][]string{}
 	for _, name := range v.Table.Names {
 		r := v.Table.Records[name]
@@ -315,12 +411,15 @@ func (b *adminBackend) Nodes() []admin.Node {
 			records[i] = append(records[i], name)
 		}
 	}
-	c.mu.Lock()
-	snap, drains := c.checker.Snapshot(), c.drains
-	c.mu.Unlock()
 	out := make([]admin.Node, 0, len(v.Table.Nodes))
 	for i := range v.Table.Nodes {
-		out = append(out, nodeInfo(v, snap, drains, i, records[i]))
+		if _, ok := skip[v.Table.Nodes[i].ID]; ok {
+			out = append(out, admin.Node{ID: v.Table.Nodes[i].ID})
+			continue
+		}
+		n := nodeInfo(v, snap, drains, i, records[i])
+		n.Tables = []string{tbl}
+		out = append(out, n)
 	}
 	return out
 }
@@ -353,13 +452,12 @@ func (b *adminBackend) Drain(id string, drained bool, who string) (admin.Node, e
 	if err := c.writable(); err != nil {
 		return admin.Node{}, err
 	}
-	i, ok := c.table.Index(id)
-	if !ok {
+	if !c.known(c.table)(id) {
 		return admin.Node{}, fmt.Errorf("node %q: %w", id, admin.ErrNotFound)
 	}
 	cur, was := c.drains[id]
 	if was && cur.Drained == drained || !was && !drained {
-		return b.nodeLocked(i), nil // nothing to change
+		return b.nodeLocked(id), nil // nothing to change
 	}
 	next := maps.Clone(c.drains)
 	if next == nil {
@@ -373,25 +471,25 @@ func (b *adminBackend) Drain(id string, drained bool, who string) (admin.Node, e
 		return admin.Node{}, err
 	}
 	c.publish()
-	verb := "undrained: its clients come back over the cooldown"
-	if drained {
+	verb := "undrained: its clients come back over the cooldown (" + c.opts.Cooldown.String() + ")"
+	switch {
+	case drained:
 		verb = "drained"
+	case c.opts.Cooldown <= 0:
+		verb = "undrained: its clients come back at once (cooldown 0)"
 	}
 	log.Infof("admin: node %s %s (by %s)", id, verb, who)
-	return b.nodeLocked(i), nil
+	return b.nodeLocked(id), nil
 }
 
-func (b *adminBackend) nodeLocked(i int) admin.Node {
-	c := b.c
-	v := c.view.Load()
-	var records []string
-	for _, name := range v.Table.Names {
-		r := v.Table.Records[name]
-		if slices.Contains(r.V4, i) || slices.Contains(r.V6, i) {
-			records = append(records, name)
+// nodeLocked is node id as /v1/nodes shows it. Callers hold c.mu.
+func (b *adminBackend) nodeLocked(id string) admin.Node {
+	for _, n := range b.nodesLocked() {
+		if n.ID == id {
+			return n
 		}
 	}
-	return nodeInfo(v, c.checker.Snapshot(), c.drains, i, records)
+	return admin.Node{ID: id}
 }
 
 func (b *adminBackend) Pins() []admin.Pin {
@@ -428,7 +526,7 @@ func (b *adminBackend) AddPin(req admin.PinRequest, who string) ([]admin.Pin, er
 	if err := c.writable(); err != nil {
 		return nil, err
 	}
-	e, err := y.Entry(knownIn(c.table))
+	e, err := y.Entry(c.known(c.table))
 	if err != nil {
 		return nil, admin.Badf("%v", err)
 	}

@@ -616,7 +616,8 @@ func (c *Control) Reload() {
 	// The chain's sources with files of their own read them again; a
 	// source that fails keeps serving what it had.
 	var db *geo.DB
-	if c.files.dbsChanged() {
+	reopened := c.files.dbsChanged()
+	if len(reopened) > 0 {
 		if err := c.locator.Reopen(); err != nil {
 			c.files.fail(c.locator.Files()[0], fmt.Errorf("%s: %w", dbOption(err), err))
 		} else {
@@ -635,6 +636,9 @@ func (c *Control) Reload() {
 		changed = append(changed, describeCanary(cn))
 	}
 	old, fresh, parts := c.swap(t, ov, qm, db)
+	if db != nil {
+		parts = append(parts, describeDB(db, reopened))
+	}
 	log.Info(c.reloadedLine(append(parts, changed...)))
 	if fresh != nil {
 		fresh.Start()
@@ -664,7 +668,8 @@ func (c *Control) swapCanary(cn *canary.Rollout) *canary.Rollout {
 	cn.Checker = c.canaryChecker(cn)
 	cn.OnRollback = c.noteRollback
 	old := c.canary.Swap(cn)
-	c.saveLogged() // the previous canary's share or rollback no longer holds
+	c.forgetRemoved(c.table) // nodes only the previous candidate had
+	c.saveLogged()           // the previous canary's share or rollback no longer holds
 	return old
 }
 
@@ -700,9 +705,6 @@ func (c *Control) swap(t *table.Table, ov *overrides.Table, qm *quality.Matrix, 
 	if qm != nil {
 		c.quality = qm
 		changed = append(changed, describeQuality(c.opts.Quality, qm))
-	}
-	if db != nil {
-		changed = append(changed, describeDB(db))
 	}
 	c.serial = c.nextSerial()
 	c.publish()

@@ -2,6 +2,7 @@ package control
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -19,7 +20,7 @@ import (
 // loadedLine is the startup line: everything the instance serves from.
 // Callers hold c.mu, or own c alone.
 func (c *Control) loadedLine() string {
-	parts := []string{describeDB(c.locator.DB()), describeTable("node table", c.table, "")}
+	parts := []string{describeDB(c.locator.DB(), nil), describeTable("node table", c.table, "")}
 	if c.overrides != nil {
 		parts = append(parts, describeOverrides(c.opts.Overrides, c.overrides))
 	}
@@ -41,10 +42,14 @@ func (c *Control) zonesSuffix() string { return " (gslb " + strings.Join(c.zones
 
 var dbOptions = map[string]string{"city": "geoip", "asn": "asn", "ipdb": "ipdb"}
 
-// describeDB names each database with its type and build date.
-func describeDB(db *geo.DB) string {
+// describeDB names each database with its type and build date: those at
+// paths, or every one when paths is nil.
+func describeDB(db *geo.DB, paths []string) string {
 	var parts []string
 	for _, m := range db.Info() {
+		if paths != nil && !slices.Contains(paths, m.Path) {
+			continue
+		}
 		built := "build date unknown"
 		if m.BuildEpoch > 0 {
 			built = "built " + time.Unix(int64(m.BuildEpoch), 0).UTC().Format(time.DateOnly)
@@ -60,15 +65,23 @@ func describeTable(what string, t *table.Table, change string) string {
 	if change != "" {
 		change = " (" + change + " changed)"
 	}
-	return fmt.Sprintf("%s %s%s: %d nodes, %d records", what, t.Path, change, len(t.Nodes), len(t.Records))
+	return fmt.Sprintf("%s %s%s: %s, %s", what, t.Path, change, count(len(t.Nodes), "node", "nodes"), count(len(t.Records), "record", "records"))
 }
 
 func describeOverrides(path string, ov *overrides.Table) string {
-	return fmt.Sprintf("overrides %s: %d entries", path, ov.Len())
+	return fmt.Sprintf("overrides %s: %s", path, count(ov.Len(), "entry", "entries"))
 }
 
 func describeQuality(path string, qm *quality.Matrix) string {
-	return fmt.Sprintf("quality %s: %d rows", path, len(qm.Rows))
+	return fmt.Sprintf("quality %s: %s", path, count(len(qm.Rows), "row", "rows"))
+}
+
+// count is n with its noun in the singular or the plural.
+func count(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
 }
 
 func describeCanary(cn *canary.Rollout) string {

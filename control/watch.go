@@ -111,9 +111,8 @@ func reloadText[T any](w *watcher, path string, parse func([]byte) (T, error)) (
 	return v, true
 }
 
-// dbsChanged reports whether a database file changed and settled.
-func (w *watcher) dbsChanged() bool {
-	changed := false
+// dbsChanged is the database files that changed and settled.
+func (w *watcher) dbsChanged() (changed []string) {
 	for _, p := range w.dbs {
 		s := stamp(p)
 		switch {
@@ -124,7 +123,7 @@ func (w *watcher) dbsChanged() bool {
 		default:
 			delete(w.pending, p)
 			w.stamps[p] = s
-			changed = true
+			changed = append(changed, p)
 		}
 	}
 	return changed

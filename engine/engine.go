@@ -119,16 +119,18 @@ func pick(path, zone string, gs []*config.Options) (*config.Options, error) {
 
 // Check loads the gslb blocks of a Corefile (the one of cfg.Zone when set)
 // with their node tables and databases, the way a start or a reload does,
-// and returns the error the server would.
-func Check(cfg Config) error {
+// and returns the error the server would, and warnings for what the server
+// starts with but logs as an error (an admin state file that does not
+// load).
+func Check(cfg Config) (warnings []string, err error) {
 	gs, err := blocks(cfg.Corefile)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if cfg.Zone != "" {
 		g, err := pick(cfg.Corefile, cfg.Zone, gs)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		gs = []*config.Options{g}
 	}
@@ -136,11 +138,14 @@ func Check(cfg Config) error {
 		cfg.apply(o)
 		ctl, err := control.New(o)
 		if err != nil {
-			return plugin.Error(config.Name, err)
+			return nil, plugin.Error(config.Name, err)
+		}
+		if err := ctl.StateError(); err != nil {
+			warnings = append(warnings, fmt.Sprintf("%v: the server starts without it and refuses admin changes until it is fixed or removed", err))
 		}
 		ctl.Stop()
 	}
-	return nil
+	return warnings, nil
 }
 
 func (cfg *Config) apply(o *config.Options) {

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"math"
 	"net/netip"
+	"strconv"
 	"strings"
 
 	"github.com/coredns/coredns/plugin"
@@ -89,6 +90,11 @@ func parse(data []byte, zones []string, defaultTTL uint32) (*Table, error) {
 		return nil, err
 	}
 	index, err := t.addNodes(&f, yamlfile.EntryLines(doc, "nodes"))
+	if err != nil {
+		if e := fromDefaults(data, err); e != nil {
+			return nil, e
+		}
+	}
 	err = atField(func(i int, msg string) int { return yamlfile.MessageLine(data, "nodes", i, msg) }, err)
 	if err != nil {
 		return nil, err
@@ -116,6 +122,30 @@ type entryError struct {
 }
 
 func (e *entryError) Error() string { return e.at + ": " + e.msg }
+
+// fromDefaults cites probe_defaults' line for a node's probe error about
+// a key the node's probe does not set and probe_defaults does; nil for
+// any other error.
+func fromDefaults(data []byte, err error) error {
+	var ee *entryError
+	if !errors.As(err, &ee) {
+		return nil
+	}
+	rest, ok := strings.CutPrefix(ee.msg, "probe.")
+	key, msg, ok2 := strings.Cut(rest, ": ")
+	if !ok || !ok2 || strings.ContainsAny(key, " .[") {
+		return nil
+	}
+	if yamlfile.KeyLine(data, "nodes", strconv.Itoa(ee.i), "probe", key) != 0 {
+		return nil
+	}
+	line := yamlfile.KeyLine(data, "probe_defaults", key)
+	if line == 0 {
+		return nil
+	}
+	_, entry, _ := strings.Cut(ee.at, ": ")
+	return fmt.Errorf("line %d: probe_defaults.%s, in the probe of %s: %s", line, key, entry, msg)
+}
 
 // atField moves an entry error's line from the entry's first line to the
 // line of the field it names ("field lat: ...", "probe.timeout: ...").

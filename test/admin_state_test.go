@@ -354,3 +354,76 @@ func TestSpecialRangePins(t *testing.T) {
 		t.Errorf("Expected explain to show the pin to bj, got %d %s", code, body)
 	}
 }
+
+// TestAdminStateSizeLimit: a change that would make the state file larger
+// than max_file_size is refused (507, with the reason) before it is
+// acknowledged, so that every acknowledged change loads at the next start.
+func TestAdminStateSizeLimit(t *testing.T) {
+	e := startAdmin(t, "max_file_size 1KiB")
+	refused := 0
+	for i := range 20 {
+		body := fmt.Sprintf(`{"cidr": "2.0.%d.0/24", "nodes": ["sh"], "note": "ticket %d"}`, i, i)
+		code, got := e.call(t, "POST", "/v1/pins", e.token, body)
+		switch code {
+		case 200:
+			if refused > 0 {
+				t.Fatalf("pin %d: 200 after a refusal", i)
+			}
+		case http.StatusInsufficientStorage:
+			if !strings.Contains(got, "max_file_size") {
+				t.Errorf("Expected the 507 to name max_file_size, got %s", got)
+			}
+			refused++
+		default:
+			t.Fatalf("pin %d: %d %s", i, code, got)
+		}
+	}
+	if refused == 0 {
+		t.Fatalf("Expected the pins to outgrow 1KiB and be refused")
+	}
+	fi, err := os.Stat(filepath.Join(e.dir, "state.yaml"))
+	if err != nil || fi.Size() > 1024 {
+		t.Fatalf("Expected the state file within 1KiB, got %v %v", fi, err)
+	}
+	_, before := e.call(t, "GET", "/v1/pins", e.token, "")
+	e.s.stop()
+	e.s = startServer(t, e.text)
+	if _, after := e.call(t, "GET", "/v1/pins", e.token, ""); after != before {
+		t.Errorf("Expected every acknowledged pin back after a restart:\n%s\ngot\n%s", before, after)
+	}
+	if code, got := e.call(t, "DELETE", "/v1/pins/2.0.0.0/24", e.token, ""); code != 200 {
+		t.Errorf("Expected changes taken after the restart, got %d %s", code, got)
+	}
+}
+
+// TestAdminSaveFailureLogged: a change whose save fails (the state
+// directory was removed) answers 500, is not made, and is logged at Error,
+// once for a burst.
+func TestAdminSaveFailureLogged(t *testing.T) {
+	logs := captureLog(t)
+	e := &adminEnv{dir: t.TempDir(), addr: freeAddr(t), token: "s3cret-token-for-tests"}
+	city, asn := adminDBs(t, e.dir)
+	nodes := writeFile(t, e.dir, "nodes.yaml", adminNodes)
+	stateDir := filepath.Join(e.dir, "state")
+	if err := os.Mkdir(stateDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	e.text = corefile(city, asn, nodes, fmt.Sprintf("admin %s {\n token_file %s\n state %s\n}",
+		e.addr, writeToken(t, e.dir, e.token), filepath.Join(stateDir, "state.yaml")))
+	e.s = startServer(t, e.text)
+	if err := os.RemoveAll(stateDir); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		if code, body := e.call(t, "POST", "/v1/nodes/hz-a/drain", e.token, ""); code != 500 || !strings.Contains(body, stateDir) {
+			t.Fatalf("Expected 500 naming the state file, got %d %s", code, body)
+		}
+	}
+	if e.nodes(t)["hz-a"].Drained {
+		t.Errorf("Expected the drain not made")
+	}
+	line := logs.line(t, "[ERROR] plugin/gslb: admin: the change is not made: admin state "+stateDir)
+	if n := strings.Count(logs.String(), "the change is not made"); n != 1 {
+		t.Errorf("Expected one Error line for the burst, got %d: %s", n, line)
+	}
+}

@@ -112,6 +112,7 @@ type apiNode struct {
 	Drained bool
 	Since   *time.Time
 	Records []string
+	Tables  []string
 }
 
 func (e *adminEnv) nodes(t *testing.T) map[string]apiNode {
@@ -393,5 +394,69 @@ func TestAdminSetup(t *testing.T) {
 	}
 	if code, _ := e.call(t, "GET", "/v1/canary", "", ""); code != 404 {
 		t.Errorf("Expected 404 for the canary without a canary line, got %d", code)
+	}
+}
+
+// TestAdminSameStateFile: two gslb blocks cannot share a state file or an
+// admin address under different spellings: a path through "..", a
+// symbolic or hard link, localhost for 127.0.0.1, a wildcard address.
+func TestAdminSameStateFile(t *testing.T) {
+	dir := t.TempDir()
+	city, asn := adminDBs(t, dir)
+	nodes := writeFile(t, dir, "nodes.yaml", adminNodes)
+	state := writeFile(t, dir, "state.shared", "{}\n")
+	if err := os.Symlink(state, filepath.Join(dir, "link.shared")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Link(state, filepath.Join(dir, "hard.shared")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(dir, "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	two := func(a, b string) string {
+		return corefile(city, asn, nodes, a) + "\n" + strings.Replace(corefile(city, asn, nodes, b), "example.org:0", "example.net:0", 1)
+	}
+	withState := func(addr, path string) string { return "admin " + addr + " {\n state " + path + "\n}" }
+	a1, a2 := freeAddr(t), freeAddr(t)
+	_, port, _ := net.SplitHostPort(a1)
+	for _, tc := range []struct{ corefile, want string }{
+		{two(withState(a1, state), withState(a2, filepath.Join(dir, "sub", "..", "state.shared"))), "is already the state file of the gslb block at line"},
+		{two(withState(a1, state), withState(a2, filepath.Join(dir, "link.shared"))), "is already the state file of the gslb block at line"},
+		{two(withState(a1, state), withState(a2, filepath.Join(dir, "hard.shared"))), "is already the state file of the gslb block at line"},
+		{two(withState(a1, filepath.Join(dir, "new.yaml")), withState(a2, filepath.Join(dir, "sub", "..", "new.yaml"))), "is already the state file of the gslb block at line"},
+		{two("admin "+a1, "admin localhost:"+port), "is already the admin address of the gslb block at line"},
+		{two("admin [::1]:"+port, "admin [0:0:0:0:0:0:0:1]:"+port), "is already the admin address of the gslb block at line"},
+		{two("admin "+a1, "admin [::]:"+port+" {\n token_file "+writeToken(t, dir, "s3cret-token-for-tests")+"\n}"), "is already the admin address of the gslb block at line"},
+	} {
+		mu.Lock()
+		inst, err := caddy.Start(input(tc.corefile))
+		mu.Unlock()
+		if err == nil {
+			inst.ShutdownCallbacks()
+			inst.Stop()
+		}
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Expected the start to fail with %q, got %v", tc.want, err)
+		}
+	}
+}
+
+// TestAdminUndrainLog: the undrain line says how the clients come back:
+// over the cooldown, or at once with cooldown 0.
+func TestAdminUndrainLog(t *testing.T) {
+	for cooldown, want := range map[string]string{
+		"0s":  "admin: node sh undrained: its clients come back at once (cooldown 0) (by ",
+		"90s": "admin: node sh undrained: its clients come back over the cooldown (1m30s) (by ",
+	} {
+		logs := captureLog(t)
+		e := startAdmin(t, "cooldown "+cooldown)
+		for _, verb := range []string{"drain", "undrain"} {
+			if code, body := e.call(t, "POST", "/v1/nodes/sh/"+verb, e.token, ""); code != 200 {
+				t.Fatalf("%s: %d %s", verb, code, body)
+			}
+		}
+		logs.line(t, want)
+		e.s.stop()
 	}
 }

@@ -305,3 +305,60 @@ func TestExplainCanarySalt(t *testing.T) {
 		t.Errorf("Expected a note that the salt is not kept, got exit %d: %s%s", code, out, stderr)
 	}
 }
+
+// TestCanarySaltOfBadStateFile: a state file whose entries do not load
+// keeps its canary_salt: the canary picks the subnets that salt picks, and
+// explain does not say there is none. Removing the file and reloading the
+// Corefile keeps the salt (and writes it back).
+func TestCanarySaltOfBadStateFile(t *testing.T) {
+	subnets := zjSubnets(400)
+	salt := strings.Repeat("5a1t", 16)
+	cand := writeFile(t, t.TempDir(), "candidate.yaml", canaryNodes)
+	line := "canary " + cand + " 30"
+
+	ref := startAdmin(t, line+" {\n salt "+salt+"\n}")
+	want := inCanary(t, ref, subnets)
+	ref.s.stop()
+
+	logs := captureLog(t)
+	bad := `{"pins": [{"cidr": "2.0.0.0/24", "nodes": ["sh"], "colour": "red"}], "canary_salt": "` + salt + `"}` + "\n"
+	e := startAdminState(t, adminNodes, bad, line)
+	if !sameMembers(want, inCanary(t, e, subnets)) {
+		t.Errorf("Expected the bad state file's salt to pick the subnets")
+	}
+	if strings.Contains(logs.String(), "no readable admin state file") {
+		t.Errorf("Expected no warning that there is no salt, got\n%s", logs.String())
+	}
+	conf := writeFile(t, e.dir, "Corefile", e.text)
+	out, stderr, code := runTool(t, "explain", "-conf", conf, subnets[0], "www.example.org", "A")
+	if code != 0 || strings.Contains(out, "salt is not kept") {
+		t.Errorf("Expected explain to use the state file's salt without a note, got exit %d: %s%s", code, out, stderr)
+	}
+
+	state := filepath.Join(e.dir, "state.yaml")
+	if err := os.Remove(state); err != nil {
+		t.Fatal(err)
+	}
+	e.s.restart(t, e.text+"\n")
+	if !sameMembers(want, inCanary(t, e, subnets)) {
+		t.Errorf("Expected the same subnets after the file was removed and the Corefile reloaded")
+	}
+	if data, err := os.ReadFile(state); err != nil || !strings.Contains(string(data), salt) {
+		t.Errorf("Expected the salt written back to the state file, got %q, %v", data, err)
+	}
+}
+
+// TestTrustECSHostBits: trust_ecs refuses a network with host bits set,
+// as pins do, naming the network meant.
+func TestTrustECSHostBits(t *testing.T) {
+	mu.Lock()
+	inst, err := caddy.Start(input(demoCorefile(t, "trust_ecs 192.0.2.53 10.0.0.1/8")))
+	mu.Unlock()
+	if err == nil {
+		inst.ShutdownCallbacks()
+		inst.Stop()
+	}
+	if err == nil || !strings.Contains(err.Error(), "trust_ecs: 10.0.0.1/8 has bits set after the prefix (the network is 10.0.0.0/8)") {
+		t.Errorf("Expected trust_ecs 10.0.0.1/8 refused with the network suggested, got %v", err)
+	}
+}

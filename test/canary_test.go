@@ -234,3 +234,53 @@ func counterSum(t *testing.T, name, label, value string) float64 {
 	}
 	return sum
 }
+
+// TestAdminCandidateOnlyNode: a node only the canary's candidate has is
+// listed (with the tables that have it), drained and pinned through the
+// API, and its drain survives a restart.
+func TestAdminCandidateOnlyNode(t *testing.T) {
+	cand := writeFile(t, t.TempDir(), "candidate.yaml", `nodes:
+  - {id: hz-a, ipv4: [192.0.2.1], country: CN, province: ZJ, isp: telecom, lat: 30.27, lon: 120.16}
+  - {id: sh, ipv4: [192.0.2.3], country: CN, province: SH, isp: telecom, lat: 31.23, lon: 121.47}
+  - {id: nj-telecom, ipv4: [192.0.2.99], country: CN, province: ZJ, isp: telecom, lat: 30.27, lon: 120.16}
+records:
+  - name: www.example.org
+    nodes: [nj-telecom, sh]
+`)
+	e := startAdmin(t, "canary "+cand+" 100")
+	const zj = "1.0.1.0/24"
+	if got := e.answer(t, "www.example.org", zj); got != "192.0.2.99" {
+		t.Fatalf("Expected the candidate's nj-telecom, got %s", got)
+	}
+	nodes := e.nodes(t)
+	code, body := e.call(t, "GET", "/v1/nodes", e.token, "")
+	if n, ok := nodes["nj-telecom"]; !ok || strings.Join(n.Tables, ",") != "canary" {
+		t.Errorf("Expected nj-telecom listed in the canary table only, got %d %s", code, body)
+	}
+	if n := nodes["hz-a"]; strings.Join(n.Tables, ",") != "stable,canary" {
+		t.Errorf("Expected hz-a in both tables, got %v", n.Tables)
+	}
+	if n := nodes["bj"]; strings.Join(n.Tables, ",") != "stable" {
+		t.Errorf("Expected bj in the stable table only, got %v", n.Tables)
+	}
+	if code, body := e.call(t, "POST", "/v1/nodes/nj-telecom/drain", e.token, ""); code != 200 || !strings.Contains(body, `"drained": true`) {
+		t.Fatalf("drain nj-telecom: %d %s", code, body)
+	}
+	if got := e.answer(t, "www.example.org", zj); got != "192.0.2.3" {
+		t.Errorf("Expected sh once nj-telecom is drained, got %s", got)
+	}
+	if code, body := e.call(t, "POST", "/v1/pins", e.token, `{"cidr": "2.0.1.0/24", "nodes": ["nj-telecom"]}`); code != 200 {
+		t.Errorf("pin to nj-telecom: %d %s", code, body)
+	}
+	e.s.stop()
+	e.s = startServer(t, e.text)
+	if !e.nodes(t)["nj-telecom"].Drained {
+		t.Errorf("Expected nj-telecom's drain restored after a restart")
+	}
+	if _, body := e.call(t, "GET", "/v1/pins", e.token, ""); !strings.Contains(body, "nj-telecom") {
+		t.Errorf("Expected the pin to nj-telecom restored after a restart, got %s", body)
+	}
+	if code, body := e.call(t, "POST", "/v1/nodes/nj-telecom/undrain", e.token, ""); code != 200 {
+		t.Fatalf("undrain nj-telecom: %d %s", code, body)
+	}
+}

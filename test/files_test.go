@@ -135,3 +135,33 @@ func TestOversizeFileRejected(t *testing.T) {
 		return got == filesHZ, got
 	})
 }
+
+// TestProbeDefaultsBlame: a probe value that came from probe_defaults is
+// blamed on probe_defaults' line, not on the node's probe line.
+func TestProbeDefaultsBlame(t *testing.T) {
+	dir := t.TempDir()
+	nodes := writeFile(t, dir, "nodes.yaml", `nodes:
+  - id: hz
+    ipv4: [192.0.2.1]
+    country: CN
+    province: ZJ
+    lat: 30.27
+    lon: 120.16
+    probe:
+      address: 192.0.2.1:80
+records:
+  - name: www.example.org
+probe_defaults: {interval: 1s, timeout: 2s}
+`)
+	mu.Lock()
+	inst, err := caddy.Start(input(gslbCorefile(t, nodes, "")))
+	mu.Unlock()
+	if err == nil {
+		inst.ShutdownCallbacks()
+		inst.Stop()
+	}
+	want := nodes + ": line 12: probe_defaults.timeout, in the probe of nodes[0] (id hz): 2s must be at least"
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("Expected %q, got %v", want, err)
+	}
+}

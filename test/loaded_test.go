@@ -50,7 +50,7 @@ func TestLoadedLog(t *testing.T) {
 	want = append(want,
 		"node table "+nodes+": "+counts,
 		"overrides "+ov+": 2 entries",
-		"quality "+q+": 1 rows",
+		"quality "+q+": 1 row",
 		"canary node table "+cand+": "+counts+", 10% of the subnets",
 		"(gslb example.org.)")
 	line := logs.line(t, "Loaded ")
@@ -114,7 +114,7 @@ func TestLoadedLogDatabases(t *testing.T) {
 	city, asn := steeringDBs(t, dir)
 	nodes := writeFile(t, dir, "nodes.yaml", "nodes:\n  - {id: db-hz, ipv4: [192.0.2.1], country: CN, province: ZJ, lat: 30.27, lon: 120.16}\nrecords:\n  - name: www.example.org\n")
 	startServer(t, corefile(city, asn, nodes, "reload 1s"))
-	if line := logs.line(t, "Loaded "); !strings.Contains(line, "node table "+nodes+": 1 nodes, 1 records") {
+	if line := logs.line(t, "Loaded "); !strings.Contains(line, "node table "+nodes+": 1 node, 1 record") {
 		t.Errorf("Startup line: %s", line)
 	}
 	testsupport.WriteDBs(t, dir, []mmdbgen.City{
@@ -135,5 +135,16 @@ func TestLoadedLogDatabases(t *testing.T) {
 	}
 	if !strings.HasPrefix(line[strings.Index(line, "Reloaded "):], "Reloaded geoip "+city) || strings.Contains(line, "node table") {
 		t.Errorf("Reload line %q, want only the databases", line)
+	}
+
+	// Only the City database is replaced: the line names only it.
+	logs.Reset()
+	later := time.Now().Add(time.Minute)
+	if err := os.Chtimes(city, later, later); err != nil {
+		t.Fatal(err)
+	}
+	line = logs.line(t, "Reloaded ")
+	if !strings.Contains(line, "Reloaded geoip "+city+" (") || strings.Contains(line, asn) {
+		t.Errorf("Reload line %q, want only the City database", line)
 	}
 }

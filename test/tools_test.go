@@ -795,6 +795,9 @@ func TestCheck(t *testing.T) {
 		{"option", strings.Replace(text, "gslb {", "gslb {\n        ttl soon", 1)},
 		{"nodes", strings.Replace(text, "nodes.yaml", "broken.yaml", 1)},
 		{"missing", strings.Replace(text, "nodes.yaml", "missing.yaml", 1)},
+		// Two blocks for one zone and port: the server's setup passes,
+		// building its servers fails.
+		{"twice", text + "\n" + text},
 	} {
 		writeFile(t, dir, "broken.yaml", strings.Replace(toolNodes, "load: 0.95", "load: 2", 1))
 		bad := writeFile(t, dir, "Corefile."+tc.name, tc.corefile)
@@ -873,4 +876,21 @@ func tapped(frame []byte) (warmup, response bool) {
 		return false, response
 	}
 	return strings.EqualFold(m.Question[0].Name, warmupName+"."), response
+}
+
+// TestCheckBadStateFile: the server starts with an admin state file that
+// does not load (and logs an Error); check says ok too, with a WARNING on
+// stderr naming the file and the line, and exits 0.
+func TestCheckBadStateFile(t *testing.T) {
+	dir, _, text := toolSetup(t, toolNodes, "")
+	state := writeFile(t, dir, "state.yaml", "drains:\n  - node: x\n    since: yesterday\n")
+	conf := writeFile(t, dir, "Corefile.state", strings.Replace(text, "gslb {",
+		"gslb {\n        admin "+freeAddr(t)+" {\n            state "+state+"\n        }", 1))
+	out, stderr, code := runTool(t, "check", "-conf", conf)
+	if code != 0 || out != "ok\n" {
+		t.Fatalf("Expected ok and exit 0 (the server starts), got %d %q %q", code, out, stderr)
+	}
+	if !strings.HasPrefix(stderr, "WARNING: ") || !strings.Contains(stderr, state) || !strings.Contains(stderr, "line 3") {
+		t.Errorf("Expected a WARNING naming %s and its line, got %q", state, stderr)
+	}
 }

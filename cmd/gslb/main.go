@@ -138,10 +138,15 @@ func check(_ context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, err)
 		return exitError
 	}
-	if err := engine.Check(c.cfg); err != nil {
+	warnings, err := engine.Check(c.cfg)
+	if err != nil {
 		// The server's own message, as it would log it.
 		fmt.Fprintln(stderr, err)
 		return exitError
+	}
+	// The server starts, and logs these as errors.
+	for _, w := range warnings {
+		fmt.Fprintln(stderr, "WARNING:", w)
 	}
 	fmt.Fprintln(stdout, "ok")
 	return exitOK
@@ -158,18 +163,37 @@ func (i corefileInput) Path() string       { return i.path }
 func (i corefileInput) ServerType() string { return "dns" }
 
 // validate runs every directive's setup of the Corefile at path, with the
-// plugins the server is built with, as a start does before it listens: an
-// unknown directive, a plugin the build lacks and any plugin's bad
-// arguments fail here with the server's words.
+// plugins the server is built with, then builds its servers, as a start
+// does before it listens: an unknown directive, a plugin the build lacks,
+// any plugin's bad arguments and two blocks serving one zone on one port
+// fail here with the server's words.
 func validate(path string) error {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return err
 	}
-	return caddy.ValidateAndExecuteDirectives(corefileInput{data, path}, nil, true)
+	validated = nil
+	if err := caddy.ValidateAndExecuteDirectives(corefileInput{data, path}, nil, true); err != nil {
+		return err
+	}
+	if validated == nil {
+		return nil // no gslb block: the engine says so
+	}
+	// Servers are built, not started: nothing listens.
+	_, err = validated.MakeServers()
+	return err
 }
+
+// validated is the server type's context of the Corefile validate
+// checks, as the gslb directive's setup saw it.
+var validated caddy.Context
 
 // The tool links the stock plugins, not gslb's handler: its directive is
 // validated by the engine, which loads the block as the server's setup
 // does.
-func init() { plugin.Register(config.Name, engine.Validate) }
+func init() {
+	plugin.Register(config.Name, func(c *caddy.Controller) error {
+		validated = c.Context()
+		return engine.Validate(c)
+	})
+}

@@ -310,3 +310,36 @@ func (t *Time) UnmarshalYAML(n *yaml.Node) error {
 	t.Time = v
 	return nil
 }
+
+// KeyLine is the line of the key at path from the document's top-level
+// mapping (a number indexes a sequence), or 0 unless the whole path is
+// present. Like FieldLine it parses data again, for an error only.
+func KeyLine(data []byte, path ...string) int {
+	var root yaml.Node
+	if yaml.Unmarshal(data, &root) != nil || len(root.Content) == 0 {
+		return 0
+	}
+	n, line := root.Content[0], 0
+	for _, key := range path {
+		var next *yaml.Node
+		switch n.Kind {
+		case yaml.MappingNode:
+			for k := 0; k+1 < len(n.Content); k += 2 {
+				if n.Content[k].Value == key {
+					line, next = n.Content[k].Line, n.Content[k+1]
+					break
+				}
+			}
+		case yaml.SequenceNode:
+			if i, err := strconv.Atoi(key); err == nil && i >= 0 && i < len(n.Content) {
+				next = n.Content[i]
+				line = next.Line
+			}
+		}
+		if next == nil {
+			return 0
+		}
+		n = next
+	}
+	return line
+}
