@@ -133,6 +133,7 @@ func prepare(in *Input, buf []scored) Prepared {
 			}
 		}
 	}
+	near = nearOnly(near)
 	out.best, out.contenders = best, near
 	if pp.Answers > 1 {
 		out.tail = ch.tail(tier, near)
@@ -156,10 +157,10 @@ func (p *Prepared) Pick(key uint64) Decision {
 			}
 		}
 	case len(p.contenders) > 1:
-		var h uint64
+		w := -1.0
 		for k, sc := range p.contenders {
-			if x := tieHash(key, p.nodes[sc.i].ID); k == 0 || x > h {
-				win, h = k, x
+			if x := tieWeight(key, &p.nodes[sc.i]); x > w {
+				win, w = k, x
 			}
 		}
 	}
@@ -221,12 +222,56 @@ type scored struct {
 }
 
 // weight is a node's rendezvous weight for a subnet: larger for a higher
-// score, comparable across nodes.
+// score and capacity, comparable across nodes. A node's share is then
+// proportional to score × capacity, and changing one node's capacity moves
+// subnets only to or from it.
 func weight(key uint64, nodes []Node, sc scored) float64 {
 	if sc.score <= 0 {
 		return 0
 	}
-	return -sc.score / math.Log(unit(key, nodes[sc.i].ID, saltSpread))
+	return -sc.score * capacity(&nodes[sc.i]) / math.Log(unit(key, nodes[sc.i].ID, saltSpread))
+}
+
+// tieWeight is weight for nodes of equal score. With equal capacities it
+// orders nodes as tieHash does, so subnets keep the node they had.
+func tieWeight(key uint64, n *Node) float64 {
+	u := (float64(tieHash(key, n.ID)>>11) + 0.5) / (1 << 53)
+	return -capacity(n) / math.Log(u)
+}
+
+// capacity is n's weight; 0 (unset) reads as 1.
+func capacity(n *Node) float64 {
+	if n.Weight > 0 {
+		return n.Weight
+	}
+	return 1
+}
+
+// Near-equals in score must be near-equals in distance too: the far end of
+// the distance term is flat (2,000 km and 3,300 km score 0.047 and 0.030),
+// so a spread of the score alone would send clients 1,300 km farther.
+const (
+	nearKm   = 100  // the contenders lie within max(nearKm, nearFrac × nearest) ...
+	nearFrac = 0.10 // ... of the nearest contender's distance
+)
+
+// nearOnly drops the contenders farther than the window above the nearest
+// one; without distances it keeps them all.
+func nearOnly(near []scored) []scored {
+	if len(near) < 2 {
+		return near
+	}
+	nearest := math.Inf(1)
+	for _, sc := range near {
+		if sc.km >= 0 {
+			nearest = min(nearest, sc.km)
+		}
+	}
+	if math.IsInf(nearest, 1) {
+		return near
+	}
+	limit := nearest + max(nearKm, nearFrac*nearest) + tieEpsilon
+	return slices.DeleteFunc(near, func(sc scored) bool { return sc.km > limit })
 }
 
 // chooser holds one preparation's state.

@@ -28,6 +28,9 @@ type Node struct {
 	// node coming back from down ramps it from 1 to 0 over the cooldown.
 	// Which subnets is stable: as Shed falls, subnets only come back.
 	Shed float64
+	// Weight is the node's capacity: it multiplies its share of the
+	// subnets it shares with others (weighted rendezvous). 0 reads as 1.
+	Weight float64
 }
 
 // Params are the tunables of a decision.

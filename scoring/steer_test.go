@@ -1,0 +1,132 @@
+package scoring
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+// twelve is a 12-node telecom table without a node in the north-west or
+// Tibet: their clients reach the tier country.
+func twelve() ([]Node, []int) {
+	at := []struct {
+		prov     string
+		lat, lon float64
+	}{{"BJ", 39.9, 116.4}, {"SH", 31.23, 121.47}, {"GD", 23.13, 113.26}, {"SC", 30.66, 104.07},
+		{"HB", 30.59, 114.31}, {"ZJ", 30.27, 120.16}, {"JS", 32.06, 118.8}, {"SD", 36.67, 117.0},
+		{"FJ", 26.07, 119.3}, {"HA", 34.76, 113.65}, {"LN", 41.8, 123.43}, {"HN", 28.23, 112.94}}
+	nodes := make([]Node, len(at))
+	cand := make([]int, len(at))
+	for i, a := range at {
+		nodes[i] = Node{ID: a.prov + "-telecom", Country: "CN", Continent: "AS", Province: a.prov, ISP: "telecom", Lat: a.lat, Lon: a.lon}
+		cand[i] = i
+	}
+	return nodes, cand
+}
+
+// remote are clients of provinces without a node, at random places of
+// their province.
+func remote(r *rand.Rand) Client {
+	box := []struct {
+		prov                   string
+		lat0, lat1, lon0, lon1 float64
+	}{{"XJ", 36, 47, 76, 95}, {"XZ", 28, 34, 80, 97}, {"QH", 32, 39, 90, 102}, {"GS", 33, 42, 93, 107},
+		{"NX", 35.5, 39, 105, 107}, {"NM", 38, 50, 100, 125}, {"YN", 22, 28, 98, 105}, {"HI", 18.2, 20, 108.6, 111}}
+	b := box[r.IntN(len(box))]
+	return Client{Country: "CN", Continent: "AS", Province: b.prov, ISP: "telecom", HasCoords: true,
+		Lat: b.lat0 + r.Float64()*(b.lat1-b.lat0), Lon: b.lon0 + r.Float64()*(b.lon1-b.lon0)}
+}
+
+// The spread shares clients among near-equals in distance only: over
+// 20,000 subnets of provinces with no node, the default spread never sends
+// a subnet more than max(100 km, 10%) farther than spread 0 does, whatever
+// the loads and costs.
+func TestSpreadNeverTradesDistance(t *testing.T) {
+	nodes, cand := twelve()
+	r := rand.New(rand.NewPCG(3, 4))
+	none := DefaultParams
+	none.Spread = 0
+	var sum, sum0 float64
+	shared, n := 0, 0
+	for round := range 20 {
+		for i := range nodes {
+			nodes[i].Load = float64(r.IntN(7)) / 10
+			nodes[i].Cost = float64(r.IntN(4)) / 10
+		}
+		for k := range 1000 {
+			c := remote(r)
+			key := subnetKey(round*1000 + k)
+			d := Choose(&c, nodes, cand, DefaultTopology(), &DefaultParams, key)
+			d0 := Choose(&c, nodes, cand, DefaultTopology(), &none, key)
+			if d.DistanceKm > d0.DistanceKm+max(100, 0.1*d0.DistanceKm)+1e-6 {
+				t.Fatalf("%s at %.1f,%.1f: spread sends %s at %.0f km, spread 0 %s at %.0f km",
+					c.Province, c.Lat, c.Lon, nodes[d.Node].ID, d.DistanceKm, nodes[d0.Node].ID, d0.DistanceKm)
+			}
+			if d.Node != d0.Node {
+				shared++
+			}
+			sum, sum0, n = sum+d.DistanceKm, sum0+d0.DistanceKm, n+1
+		}
+	}
+	if shared == 0 {
+		t.Error("The spread never moved a subnet: it does not spread")
+	}
+	t.Logf("Mean %.0f km with the spread, %.0f km with spread 0; %d of %d subnets on another near-equal", sum/float64(n), sum0/float64(n), shared, n)
+}
+
+// The Xinjiang case: Chengdu at 2,000 km and Guangzhou at 3,300 km score
+// within 10% of each other, and Guangzhou takes none of the subnets.
+func TestSpreadXinjiangStaysWest(t *testing.T) {
+	nodes, cand := twelve()
+	urumqi := Client{Country: "CN", Continent: "AS", Province: "XJ", ISP: "telecom", HasCoords: true, Lat: 43.8, Lon: 87.6}
+	for k := range 5000 {
+		d := Choose(&urumqi, nodes, cand, DefaultTopology(), &DefaultParams, subnetKey(k))
+		if d.DistanceKm > 2200 {
+			t.Fatalf("Subnet %d went to %s at %.0f km", k, nodes[d.Node].ID, d.DistanceKm)
+		}
+	}
+}
+
+func weighted(w ...float64) []Node {
+	nodes := zjTelecom(0.3, 0.3, 0.3)
+	for i, x := range w {
+		nodes[i].Weight = x
+	}
+	return nodes
+}
+
+// Weights 1, 1, 2 take 25%, 25% and 50% of 10,000 subnets, with the
+// spread and with spread 0 (a tie); changing one weight moves subnets only
+// to or from that node.
+func TestCapacityWeights(t *testing.T) {
+	const n = 10000
+	tie := DefaultParams
+	tie.Spread = 0
+	for _, p := range []*Params{&DefaultParams, &tie} {
+		got, was := shares(weighted(1, 1, 2), p, n)
+		for id, want := range map[string]float64{"hz-1": 0.25, "hz-2": 0.25, "hz-3": 0.5} {
+			if f := float64(got[id]) / n; math.Abs(f-want) > 0.03 {
+				t.Errorf("Spread %v: %s took %.1f%%, want %.0f%% ± 3%%", p.Spread, id, 100*f, 100*want)
+			}
+		}
+		for _, change := range []struct {
+			w  []float64
+			id string
+		}{{[]float64{1, 1, 3}, "hz-3"}, {[]float64{1, 0.5, 2}, "hz-2"}, {[]float64{1, 1, 1}, "hz-3"}} {
+			_, is := shares(weighted(change.w...), p, n)
+			for i := range n {
+				if was[i] != is[i] && was[i] != change.id && is[i] != change.id {
+					t.Fatalf("Spread %v, weights %v: subnet %d moved %s to %s, not to or from %s", p.Spread, change.w, i, was[i], is[i], change.id)
+				}
+			}
+		}
+	}
+	// Unset weights read as 1: the same subnets as weight 1 everywhere.
+	_, unset := shares(weighted(), &tie, 2000)
+	_, ones := shares(weighted(1, 1, 1), &tie, 2000)
+	for i := range unset {
+		if unset[i] != ones[i] {
+			t.Fatalf("Subnet %d: %s unweighted, %s at weight 1", i, unset[i], ones[i])
+		}
+	}
+}
