@@ -4,6 +4,8 @@
 // score a list of weighted terms (score.go).
 package scoring
 
+import "fmt"
+
 // Client is the located client. All strings are normalized by the caller:
 // Country and Continent upper case, Province an ISO 3166-2 subdivision code
 // without country prefix, ISP lower case.
@@ -31,6 +33,39 @@ type Node struct {
 	// Weight is the node's capacity: it multiplies its share of the
 	// subnets it shares with others (weighted rendezvous). 0 reads as 1.
 	Weight float64
+}
+
+// Priority is a record's class when a node sheds load: low-priority names
+// leave a node between the watermarks first, high-priority ones last.
+type Priority uint8
+
+// The priorities; the zero value is normal.
+const (
+	PriorityNormal Priority = iota
+	PriorityHigh
+	PriorityLow
+)
+
+var priorityNames = [...]string{PriorityNormal: "normal", PriorityHigh: "high", PriorityLow: "low"}
+
+func (p Priority) String() string {
+	if int(p) < len(priorityNames) {
+		return priorityNames[p]
+	}
+	return "unknown"
+}
+
+// ParsePriority reads "high", "normal" or "low"; "" is normal.
+func ParsePriority(s string) (Priority, error) {
+	if s == "" {
+		return PriorityNormal, nil
+	}
+	for p, name := range priorityNames {
+		if s == name {
+			return Priority(p), nil
+		}
+	}
+	return PriorityNormal, fmt.Errorf("%q is not a priority: high, normal or low", s)
 }
 
 // Params are the tunables of a decision.
