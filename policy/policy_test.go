@@ -34,7 +34,8 @@ func chinaTable(t testing.TB) *table.Table {
 				p.code, isp, n, n, p.code, isp, p.lat, p.lon, float64(n%4)/10)
 		}
 	}
-	y += "records:\n  - name: www.example.org\n  - name: api.example.org\n    nodes: [ZJ-telecom, SH-telecom, JS-unicom]\n"
+	y += "records:\n  - name: www.example.org\n  - name: api.example.org\n    nodes: [ZJ-telecom, SH-telecom, JS-unicom]\n" +
+		"  - name: img.example.org\n    priority: low\n  - name: core.example.org\n    priority: high\n"
 	tb, err := table.Parse("t.yaml", []byte(y), zones, 60)
 	if err != nil {
 		t.Fatal(err)
@@ -64,7 +65,8 @@ func clients(r *rand.Rand) scoring.Client {
 
 // A decision from the cache is the decision made in full: same node, tier,
 // candidates, score, distance, subnet dependence and order, whatever the
-// parameters, the loads, ramps, shedding, quality rows and pins.
+// parameters, the loads, ramps, shedding, capacity weights, priorities,
+// quality rows and pins.
 func TestCachedDecisionsAreExact(t *testing.T) {
 	tb := chinaTable(t)
 	r := rand.New(rand.NewPCG(1, 2))
@@ -77,7 +79,7 @@ func TestCachedDecisionsAreExact(t *testing.T) {
 		p := scoring.DefaultParams
 		p.Spread = []float64{0, 0.05, 0.1, 0.3}[round%4]
 		p.Answers = 1 + round%3
-		if round%5 == 0 {
+		if round%5 == 0 || round%7 == 0 {
 			p.ShedLow, p.ShedHigh = 0.5, 0.9
 		}
 		if round%3 == 0 {
@@ -95,6 +97,8 @@ func TestCachedDecisionsAreExact(t *testing.T) {
 				v.Nodes[i].Shed, full.Nodes[i].Shed = 0.5, 0.5
 				v.shedding[i], v.anyShed = true, true
 			}
+			w := []float64{1, 1, 0.5, 2, 3}[r.IntN(5)]
+			v.Nodes[i].Weight, full.Nodes[i].Weight = w, w
 			if p.ShedHigh > 0 && load > p.ShedLow {
 				v.shedding[i], v.anyShed = true, true
 			}
@@ -102,8 +106,13 @@ func TestCachedDecisionsAreExact(t *testing.T) {
 		for range 400 {
 			c := clients(r)
 			q := Query{Record: tb.Records["www.example.org."], QType: dns.TypeA, Client: c, Subnet: r.Uint64()}
-			if r.IntN(6) == 0 {
+			switch r.IntN(8) {
+			case 0:
 				q.Record = tb.Records["api.example.org."]
+			case 1:
+				q.Record = tb.Records["img.example.org."]
+			case 2:
+				q.Record = tb.Records["core.example.org."]
 			}
 			if r.IntN(7) == 0 {
 				q.QType = dns.TypeAAAA

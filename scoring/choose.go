@@ -17,6 +17,9 @@ type Input struct {
 	Params  *Params // nil: DefaultParams
 	Quality *Links  // nil: no quality matrix
 	Key     uint64  // the client's subnet: ties, the spread and shedding are per subnet
+	// Priority is the record's class: between the shed_load watermarks a
+	// low one sheds twice the normal share, a high one half of it.
+	Priority Priority
 }
 
 // Choose picks the best node among cand (indices into nodes; the record's
@@ -320,7 +323,14 @@ func (ch *chooser) why(i int) string {
 	}
 	keep := 1 - n.Shed
 	if p.ShedHigh > 0 && n.Load > p.ShedLow {
-		keep *= (p.ShedHigh - n.Load) / (p.ShedHigh - p.ShedLow)
+		shed := (n.Load - p.ShedLow) / (p.ShedHigh - p.ShedLow)
+		switch ch.in.Priority {
+		case PriorityLow:
+			shed = min(1, 2*shed)
+		case PriorityHigh:
+			shed /= 2
+		}
+		keep *= 1 - shed
 	}
 	if keep >= 1 {
 		return ""

@@ -3,6 +3,7 @@ package scoring
 import (
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 )
 
@@ -128,5 +129,56 @@ func TestCapacityWeights(t *testing.T) {
 		if unset[i] != ones[i] {
 			t.Fatalf("Subnet %d: %s unweighted, %s at weight 1", i, unset[i], ones[i])
 		}
+	}
+}
+
+// Between the watermarks a low-priority name sheds twice the normal share
+// and a high-priority one half of it, each keeping a subset of the subnets
+// the class above keeps; at the high watermark every class leaves.
+func TestShedPriority(t *testing.T) {
+	p := DefaultParams
+	p.ShedLow, p.ShedHigh = 0.6, 0.9
+	const n = 6000
+	for _, load := range []float64{0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9} {
+		nodes := zjTelecom(load)
+		normal := (load - 0.6) / 0.3
+		kept := map[Priority]map[int]bool{}
+		for _, pr := range []Priority{PriorityHigh, PriorityNormal, PriorityLow} {
+			kept[pr] = map[int]bool{}
+			for i := range n {
+				d := Decide(&Input{Client: &hzTelecom, Nodes: nodes, Cand: []int{0, 3}, Topo: DefaultTopology(), Params: &p, Key: subnetKey(i), Priority: pr})
+				if d.Node == 0 {
+					kept[pr][i] = true
+				}
+			}
+			want := map[Priority]float64{PriorityHigh: 1 - normal/2, PriorityNormal: 1 - normal, PriorityLow: max(0, 1-2*normal)}[pr]
+			if load >= 0.9 {
+				want = 0
+			}
+			if f := float64(len(kept[pr])) / n; math.Abs(f-want) > 0.03 {
+				t.Errorf("Load %.2f, %s: kept %.1f%%, want %.0f%%", load, pr, 100*f, 100*want)
+			}
+		}
+		for i := range kept[PriorityLow] {
+			if !kept[PriorityNormal][i] {
+				t.Fatalf("Load %.2f: subnet %d kept for low but not for normal", load, i)
+			}
+		}
+		for i := range kept[PriorityNormal] {
+			if !kept[PriorityHigh][i] {
+				t.Fatalf("Load %.2f: subnet %d kept for normal but not for high", load, i)
+			}
+		}
+	}
+}
+
+func TestParsePriority(t *testing.T) {
+	for s, want := range map[string]Priority{"": PriorityNormal, "normal": PriorityNormal, "high": PriorityHigh, "low": PriorityLow} {
+		if got, err := ParsePriority(s); err != nil || got != want || (s != "" && got.String() != s) {
+			t.Errorf("ParsePriority(%q) = %v, %v", s, got, err)
+		}
+	}
+	if _, err := ParsePriority("urgent"); err == nil || !strings.Contains(err.Error(), `"urgent"`) {
+		t.Errorf("Got %v, want an error naming urgent", err)
 	}
 }
