@@ -85,6 +85,9 @@ func TestCachedDecisionsAreExact(t *testing.T) {
 		if round%3 == 0 {
 			p.Weights = scoring.Weights{0.4, 0.2, 0.1, 0.3}
 		}
+		if round%4 == 1 {
+			p.Weights = scoring.Weights{0.4, 0.2, 0.1, 0.2, 0.1}
+		}
 		snap := health.NewSnapshot(map[string]health.Status{})
 		v, _ := NewView(Inputs{Table: tb, Snapshot: snap, Params: &p, Links: links, Serial: 1, Now: now, Cache: NewDecisions()})
 		full, _ := NewView(Inputs{Table: tb, Snapshot: snap, Params: &p, Links: links, Serial: 1, Now: now})
@@ -99,6 +102,9 @@ func TestCachedDecisionsAreExact(t *testing.T) {
 			}
 			w := []float64{1, 1, 0.5, 2, 3}[r.IntN(5)]
 			v.Nodes[i].Weight, full.Nodes[i].Weight = w, w
+			fails, flaps := r.IntN(3), r.IntN(2)
+			v.Nodes[i].Fails, full.Nodes[i].Fails = fails, fails
+			v.Nodes[i].Flaps, full.Nodes[i].Flaps = flaps, flaps
 			if p.ShedHigh > 0 && load > p.ShedLow {
 				v.shedding[i], v.anyShed = true, true
 			}

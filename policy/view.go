@@ -93,6 +93,7 @@ func NewView(in Inputs) (*View, time.Time) {
 		if st, ok := in.Snapshot.Status(t.Nodes[i].ID); ok {
 			v.Status[i] = NodeStatus{State: st.State.String(), Reason: st.Reason, Since: st.Since}
 			v.Nodes[i].Down = st.State == health.StateDown
+			v.Nodes[i].Fails, v.Nodes[i].Flaps = st.Fails, st.Flaps
 			if st.HasLoad {
 				v.Nodes[i].Load = st.Load
 			}

@@ -182,3 +182,40 @@ func TestParsePriority(t *testing.T) {
 		t.Errorf("Got %v, want an error naming urgent", err)
 	}
 }
+
+// The stability term prefers the steady node among near-equals; at weight
+// 0 (a Corefile's four weights) the history changes no decision.
+func TestStabilityTerm(t *testing.T) {
+	nodes := zjTelecom(0.3, 0.3, 0.3)
+	nodes[0].Fails = 4
+	nodes[1].Fails, nodes[1].Flaps = 1, 1
+	steady := DefaultParams
+	steady.Spread = 0
+	steady.Weights = Weights{0.5, 0.3, 0.2, 0, 0.2}
+	old := DefaultParams
+	old.Spread = 0
+	calm := zjTelecom(0.3, 0.3, 0.3)
+	for k := range 3000 {
+		key := subnetKey(k)
+		if d := Choose(&hzTelecom, nodes, []int{0, 1, 2, 3}, DefaultTopology(), &steady, key); nodes[d.Node].ID != "hz-3" {
+			t.Fatalf("Subnet %d went to %s, want the steady hz-3", k, nodes[d.Node].ID)
+		}
+		for _, p := range []*Params{&old, &DefaultParams} {
+			d := Choose(&hzTelecom, nodes, []int{0, 1, 2, 3}, DefaultTopology(), p, key)
+			c := Choose(&hzTelecom, calm, []int{0, 1, 2, 3}, DefaultTopology(), p, key)
+			if d != c {
+				t.Fatalf("Subnet %d: weight 0 and a history decide %+v, without history %+v", k, d, c)
+			}
+		}
+	}
+	// Spread: the flapping node keeps a smaller share, not none.
+	steady.Spread = 0.3
+	got := map[string]int{}
+	for k := range 6000 {
+		got[nodes[Choose(&hzTelecom, nodes, []int{0, 1, 2}, DefaultTopology(), &steady, subnetKey(k)).Node].ID]++
+	}
+	if !(got["hz-3"] > got["hz-2"] && got["hz-2"] > got["hz-1"]) {
+		t.Errorf("Shares %v: want the steadier nodes to take more", got)
+	}
+	t.Logf("Shares with stability 0.2 and spread 0.3: %v", got)
+}

@@ -33,6 +33,9 @@ type Node struct {
 	// Weight is the node's capacity: it multiplies its share of the
 	// subnets it shares with others (weighted rendezvous). 0 reads as 1.
 	Weight float64
+	// Fails and Flaps are the failed probes and the up/down transitions
+	// of the health window: the stability term's input.
+	Fails, Flaps int
 }
 
 // Priority is a record's class when a node sheds load: low-priority names
