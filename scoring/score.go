@@ -7,11 +7,11 @@ import "math"
 // not a table of funcs: calls through func values (or a switch over the
 // terms) cost 20-40% of a location-free Choose.
 const (
-	Distance = iota // nearness: 1/(1 + km/100)
-	Load            // spare capacity: 1 - load
-	Cost            // cheapness: 1 - cost/highest cost in the tier
-	Quality         // the network: 1/(1 + rtt_ms/50) × (1 - loss), 0 without a row
-	Stability       // steadiness: 1/(1 + failed probes + 2 × flaps) over the health window
+	Distance  = iota // nearness: 1/(1 + km/100)
+	Load             // spare capacity: 1 - load
+	Cost             // cheapness: 1 - cost/highest cost in the tier
+	Quality          // the network: 1/(1 + rtt_ms/50) × (1 - loss), 0 without a row
+	Stability        // steadiness: 1/(1 + failed probes + 2 × flaps) over the health window
 	NumTerms
 )
 
