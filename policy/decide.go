@@ -85,7 +85,7 @@ func (v *View) prepare(q *Query, cand []int, h uint64) *scoring.Prepared {
 func (v *View) input(q *Query, cand []int) *scoring.Input {
 	c := q.Client
 	return &scoring.Input{Client: &c, Nodes: v.Nodes, Cand: cand, Topo: v.Table.Topology,
-		Params: v.Params, Quality: v.Links, Key: q.Subnet, Priority: q.Record.Priority}
+		Params: v.Params, Quality: v.Links, Key: q.Subnet, Priority: q.Record.Priority, V6: q.QType == dns.TypeAAAA}
 }
 
 // pinned chooses among the pinned nodes of cand while one is usable; it
@@ -101,7 +101,7 @@ func (v *View) pinned(q *Query, cand []int) scoring.Decision {
 		}
 	}
 	d := scoring.Decide(&scoring.Input{Client: &q.Client, Nodes: v.Nodes, Cand: sub, Topo: v.Table.Topology,
-		Params: v.Params, Quality: v.Links, Key: q.Subnet, Priority: q.Record.Priority})
+		Params: v.Params, Quality: v.Links, Key: q.Subnet, Priority: q.Record.Priority, V6: q.QType == dns.TypeAAAA})
 	if d.Tier == scoring.TierNone || d.Tier == scoring.TierFailOpen {
 		return scoring.Decision{Tier: scoring.TierNone}
 	}

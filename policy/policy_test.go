@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/netip"
+	"strings"
 	"testing"
 	"time"
 
@@ -65,7 +66,7 @@ func clients(r *rand.Rand) scoring.Client {
 
 // A decision from the cache is the decision made in full: same node, tier,
 // candidates, score, distance, subnet dependence and order, whatever the
-// parameters, the loads, ramps, shedding, capacity weights, priorities,
+// parameters, the ladders, the loads, ramps, shedding, capacity weights, priorities,
 // quality rows and pins.
 func TestCachedDecisionsAreExact(t *testing.T) {
 	tb := chinaTable(t)
@@ -87,6 +88,12 @@ func TestCachedDecisionsAreExact(t *testing.T) {
 		}
 		if round%4 == 1 {
 			p.Weights = scoring.Weights{0.4, 0.2, 0.1, 0.2, 0.1}
+		}
+		switch round % 3 {
+		case 1:
+			p.Ladder6 = mustLadder(t, "province_isp neighbor_isp province neighbor region country continent all")
+		case 2:
+			p.Ladder = mustLadder(t, "neighbor_isp province_isp region province country")
 		}
 		snap := health.NewSnapshot(map[string]health.Status{})
 		v, _ := NewView(Inputs{Table: tb, Snapshot: snap, Params: &p, Links: links, Serial: 1, Now: now, Cache: NewDecisions()})
@@ -156,4 +163,13 @@ func BenchmarkDecide(b *testing.B) {
 			}
 		})
 	}
+}
+
+func mustLadder(t testing.TB, s string) *scoring.Ladder {
+	t.Helper()
+	l, err := scoring.ParseLadder(strings.Fields(s))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
 }

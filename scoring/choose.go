@@ -20,6 +20,7 @@ type Input struct {
 	// Priority is the record's class: between the shed_load watermarks a
 	// low one sheds twice the normal share, a high one half of it.
 	Priority Priority
+	V6       bool // an AAAA query: Params.Ladder6 orders the tiers
 }
 
 // Choose picks the best node among cand (indices into nodes; the record's
@@ -78,7 +79,7 @@ func prepare(in *Input, buf []scored) Prepared {
 	if len(in.Cand) == 0 {
 		return out
 	}
-	ch := chooser{in: in, p: pp, lc: newLadderClient(in.Client, in.Topo)}
+	ch := chooser{in: in, p: pp, lc: newLadderClient(in.Client, in.Topo, pp.ladderFor(in.V6))}
 	// Pass 1: the best tier holding a usable node, and its highest cost.
 	tier, count, maxCost := TierFailOpen, 0, 0.0
 	for _, i := range in.Cand {
@@ -87,9 +88,9 @@ func prepare(in *Input, buf []scored) Prepared {
 		}
 		n := &in.Nodes[i]
 		switch t := ch.lc.tierOf(n, tier); {
-		case t < tier:
+		case ch.lc.l.Better(t, tier):
 			tier, count, maxCost = t, 1, n.Cost
-		case t == tier:
+		case t == tier && t != TierFailOpen: // fail_open: on no rung
 			count++
 			maxCost = max(maxCost, n.Cost)
 		}
@@ -363,12 +364,16 @@ func (ch *chooser) tail(tier Tier, near []scored) []int32 {
 		if !ch.usable(i) || slices.ContainsFunc(near, func(sc scored) bool { return int(sc.i) == i }) {
 			continue
 		}
+		t := ch.lc.tierOf(n, TierFailOpen)
+		if t == TierFailOpen {
+			continue // on no rung of this ladder
+		}
 		s.values(i, n, &v)
-		rest = append(rest, ranked{int32(i), ch.lc.tierOf(n, TierFailOpen), s.w.dot(&v)})
+		rest = append(rest, ranked{int32(i), t, s.w.dot(&v)})
 	}
 	slices.SortStableFunc(rest, func(a, b ranked) int {
 		if a.tier != b.tier {
-			return int(a.tier) - int(b.tier)
+			return int(ch.lc.l.rank[a.tier]) - int(ch.lc.l.rank[b.tier])
 		}
 		return cmpDesc(a.score, b.score)
 	})

@@ -219,3 +219,83 @@ func TestStabilityTerm(t *testing.T) {
 	}
 	t.Logf("Shares with stability 0.2 and spread 0.3: %v", got)
 }
+
+func mustLadder(t *testing.T, s string) *Ladder {
+	t.Helper()
+	l, err := ParseLadder(strings.Fields(s))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+// The default ladder is today's order, and a parsed one in that order
+// decides the same; a bad list names the tier.
+func TestParseLadder(t *testing.T) {
+	if got := DefaultLadder.String(); got != "province_isp province neighbor_isp neighbor region country continent all" {
+		t.Errorf("Default ladder %q", got)
+	}
+	l := mustLadder(t, "province_isp neighbor_isp province neighbor region country continent all")
+	if !l.Better(TierNeighborISP, TierProvince) || l.Better(TierProvince, TierNeighborISP) || !l.Better(TierAll, TierFailOpen) {
+		t.Errorf("Order %v: neighbor_isp must come before province", l.Tiers())
+	}
+	for _, tc := range []struct{ in, want string }{
+		{"", "ladder: no tier"},
+		{"province_isp provinces all", `unknown tier "provinces"`},
+		{"province province_isp province", `tier "province" listed twice`},
+		{"all province", `tier "all" must be last`},
+		{"fail_open", `unknown tier "fail_open"`},
+	} {
+		if _, err := ParseLadder(strings.Fields(tc.in)); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("ParseLadder(%q) = %v, want %q", tc.in, err, tc.want)
+		}
+	}
+	same := DefaultParams
+	same.Ladder = mustLadder(t, DefaultLadder.String())
+	r := rand.New(rand.NewPCG(5, 6))
+	for k := range 3000 {
+		c := remote(r)
+		if k%2 == 0 {
+			c = hzEdu
+		}
+		cand := allIDs()
+		if a, b := Choose(&c, fixture, cand, DefaultTopology(), &DefaultParams, uint64(k)), Choose(&c, fixture, cand, DefaultTopology(), &same, uint64(k)); a != b {
+			t.Fatalf("%+v: default %+v, parsed default %+v", c, a, b)
+		}
+	}
+}
+
+// Same carrier in a neighbouring province before another carrier in the
+// client's own, for AAAA only; a ladder without all fails open abroad.
+func TestLadderOrder(t *testing.T) {
+	p := DefaultParams
+	p.Ladder6 = mustLadder(t, "province_isp neighbor_isp province neighbor region country continent all")
+	cand := ids("hz-unicom", "sh-telecom", "tokyo")
+	in := Input{Client: &hzTelecom, Nodes: fixture, Cand: cand, Topo: DefaultTopology(), Params: &p}
+	if d := Decide(&in); fixture[d.Node].ID != "hz-unicom" || d.Tier != TierProvince {
+		t.Errorf("A: %s (%s), want hz-unicom on the default ladder", fixture[d.Node].ID, d.Tier)
+	}
+	in.V6 = true
+	if d := Decide(&in); fixture[d.Node].ID != "sh-telecom" || d.Tier != TierNeighborISP {
+		t.Errorf("AAAA: %s (%s), want sh-telecom from neighbor_isp", fixture[d.Node].ID, d.Tier)
+	}
+	// The trace reads the same ladder.
+	for _, tr := range Trace(&in) {
+		if fixture[tr.Node].ID == "hz-unicom" && tr.Tier != TierProvince {
+			t.Errorf("Trace: hz-unicom on %s", tr.Tier)
+		}
+	}
+	p.Ladder = mustLadder(t, "province_isp province neighbor_isp neighbor region country")
+	p.Answers = 3
+	abroad := Client{Country: "US", Continent: "NA", HasCoords: true, Lat: 37, Lon: -122}
+	in = Input{Client: &abroad, Nodes: fixture, Cand: ids("tokyo", "hz-telecom"), Topo: DefaultTopology(), Params: &p}
+	if d := Decide(&in); d.Tier != TierFailOpen {
+		t.Errorf("Abroad without all: tier %s, want fail_open", d.Tier)
+	}
+	in.Client = &hzMobile
+	in.Cand = ids("tokyo", "sh-telecom", "hz-telecom")
+	d := Decide(&in)
+	if fixture[d.Node].ID != "hz-telecom" || d.NOrder != 2 {
+		t.Errorf("Got %s and %d answers, want hz-telecom then sh-telecom; tokyo is on no rung", fixture[d.Node].ID, d.NOrder)
+	}
+}

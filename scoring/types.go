@@ -88,6 +88,20 @@ type Params struct {
 	MaxLoss float64
 	// Answers is how many nodes the decision orders, 1..MaxAnswers.
 	Answers int
+	// Ladder and Ladder6 order the tiers for A and AAAA; nil: the
+	// default, and for Ladder6 Ladder's.
+	Ladder, Ladder6 *Ladder
+}
+
+// ladderFor is the ladder of a family.
+func (p *Params) ladderFor(v6 bool) *Ladder {
+	switch {
+	case v6 && p.Ladder6 != nil:
+		return p.Ladder6
+	case p.Ladder != nil:
+		return p.Ladder
+	}
+	return DefaultLadder
 }
 
 // MaxAnswers bounds Params.Answers.
