@@ -2,6 +2,7 @@ package policy
 
 import (
 	"slices"
+	"time"
 
 	"github.com/gslbdns/gslb/overrides"
 	"github.com/gslbdns/gslb/scoring"
@@ -17,6 +18,9 @@ type Query struct {
 	Client scoring.Client
 	Subnet uint64           // the client's /24 (/48) key: it breaks ties
 	Pin    *overrides.Entry // nodes an override or the admin API pinned; nil: none
+	// Placed is the override that corrected the client's location; nil:
+	// none. Its expiry bounds the answer's ttl.
+	Placed *overrides.Entry
 }
 
 // Decision is the answer to one query for a record.
@@ -28,6 +32,47 @@ type Decision struct {
 	// equals: the answer holds for that subnet, not for the whole network
 	// the location came from.
 	PerSubnet bool
+	// Volatile says why the answer may change soon, one of the TTLReason
+	// values but TTLStable; "": it may not.
+	Volatile string
+	// Expires is when a pin or override the answer used ends; zero: never.
+	Expires time.Time
+}
+
+// The reasons of an answer's ttl, for the metadata gslb/ttl_reason.
+const (
+	TTLStable      = "stable"       // nothing known will change the answer: MAX
+	TTLRamping     = "ramping"      // a node of the record is taking its subnets back
+	TTLShedding    = "shedding"     // a node of the record sheds load between the watermarks
+	TTLProbeFailed = "probe_failed" // an answered node failed a probe in the health window
+	TTLFailOpen    = "fail_open"    // no usable node: any health change changes the answer
+	TTLExpiry      = "expiry"       // a pin or override the answer used ends within MAX
+)
+
+// TTL is the answer's ttl and its reason: the record's ttl (MAX) for a
+// stable answer; MIN when it may change; the time to the end of a pin or
+// override it used when that comes first, but not under MIN. MIN is the
+// record's own, else min (0: none given, MIN is MAX). now is read only for
+// an answer that used an expiring pin or override.
+func (d *Decision) TTL(rec *table.Record, min uint32, now time.Time) (uint32, string) {
+	hi, lo := rec.TTL, rec.TTL
+	switch {
+	case rec.MinTTL > 0:
+		lo = rec.MinTTL
+	case min > 0 && min < hi:
+		lo = min
+	}
+	if d.Volatile != "" {
+		return lo, d.Volatile
+	}
+	if !d.Expires.IsZero() {
+		left := d.Expires.Sub(now)
+		if left < time.Duration(hi)*time.Second {
+			secs := uint32(max(0, (left+time.Second-1)/time.Second))
+			return max(secs, lo), TTLExpiry
+		}
+	}
+	return hi, TTLStable
 }
 
 // Decide chooses q's node.
@@ -45,7 +90,47 @@ func (v *View) Decide(q *Query) Decision {
 		d.State = v.Status[d.Node].State
 	}
 	d.PerSubnet = d.Tied
+	d.Volatile = v.volatile(&d.Decision, cand)
+	if d.Tier == scoring.TierOverride {
+		d.Expires = q.Pin.Expires
+	}
+	if q.Placed != nil && !q.Placed.Expires.IsZero() && (d.Expires.IsZero() || q.Placed.Expires.Before(d.Expires)) {
+		d.Expires = q.Placed.Expires
+	}
 	return d
+}
+
+// volatile says why d may change soon, "" when nothing known will
+// change it: failing open, a node of the record ramping or shedding (the
+// subnet may move to or from it), a probe of an answered node failing.
+func (v *View) volatile(d *scoring.Decision, cand []int) string {
+	switch {
+	case d.Tier == scoring.TierFailOpen:
+		return TTLFailOpen
+	case d.Node < 0:
+		return ""
+	}
+	if v.anyShed {
+		why := ""
+		for _, i := range cand {
+			switch {
+			case !v.shedding[i]:
+			case v.Nodes[i].Shed > 0:
+				return TTLRamping
+			default:
+				why = TTLShedding
+			}
+		}
+		if why != "" {
+			return why
+		}
+	}
+	for _, i := range d.Order[:d.NOrder] {
+		if v.Nodes[i].Fails > 0 {
+			return TTLProbeFailed
+		}
+	}
+	return ""
 }
 
 // decide runs the ladder and the score, or picks from the cached

@@ -106,6 +106,7 @@ func TestCachedDecisionsAreExact(t *testing.T) {
 			if r.IntN(15) == 0 {
 				v.Nodes[i].Shed, full.Nodes[i].Shed = 0.5, 0.5
 				v.shedding[i], v.anyShed = true, true
+				full.shedding[i], full.anyShed = true, true
 			}
 			w := []float64{1, 1, 0.5, 2, 3}[r.IntN(5)]
 			v.Nodes[i].Weight, full.Nodes[i].Weight = w, w
@@ -114,6 +115,7 @@ func TestCachedDecisionsAreExact(t *testing.T) {
 			v.Nodes[i].Flaps, full.Nodes[i].Flaps = flaps, flaps
 			if p.ShedHigh > 0 && load > p.ShedLow {
 				v.shedding[i], v.anyShed = true, true
+				full.shedding[i], full.anyShed = true, true
 			}
 		}
 		for range 400 {
