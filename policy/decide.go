@@ -32,12 +32,27 @@ type Decision struct {
 	// equals: the answer holds for that subnet, not for the whole network
 	// the location came from.
 	PerSubnet bool
-	// Volatile says why the answer may change soon, one of the TTLReason
-	// values but TTLStable; "": it may not.
-	Volatile string
-	// Expires is when a pin or override the answer used ends; zero: never.
-	Expires time.Time
+	// Volatile says why the answer may change soon; Steady: nothing
+	// known will change it.
+	Volatile Volatility
 }
+
+// Volatility is why an answer may change soon.
+type Volatility uint8
+
+// The volatilities, each with its ttl reason.
+const (
+	Steady Volatility = iota
+	Ramping
+	Shedding
+	ProbeFailed
+	FailingOpen
+)
+
+var volatilityReasons = [...]string{Steady: TTLStable, Ramping: TTLRamping, Shedding: TTLShedding, ProbeFailed: TTLProbeFailed, FailingOpen: TTLFailOpen}
+
+// String is the volatility's ttl reason.
+func (v Volatility) String() string { return volatilityReasons[v] }
 
 // The reasons of an answer's ttl, for the metadata gslb/ttl_reason.
 const (
@@ -49,12 +64,13 @@ const (
 	TTLExpiry      = "expiry"       // a pin or override the answer used ends within MAX
 )
 
-// TTL is the answer's ttl and its reason: the record's ttl (MAX) for a
-// stable answer; MIN when it may change; the time to the end of a pin or
-// override it used when that comes first, but not under MIN. MIN is the
-// record's own, else min (0: none given, MIN is MAX). now is read only for
-// an answer that used an expiring pin or override.
-func (d *Decision) TTL(rec *table.Record, min uint32, now time.Time) (uint32, string) {
+// TTL is the answer to q's ttl and its reason: the record's ttl (MAX)
+// for a stable answer; MIN when it may change; the time to the end of a
+// pin or location override it used when that comes first, but not under
+// MIN. MIN is the record's own, else min (0: none given, MIN is MAX). now
+// is read only for an answer that used an expiring pin or override.
+func (d *Decision) TTL(q *Query, min uint32, now time.Time) (uint32, string) {
+	rec := q.Record
 	hi, lo := rec.TTL, rec.TTL
 	switch {
 	case rec.MinTTL > 0:
@@ -62,11 +78,11 @@ func (d *Decision) TTL(rec *table.Record, min uint32, now time.Time) (uint32, st
 	case min > 0 && min < hi:
 		lo = min
 	}
-	if d.Volatile != "" {
-		return lo, d.Volatile
+	if d.Volatile != Steady {
+		return lo, d.Volatile.String()
 	}
-	if !d.Expires.IsZero() {
-		left := d.Expires.Sub(now)
+	if exp := d.expires(q); !exp.IsZero() {
+		left := exp.Sub(now)
 		if left < time.Duration(hi)*time.Second {
 			secs := uint32(max(0, (left+time.Second-1)/time.Second))
 			return max(secs, lo), TTLExpiry
@@ -91,46 +107,55 @@ func (v *View) Decide(q *Query) Decision {
 	}
 	d.PerSubnet = d.Tied
 	d.Volatile = v.volatile(&d.Decision, cand)
-	if d.Tier == scoring.TierOverride {
-		d.Expires = q.Pin.Expires
-	}
-	if q.Placed != nil && !q.Placed.Expires.IsZero() && (d.Expires.IsZero() || q.Placed.Expires.Before(d.Expires)) {
-		d.Expires = q.Placed.Expires
-	}
 	return d
 }
 
-// volatile says why d may change soon, "" when nothing known will
-// change it: failing open, a node of the record ramping or shedding (the
-// subnet may move to or from it), a probe of an answered node failing.
-func (v *View) volatile(d *scoring.Decision, cand []int) string {
+// expires is when the first pin or location override the decision used
+// ends; zero: never.
+func (d *Decision) expires(q *Query) time.Time {
+	var exp time.Time
+	if d.Tier == scoring.TierOverride {
+		exp = q.Pin.Expires
+	}
+	if q.Placed != nil && !q.Placed.Expires.IsZero() && (exp.IsZero() || q.Placed.Expires.Before(exp)) {
+		exp = q.Placed.Expires
+	}
+	return exp
+}
+
+// volatile says why d may change soon: failing open, a node of the
+// record ramping or shedding (the subnet may move to or from it), a probe
+// of an answered node failing; Steady when nothing known will change it.
+func (v *View) volatile(d *scoring.Decision, cand []int) Volatility {
 	switch {
 	case d.Tier == scoring.TierFailOpen:
-		return TTLFailOpen
+		return FailingOpen
 	case d.Node < 0:
-		return ""
+		return Steady
 	}
 	if v.anyShed {
-		why := ""
+		why := Steady
 		for _, i := range cand {
 			switch {
 			case !v.shedding[i]:
 			case v.Nodes[i].Shed > 0:
-				return TTLRamping
+				return Ramping
 			default:
-				why = TTLShedding
+				why = Shedding
 			}
 		}
-		if why != "" {
+		if why != Steady {
 			return why
 		}
 	}
-	for _, i := range d.Order[:d.NOrder] {
-		if v.Nodes[i].Fails > 0 {
-			return TTLProbeFailed
+	if v.anyFails {
+		for _, i := range d.Order[:d.NOrder] {
+			if v.Nodes[i].Fails > 0 {
+				return ProbeFailed
+			}
 		}
 	}
-	return ""
+	return Steady
 }
 
 // decide runs the ladder and the score, or picks from the cached

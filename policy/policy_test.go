@@ -112,6 +112,7 @@ func TestCachedDecisionsAreExact(t *testing.T) {
 			v.Nodes[i].Weight, full.Nodes[i].Weight = w, w
 			fails, flaps := r.IntN(3), r.IntN(2)
 			v.Nodes[i].Fails, full.Nodes[i].Fails = fails, fails
+			v.anyFails, full.anyFails = v.anyFails || fails > 0, full.anyFails || fails > 0
 			v.Nodes[i].Flaps, full.Nodes[i].Flaps = flaps, flaps
 			if p.ShedHigh > 0 && load > p.ShedLow {
 				v.shedding[i], v.anyShed = true, true

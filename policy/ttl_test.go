@@ -48,20 +48,20 @@ func TestAdaptiveTTL(t *testing.T) {
 		min      uint32
 		ttl      uint32
 		reason   string
-		volatile string
+		volatile Volatility
 	}{
 		{name: "stable", min: 30, ttl: 300, reason: TTLStable},
-		{name: "probe failed once", status: map[string]health.Status{"hz": {State: health.StateUp, Fails: 1}}, min: 30, ttl: 30, reason: TTLProbeFailed, volatile: TTLProbeFailed},
+		{name: "probe failed once", status: map[string]health.Status{"hz": {State: health.StateUp, Fails: 1}}, min: 30, ttl: 30, reason: TTLProbeFailed, volatile: ProbeFailed},
 		{name: "another node's failure", status: map[string]health.Status{"sh": {State: health.StateUp, Fails: 2}}, min: 30, ttl: 300, reason: TTLStable},
-		{name: "ramping back", status: map[string]health.Status{"hz": {State: health.StateUp, From: health.StateDown, Since: now.Add(-10 * time.Second)}}, min: 30, ttl: 30, reason: TTLRamping, volatile: TTLRamping},
-		{name: "shedding", status: map[string]health.Status{"hz": {State: health.StateUp, Load: 0.7, HasLoad: true}}, params: &shed, min: 30, ttl: 30, reason: TTLShedding, volatile: TTLShedding},
-		{name: "fail open", status: map[string]health.Status{"hz": {State: health.StateDown}, "sh": {State: health.StateDown}}, min: 30, ttl: 30, reason: TTLFailOpen, volatile: TTLFailOpen},
+		{name: "ramping back", status: map[string]health.Status{"hz": {State: health.StateUp, From: health.StateDown, Since: now.Add(-10 * time.Second)}}, min: 30, ttl: 30, reason: TTLRamping, volatile: Ramping},
+		{name: "shedding", status: map[string]health.Status{"hz": {State: health.StateUp, Load: 0.7, HasLoad: true}}, params: &shed, min: 30, ttl: 30, reason: TTLShedding, volatile: Shedding},
+		{name: "fail open", status: map[string]health.Status{"hz": {State: health.StateDown}, "sh": {State: health.StateDown}}, min: 30, ttl: 30, reason: TTLFailOpen, volatile: FailingOpen},
 		{name: "pin ends in 20s", pin: pin(20 * time.Second), min: 10, ttl: 20, reason: TTLExpiry},
 		{name: "pin ends in 5s", pin: pin(5 * time.Second), min: 10, ttl: 10, reason: TTLExpiry},
 		{name: "pin ends in 2h", pin: pin(2 * time.Hour), min: 10, ttl: 300, reason: TTLStable},
 		{name: "location override ends in 90s", placed: &overrides.Entry{Expires: now.Add(90*time.Second - time.Millisecond)}, min: 30, ttl: 90, reason: TTLExpiry},
-		{name: "record's own min", record: "img.example.org.", status: map[string]health.Status{"hz": {State: health.StateUp, Fails: 1}}, min: 30, ttl: 15, reason: TTLProbeFailed, volatile: TTLProbeFailed},
-		{name: "no min: today's ttl", status: map[string]health.Status{"hz": {State: health.StateUp, Fails: 1}}, ttl: 300, reason: TTLProbeFailed, volatile: TTLProbeFailed},
+		{name: "record's own min", record: "img.example.org.", status: map[string]health.Status{"hz": {State: health.StateUp, Fails: 1}}, min: 30, ttl: 15, reason: TTLProbeFailed, volatile: ProbeFailed},
+		{name: "no min: today's ttl", status: map[string]health.Status{"hz": {State: health.StateUp, Fails: 1}}, ttl: 300, reason: TTLProbeFailed, volatile: ProbeFailed},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := tc.params
@@ -77,9 +77,9 @@ func TestAdaptiveTTL(t *testing.T) {
 			for range 2 { // a miss, then from the cache
 				d := v.Decide(&q)
 				if d.Volatile != tc.volatile {
-					t.Errorf("Volatile %q, want %q", d.Volatile, tc.volatile)
+					t.Errorf("Volatile %s, want %s", d.Volatile, tc.volatile)
 				}
-				if ttl, reason := d.TTL(q.Record, tc.min, now); ttl != tc.ttl || reason != tc.reason {
+				if ttl, reason := d.TTL(&q, tc.min, now); ttl != tc.ttl || reason != tc.reason {
 					t.Errorf("TTL %d (%s), want %d (%s)", ttl, reason, tc.ttl, tc.reason)
 				}
 			}
