@@ -35,7 +35,10 @@ type Files struct {
 // places in China. It is safe for concurrent use.
 type DB struct {
 	city, asn *maxminddb.Reader
-	ip        *ipdb.Reader
+	// cityWide and asnWide merge each database's adjacent networks that
+	// place clients alike.
+	cityWide, asnWide *wide
+	ip                *ipdb.Reader
 	meta      []Metadata
 	digest    uint64
 }
@@ -75,11 +78,13 @@ func OpenFiles(f Files) (*DB, error) {
 		if d.city, err = d.openReader("city", f.City, &h); err != nil {
 			return nil, &FileError{"city", err}
 		}
+		d.cityWide = buildWide(d.city, cityPlace)
 	}
 	if f.ASN != "" {
 		if d.asn, err = d.openReader("asn", f.ASN, &h); err != nil {
 			return nil, &FileError{"asn", err}
 		}
+		d.asnWide = buildWide(d.asn, asnPlace)
 	}
 	if f.IPDB != "" {
 		b, err := readOffHeap(f.IPDB, d)
@@ -244,7 +249,7 @@ func (d *DB) lookupMaxMind(addr netip.Addr) Location {
 
 	if d.city != nil {
 		res := d.city.Lookup(addr)
-		loc.Bits = prefixBits(res, addr)
+		loc.Bits = d.cityWide.bits(addr, prefixBits(res, addr))
 		if res.Found() {
 			s.city = cityRecord{}
 			if err := res.Decode(&s.city); err == nil {
@@ -256,7 +261,7 @@ func (d *DB) lookupMaxMind(addr netip.Addr) Location {
 	// the ASN network the carrier (or its absence) may differ.
 	if d.asn != nil {
 		res := d.asn.Lookup(addr)
-		loc.Bits = max(loc.Bits, prefixBits(res, addr))
+		loc.Bits = max(loc.Bits, d.asnWide.bits(addr, prefixBits(res, addr)))
 		if res.Found() {
 			s.asn = asnRecord{}
 			if err := res.Decode(&s.asn); err == nil {
