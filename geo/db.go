@@ -39,8 +39,8 @@ type DB struct {
 	// place clients alike.
 	cityWide, asnWide *wide
 	ip                *ipdb.Reader
-	meta      []Metadata
-	digest    uint64
+	meta              []Metadata
+	digest            uint64
 }
 
 // digestSeed makes Digest comparable within the process, which is all a
