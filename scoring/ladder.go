@@ -65,14 +65,14 @@ var ladder = [...]rung{
 // default is the order above; ParseLadder makes others. Immutable.
 type Ladder struct {
 	rungs []rung
-	// rank is a tier's place, from 1; the tiers not on it and fail_open
-	// come after every rung.
+	// rank is a tier's place, from 1; the tiers not on it come after
+	// every rung, and fail_open after them.
 	rank [TierOverride + 1]uint8
 	// tierAt is the ladder read once: the first rung for a node at a
 	// level, on the client's carrier or not.
 	tierAt [levelAny + 1][2]Tier
 	// reach is, by rank, the widest level the rungs up to it ask about.
-	reach [len(ladder) + 2]level
+	reach [len(ladder) + 3]level
 }
 
 // DefaultLadder is the ladder's order above.
@@ -91,11 +91,12 @@ func newLadder(rungs []rung) *Ladder {
 	for t := range l.rank {
 		l.rank[t] = uint8(len(rungs) + 1)
 	}
+	l.rank[TierFailOpen] = uint8(len(rungs) + 2)
 	for k, r := range rungs {
 		l.rank[r.tier] = uint8(k + 1)
 		l.reach[k+1] = max(l.reach[k], r.level)
 	}
-	l.reach[len(rungs)+1] = levelAny
+	l.reach[len(rungs)+1], l.reach[len(rungs)+2] = levelAny, levelAny
 	for lv := range l.tierAt {
 		for isp := range l.tierAt[lv] {
 			l.tierAt[lv][isp] = TierFailOpen
@@ -112,8 +113,10 @@ func newLadder(rungs []rung) *Ladder {
 
 // ParseLadder reads an order of tiers by their labels (province_isp,
 // province, neighbor_isp, neighbor, region, country, continent, all): each
-// at most once, all last. A client's nodes on no listed tier are reached
-// only by failing open.
+// at most once, all last. A rung takes the nodes within its level (a
+// province's nodes are within its neighbour level). A located client's
+// nodes on no listed tier are reached only by failing open; a client
+// without a location is on all whether listed or not.
 func ParseLadder(names []string) (*Ladder, error) {
 	if len(names) == 0 {
 		return nil, errors.New("ladder: no tier")
@@ -216,9 +219,6 @@ func newLadderClient(c *Client, topo *Topology, l *Ladder) ladderClient {
 func (lc *ladderClient) tierOf(n *Node, bound Tier) Tier {
 	c := lc.c
 	if c == nil {
-		if lc.l.rank[TierAll] > uint8(len(lc.l.rungs)) {
-			return TierFailOpen // a ladder without all
-		}
 		return TierAll
 	}
 	isp := 0

@@ -292,6 +292,10 @@ func TestLadderOrder(t *testing.T) {
 	if d := Decide(&in); d.Tier != TierFailOpen {
 		t.Errorf("Abroad without all: tier %s, want fail_open", d.Tier)
 	}
+	in.Client = &Client{}
+	if d := Decide(&in); d.Tier != TierAll || d.Node < 0 {
+		t.Errorf("Location-free without all: %+v, want the tier all", d)
+	}
 	in.Client = &hzMobile
 	in.Cand = ids("tokyo", "sh-telecom", "hz-telecom")
 	d := Decide(&in)
