@@ -106,7 +106,7 @@ func (v *View) Decide(q *Query) Decision {
 		d.State = v.Status[d.Node].State
 	}
 	d.PerSubnet = d.Tied
-	d.Volatile = v.volatile(&d.Decision, cand)
+	d.Volatile = v.volatile(&d.Decision)
 	return d
 }
 
@@ -123,30 +123,22 @@ func (d *Decision) expires(q *Query) time.Time {
 	return exp
 }
 
-// volatile says why d may change soon: failing open, a node of the
-// record ramping or shedding (the subnet may move to or from it), a probe
-// of an answered node failing; Steady when nothing known will change it.
-func (v *View) volatile(d *scoring.Decision, cand []int) Volatility {
+// volatile says why d may change soon: failing open, a node on its tier
+// or a better one ramping or shedding (the subnet may move to or from
+// it), a probe of an answered node failing; Steady when nothing known
+// will change it.
+func (v *View) volatile(d *scoring.Decision) Volatility {
 	switch {
 	case d.Tier == scoring.TierFailOpen:
 		return FailingOpen
 	case d.Node < 0:
 		return Steady
 	}
-	if v.anyShed {
-		why := Steady
-		for _, i := range cand {
-			switch {
-			case !v.shedding[i]:
-			case v.Nodes[i].Shed > 0:
-				return Ramping
-			default:
-				why = Shedding
-			}
-		}
-		if why != Steady {
-			return why
-		}
+	switch {
+	case d.Ramping:
+		return Ramping
+	case d.Shedding:
+		return Shedding
 	}
 	if v.anyFails {
 		for _, i := range d.Order[:d.NOrder] {

@@ -54,6 +54,8 @@ func TestAdaptiveTTL(t *testing.T) {
 		{name: "probe failed once", status: map[string]health.Status{"hz": {State: health.StateUp, Fails: 1}}, min: 30, ttl: 30, reason: TTLProbeFailed, volatile: ProbeFailed},
 		{name: "another node's failure", status: map[string]health.Status{"sh": {State: health.StateUp, Fails: 2}}, min: 30, ttl: 300, reason: TTLStable},
 		{name: "ramping back", status: map[string]health.Status{"hz": {State: health.StateUp, From: health.StateDown, Since: now.Add(-10 * time.Second)}}, min: 30, ttl: 30, reason: TTLRamping, volatile: Ramping},
+		{name: "a farther node ramping", status: map[string]health.Status{"sh": {State: health.StateUp, From: health.StateDown, Since: now.Add(-10 * time.Second)}}, min: 30, ttl: 300, reason: TTLStable},
+		{name: "a farther node shedding", status: map[string]health.Status{"sh": {State: health.StateUp, Load: 0.7, HasLoad: true}}, params: &shed, min: 30, ttl: 300, reason: TTLStable},
 		{name: "shedding", status: map[string]health.Status{"hz": {State: health.StateUp, Load: 0.7, HasLoad: true}}, params: &shed, min: 30, ttl: 30, reason: TTLShedding, volatile: Shedding},
 		{name: "fail open", status: map[string]health.Status{"hz": {State: health.StateDown}, "sh": {State: health.StateDown}}, min: 30, ttl: 30, reason: TTLFailOpen, volatile: FailingOpen},
 		{name: "pin ends in 20s", pin: pin(20 * time.Second), min: 10, ttl: 20, reason: TTLExpiry},

@@ -82,11 +82,19 @@ func prepare(in *Input, buf []scored) Prepared {
 	ch := chooser{in: in, p: pp, lc: newLadderClient(in.Client, in.Topo, pp.ladderFor(in.V6))}
 	// Pass 1: the best tier holding a usable node, and its highest cost.
 	tier, count, maxCost := TierFailOpen, 0, 0.0
+	// The best tiers of the nodes ramping back and of those shedding load:
+	// when as good as the winner's, the answer may change soon.
+	ramping, shedding := TierFailOpen, TierFailOpen
 	for _, i := range in.Cand {
+		n := &in.Nodes[i]
+		if n.Shed > 0 {
+			ramping = ch.lc.bestOf(n, ramping)
+		} else if pp.ShedHigh > 0 && n.Load > pp.ShedLow && n.Load < pp.ShedHigh && !n.Down {
+			shedding = ch.lc.bestOf(n, shedding)
+		}
 		if !ch.usable(i) {
 			continue
 		}
-		n := &in.Nodes[i]
 		switch t := ch.lc.tierOf(n, tier); {
 		case ch.lc.l.Better(t, tier):
 			tier, count, maxCost = t, 1, n.Cost
@@ -96,6 +104,8 @@ func prepare(in *Input, buf []scored) Prepared {
 		}
 	}
 	out.perSubnet = ch.perSubnet
+	out.d.Ramping = ramping != TierFailOpen && !ch.lc.l.Better(tier, ramping)
+	out.d.Shedding = shedding != TierFailOpen && !ch.lc.l.Better(tier, shedding)
 	if count == 0 {
 		out.failOpen, out.d.Tier = true, TierFailOpen
 		out.contenders = leastLoaded(in.Nodes, in.Cand, buf)

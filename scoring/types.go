@@ -122,6 +122,10 @@ type Decision struct {
 	// (a tie, the spread, or a node turning some subnets away): the answer
 	// then depends on the subnet used as the key.
 	Tied bool
+	// Ramping and Shedding: a node on the winner's tier or a better one
+	// is ramping back from down (or a drain), or shedding load between
+	// the watermarks: the subnet may move to or from it soon.
+	Ramping, Shedding bool
 	// RTTMs is the winner's quality row's round trip, -1 without one.
 	RTTMs float64
 	// Order lists the first Params.Answers nodes, the winner first: the
