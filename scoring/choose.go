@@ -82,19 +82,11 @@ func prepare(in *Input, buf []scored) Prepared {
 	ch := chooser{in: in, p: pp, lc: newLadderClient(in.Client, in.Topo, pp.ladderFor(in.V6))}
 	// Pass 1: the best tier holding a usable node, and its highest cost.
 	tier, count, maxCost := TierFailOpen, 0, 0.0
-	// The best tiers of the nodes ramping back and of those shedding load:
-	// when as good as the winner's, the answer may change soon.
-	ramping, shedding := TierFailOpen, TierFailOpen
 	for _, i := range in.Cand {
-		n := &in.Nodes[i]
-		if n.Shed > 0 {
-			ramping = ch.lc.bestOf(n, ramping)
-		} else if pp.ShedHigh > 0 && n.Load > pp.ShedLow && n.Load < pp.ShedHigh && !n.Down {
-			shedding = ch.lc.bestOf(n, shedding)
-		}
 		if !ch.usable(i) {
 			continue
 		}
+		n := &in.Nodes[i]
 		switch t := ch.lc.tierOf(n, tier); {
 		case ch.lc.l.Better(t, tier):
 			tier, count, maxCost = t, 1, n.Cost
@@ -104,8 +96,8 @@ func prepare(in *Input, buf []scored) Prepared {
 		}
 	}
 	out.perSubnet = ch.perSubnet
-	out.d.Ramping = ramping != TierFailOpen && !ch.lc.l.Better(tier, ramping)
-	out.d.Shedding = shedding != TierFailOpen && !ch.lc.l.Better(tier, shedding)
+	out.d.Ramping = ch.ramping != 0 && !ch.lc.l.Better(tier, ch.ramping)
+	out.d.Shedding = ch.shedding != 0 && !ch.lc.l.Better(tier, ch.shedding)
 	if count == 0 {
 		out.failOpen, out.d.Tier = true, TierFailOpen
 		out.contenders = leastLoaded(in.Nodes, in.Cand, buf)
@@ -295,6 +287,10 @@ type chooser struct {
 	lc        ladderClient
 	s         scorer
 	perSubnet bool // a node turned some subnets away: the answer is per subnet
+	// ramping and shedding are the best tiers of the nodes ramping back
+	// and of those shedding load (TierNone: none): when as good as the
+	// winner's, the answer may change soon.
+	ramping, shedding Tier
 }
 
 // score scores node i when it is a usable node of tier.
@@ -347,6 +343,11 @@ func (ch *chooser) why(i int) string {
 		return ""
 	}
 	ch.perSubnet = true
+	if n.Shed > 0 {
+		ch.ramping = ch.lc.bestOf(n, ch.ramping)
+	} else {
+		ch.shedding = ch.lc.bestOf(n, ch.shedding)
+	}
 	if unit(ch.in.Key, n.ID, saltAdmit) < keep {
 		return ""
 	}

@@ -249,9 +249,9 @@ func (lc *ladderClient) tierOf(n *Node, bound Tier) Tier {
 	return lc.l.tierAt[lv][isp]
 }
 
-// bestOf is the better of n's tier and t.
+// bestOf is the better of n's tier and t (TierNone: none yet).
 func (lc *ladderClient) bestOf(n *Node, t Tier) Tier {
-	if nt := lc.tierOf(n, TierFailOpen); lc.l.Better(nt, t) {
+	if nt := lc.tierOf(n, TierFailOpen); t == TierNone || lc.l.Better(nt, t) {
 		return nt
 	}
 	return t
