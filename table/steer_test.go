@@ -1,6 +1,7 @@
 package table
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -51,5 +52,27 @@ func TestWeightPriorityTTLPairErrors(t *testing.T) {
 				t.Fatalf("Got %v, want an error containing %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// A weight or a priority change is a change of the nodes or the records.
+func TestDiffWeightPriority(t *testing.T) {
+	base := "nodes:\n  - {id: a, ipv4: [192.0.2.1], country: CN, lat: 1, lon: 1%s}\nrecords:\n  - name: www.example.org\n%s"
+	parse1 := func(w, p string) *Table {
+		tb, err := parse([]byte(fmt.Sprintf(base, w, p)), testZones, 60)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tb
+	}
+	old := parse1("", "")
+	if c := parse1(", weight: 2", "").Diff(old); c != ChangeNodes {
+		t.Errorf("Weight: %s, want nodes", c)
+	}
+	if c := parse1("", "    priority: low\n").Diff(old); c != ChangeRecords {
+		t.Errorf("Priority: %s, want records", c)
+	}
+	if c := parse1("", "    ttl: [60, 10]\n").Diff(old); c != ChangeRecords {
+		t.Errorf("TTL pair: %s, want records", c)
 	}
 }
