@@ -35,12 +35,12 @@ type Files struct {
 // places in China. It is safe for concurrent use.
 type DB struct {
 	city, asn *maxminddb.Reader
-	// cityWide and asnWide merge each database's adjacent networks that
-	// place clients alike.
-	cityWide, asnWide *wide
-	ip                *ipdb.Reader
-	meta              []Metadata
-	digest            uint64
+	// cityWide, asnWide and ipWide merge each database's adjacent
+	// networks that place clients alike.
+	cityWide, asnWide, ipWide *wide
+	ip                        *ipdb.Reader
+	meta                      []Metadata
+	digest                    uint64
 }
 
 // digestSeed makes Digest comparable within the process, which is all a
@@ -99,6 +99,7 @@ func OpenFiles(f Files) (*DB, error) {
 			}
 			return nil, &FileError{"ipdb", fmt.Errorf("geo: %w", err)}
 		}
+		d.ipWide = buildWideIPDB(d.ip)
 		d.meta = append(d.meta, Metadata{Kind: "ipdb", Path: f.IPDB, DatabaseType: "ipdb", BuildEpoch: uint64(max(d.ip.Meta().Build, 0))})
 	}
 	d.digest = h.Sum64()
@@ -286,7 +287,7 @@ func (d *DB) mergeIPDB(addr netip.Addr, mm Location) (Location, Other) {
 	loc := mm
 	// Both networks bound the answer: a neighbour inside MaxMind's network
 	// may be placed elsewhere by the IPIP.net database.
-	loc.Bits = max(loc.Bits, uint8(bits))
+	loc.Bits = max(loc.Bits, d.ipWide.bits(addr, uint8(bits)))
 	cc := strings.ToUpper(rec.CountryCode())
 	if cc == "" && rec.CountryName() == "中国" {
 		cc = "CN"

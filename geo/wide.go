@@ -4,6 +4,9 @@ import (
 	"encoding/binary"
 	"net/netip"
 	"slices"
+	"strings"
+
+	"github.com/gslbdns/gslb/geo/ipdb"
 
 	"github.com/oschwald/maxminddb-golang/v2"
 )
@@ -37,49 +40,97 @@ const maxWideNetworks = 1 << 24
 // buildWide reads r's IPv4 networks in address order; placeOf gives each
 // record's place, decoded once per record (networks share records).
 func buildWide(r *maxminddb.Reader, placeOf func(maxminddb.Result) (place, bool)) *wide {
-	w := &wide{}
-	seen := map[uintptr]place{}
-	var (
-		have       bool
-		cur        place
-		start, end uint32
-		count      int
-		n          int
-	)
-	flush := func() {
-		if have && count > 1 {
-			w.start, w.end = append(w.start, start), append(w.end, end)
-		}
-	}
+	var b wideBuilder
 	for res := range r.NetworksWithin(netip.PrefixFrom(netip.IPv4Unspecified(), 0)) {
-		if n++; n > maxWideNetworks || res.Err() != nil {
+		if res.Err() != nil || !b.add(res.Prefix(), uint64(res.Offset()), func() (place, bool) { return placeOf(res) }) {
 			return &wide{}
 		}
-		p := res.Prefix()
-		if !p.Addr().Is4() {
-			continue
-		}
-		pl, ok := seen[res.Offset()]
-		if !ok {
-			if pl, ok = placeOf(res); !ok {
-				flush()
-				have = false
-				continue
-			}
-			seen[res.Offset()] = pl
-		}
-		a := p.Masked().Addr().As4()
-		s := binary.BigEndian.Uint32(a[:])
-		e := s | uint32(uint64(1)<<(32-p.Bits())-1)
-		if have && pl == cur && s == end+1 {
-			end, count = e, count+1
-			continue
-		}
-		flush()
-		have, cur, start, end, count = true, pl, s, e, 1
 	}
-	flush()
-	return w
+	return b.done()
+}
+
+// buildWideIPDB is buildWide for an IPIP.net database: the country, the
+// province and the carrier that mergeIPDB reads.
+func buildWideIPDB(r *ipdb.Reader) *wide {
+	var b wideBuilder
+	ok := true
+	r.Networks4(func(p netip.Prefix, id uint32) bool {
+		ok = b.add(p, uint64(id), func() (place, bool) {
+			rec, ok := r.RecordOf(id)
+			if !ok {
+				return place{}, false
+			}
+			cc := strings.ToUpper(rec.CountryCode())
+			if cc == "" && rec.CountryName() == "中国" {
+				cc = "CN"
+			}
+			if cc != "CN" {
+				return place{country: cc}, true
+			}
+			prov, _ := provinceFromRegion(rec.RegionName())
+			return place{country: cc, province: prov, isp: rec.ISPDomain()}, true
+		})
+		return ok
+	})
+	if !ok {
+		return &wide{}
+	}
+	return b.done()
+}
+
+// wideBuilder gathers the runs from networks in address order.
+type wideBuilder struct {
+	w          wide
+	seen       map[uint64]place
+	have       bool
+	cur        place
+	start, end uint32
+	count, n   int
+}
+
+// add adds network p whose record is id; placeOf decodes it the first
+// time. It reports false past maxWideNetworks.
+func (b *wideBuilder) add(p netip.Prefix, id uint64, placeOf func() (place, bool)) bool {
+	if b.n++; b.n > maxWideNetworks {
+		return false
+	}
+	if !p.Addr().Is4() {
+		return true
+	}
+	if b.seen == nil {
+		b.seen = map[uint64]place{}
+	}
+	pl, ok := b.seen[id]
+	if !ok {
+		if pl, ok = placeOf(); !ok {
+			b.flush()
+			b.have = false
+			return true
+		}
+		b.seen[id] = pl
+	}
+	a := p.Masked().Addr().As4()
+	s := binary.BigEndian.Uint32(a[:])
+	e := s | uint32(uint64(1)<<(32-p.Bits())-1)
+	if b.have && pl == b.cur && s == b.end+1 {
+		b.end, b.count = e, b.count+1
+		return true
+	}
+	b.flush()
+	b.have, b.cur, b.start, b.end, b.count = true, pl, s, e, 1
+	return true
+}
+
+func (b *wideBuilder) flush() {
+	if b.have && b.count > 1 {
+		b.w.start, b.w.end = append(b.w.start, b.start), append(b.w.end, b.end)
+	}
+}
+
+func (b *wideBuilder) done() *wide {
+	b.flush()
+	b.have = false
+	return &b.w
 }
 
 // bits widens bits, the length of addr's network, to the largest aligned

@@ -9,6 +9,7 @@ import (
 
 	"github.com/gslbdns/gslb/geo"
 	"github.com/gslbdns/gslb/geo/mmdbgen"
+	"github.com/gslbdns/gslb/internal/testsupport"
 )
 
 // Adjacent networks that place clients alike (the city's name aside) merge
@@ -120,4 +121,31 @@ func TestWideNetworksNeverMix(t *testing.T) {
 		t.Error("No network widened")
 	}
 	t.Logf("%d of 4096 /24s widened", wider)
+}
+
+// An IPIP.net database's adjacent networks of one province and carrier
+// merge too (city names aside); MaxMind's networks still bound the scope.
+func TestWideNetworksIPDB(t *testing.T) {
+	dir := t.TempDir()
+	city, asn := testsupport.WriteDBs(t, dir, []mmdbgen.City{
+		{Network: "36.0.0.0/12", Country: "CN", Province: "ZJ", City: "Hangzhou", Lat: 30.27, Lon: 120.16},
+	}, []mmdbgen.ASN{{Network: "36.0.0.0/12", ASN: 4134, Org: "Chinanet"}})
+	var rows []testsupport.IPDBRow
+	for i := range 64 {
+		row := testsupport.IPDBRow{Network: fmt.Sprintf("36.0.%d.0/24", i), CountryName: "中国", RegionName: "浙江", CityName: []string{"杭州", "宁波"}[i%2], ISP: "电信", CCode: "CN"}
+		if i == 40 {
+			row.ISP = "联通"
+		}
+		rows = append(rows, row)
+	}
+	ip := testsupport.WriteIPDB(t, dir, rows)
+	db, err := geo.OpenFiles(geo.Files{City: city, ASN: asn, IPDB: ip})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for addr, want := range map[string]uint8{"36.0.5.1": 19, "36.0.33.1": 21, "36.0.40.1": 24, "36.0.41.1": 24, "36.0.48.1": 20} {
+		if l := db.Lookup(netip.MustParseAddr(addr)); l.Bits != want || l.Province != "ZJ" {
+			t.Errorf("%s: bits %d (%s), want %d", addr, l.Bits, l.Province, want)
+		}
+	}
 }
