@@ -41,8 +41,19 @@ const maxWideNetworks = 1 << 24
 // record's place, decoded once per record (networks share records).
 func buildWide(r *maxminddb.Reader, placeOf func(maxminddb.Result) (place, bool)) *wide {
 	var b wideBuilder
-	for res := range r.NetworksWithin(netip.PrefixFrom(netip.IPv4Unspecified(), 0)) {
-		if res.Err() != nil || !b.add(res.Prefix(), uint64(res.Offset()), func() (place, bool) { return placeOf(res) }) {
+	// Empty networks too, as gaps: each step of the walk then counts
+	// towards maxWideNetworks, however the tree shares its nodes.
+	for res := range r.NetworksWithin(netip.PrefixFrom(netip.IPv4Unspecified(), 0), maxminddb.IncludeNetworksWithoutData()) {
+		if res.Err() != nil {
+			return &wide{}
+		}
+		if !res.Found() {
+			if !b.gap() {
+				return &wide{}
+			}
+			continue
+		}
+		if !b.add(res.Prefix(), uint64(res.Offset()), func() (place, bool) { return placeOf(res) }) {
 			return &wide{}
 		}
 	}
@@ -54,7 +65,7 @@ func buildWide(r *maxminddb.Reader, placeOf func(maxminddb.Result) (place, bool)
 func buildWideIPDB(r *ipdb.Reader) *wide {
 	var b wideBuilder
 	ok := true
-	r.Networks4(func(p netip.Prefix, id uint32) bool {
+	all := r.Networks4(func(p netip.Prefix, id uint32) bool {
 		ok = b.add(p, uint64(id), func() (place, bool) {
 			rec, ok := r.RecordOf(id)
 			if !ok {
@@ -72,7 +83,7 @@ func buildWideIPDB(r *ipdb.Reader) *wide {
 		})
 		return ok
 	})
-	if !ok {
+	if !ok || !all {
 		return &wide{}
 	}
 	return b.done()
@@ -118,6 +129,17 @@ func (b *wideBuilder) add(p netip.Prefix, id uint64, placeOf func() (place, bool
 	}
 	b.flush()
 	b.have, b.cur, b.start, b.end, b.count = true, pl, s, e, 1
+	return true
+}
+
+// gap is a network without a record: it ends the run. It reports false
+// past maxWideNetworks.
+func (b *wideBuilder) gap() bool {
+	if b.n++; b.n > maxWideNetworks {
+		return false
+	}
+	b.flush()
+	b.have = false
 	return true
 }
 
