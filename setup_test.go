@@ -284,7 +284,7 @@ func TestSetupSteering(t *testing.T) {
 		{"answers 9", "answers"},
 		{"max_loss 0", "max_loss: must be above 0"},
 		{"quality_max_age 10ms", "quality_max_age"},
-		{"weights 1 1 1 1 1", `unexpected argument "1"`},
+		{"weights 1 1 1 1 1 1", `unexpected argument "1"`},
 		{"quality nope.yaml", "Testfile:4"},
 	} {
 		c := caddy.NewTestController("dns", "gslb example.org {\n"+base+tc.input+"\n}")

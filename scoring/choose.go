@@ -79,7 +79,7 @@ func prepare(in *Input, buf []scored) Prepared {
 	if len(in.Cand) == 0 {
 		return out
 	}
-	ch := chooser{in: in, p: pp, lc: newLadderClient(in.Client, in.Topo, pp.ladderFor(in.V6))}
+	ch := chooser{in: in, p: pp, lc: newLadderClient(in.Client, in.Topo, pp.LadderFor(in.V6))}
 	// Pass 1: the best tier holding a usable node, and its highest cost.
 	tier, count, maxCost := TierFailOpen, 0, 0.0
 	for _, i := range in.Cand {

@@ -93,8 +93,8 @@ type Params struct {
 	Ladder, Ladder6 *Ladder
 }
 
-// ladderFor is the ladder of a family.
-func (p *Params) ladderFor(v6 bool) *Ladder {
+// LadderFor is the ladder of a family: AAAA's when v6.
+func (p *Params) LadderFor(v6 bool) *Ladder {
 	switch {
 	case v6 && p.Ladder6 != nil:
 		return p.Ladder6
