@@ -45,6 +45,7 @@ type Options struct {
 	// SpreadPrefix4 and SpreadPrefix6: the finest unit the spread hashes
 	// a client on when its network is wider.
 	SpreadPrefix4, SpreadPrefix6 uint8
+
 	ECSMin4, ECSMin6 uint8
 	TrustECS         []netip.Prefix // resolvers whose ECS is believed; nil: all
 	Params           scoring.Params

@@ -30,9 +30,10 @@ type Explanation struct {
 	Answer     []ExplainedRR `json:"answer"`
 	Rcode      string        `json:"rcode"`
 	TTL        uint32        `json:"ttl"`
-	TTLReason  string        `json:"ttl_reason"` // why this ttl: stable, ramping, shedding, probe_failed, fail_open, expiry
 	Scope      *uint8        `json:"scope"` // the ECS scope; null without ECS
 	Notes      []string      `json:"notes,omitempty"`
+
+	TTLReason string `json:"ttl_reason"` // why this ttl: stable, ramping, shedding, probe_failed, fail_open, expiry
 }
 
 // ExplainedClient is the address the decision is for.
