@@ -1,8 +1,10 @@
 package test
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
+	"net/netip"
 	"strings"
 	"testing"
 	"time"
@@ -292,5 +294,71 @@ func TestStabilityThroughCoreDNS(t *testing.T) {
 	})
 	if c := count(askMany(t, plain, "www.example.org", n)); c["192.0.2.2"] < n/4 {
 		t.Errorf("Without a stability weight: %v, want hz-2 to keep its share", c)
+	}
+}
+
+// TestReplayResolverEntries: replay's resolver_entries_per_subnet and
+// scopes are what a resolver caching a real CoreDNS's replies to the same
+// queries holds: the distinct (scope network, answer) pairs per /24.
+func TestReplayResolverEntries(t *testing.T) {
+	dir, conf, text := toolSetup(t, toolNodes, "")
+	s := startServer(t, text)
+	var v4 []string
+	seen := map[string]bool{}
+	for _, c := range toolClients(600) {
+		if strings.Contains(c, ".") && !seen[c] {
+			seen[c] = true
+			v4 = append(v4, c)
+		}
+	}
+	entries, scopes := map[string]bool{}, map[string]int{}
+	for _, c := range v4 {
+		r := ask(t, s, "www.example.org", dns.TypeA, c)
+		e := replyECS(r)
+		if e == nil {
+			t.Fatalf("%s: no ECS in the reply", c)
+		}
+		p := netip.MustParsePrefix(c)
+		net, _ := p.Addr().Prefix(int(e.SourceScope))
+		entries[net.String()+" "+answerOf(r)] = true
+		scopes[fmt.Sprintf("/%d", e.SourceScope)]++
+	}
+	in := writeFile(t, dir, "clients.txt", strings.Join(v4, "\n")+"\n")
+	out, stderr, code := runTool(t, "replay", "-conf", conf, "-json", in)
+	var got struct {
+		Entries float64        `json:"resolver_entries_per_subnet"`
+		Scopes  map[string]int `json:"scopes"`
+	}
+	if err := json.Unmarshal([]byte(out), &got); code != 0 || err != nil {
+		t.Fatalf("replay: exit %d, %v: %s\n%s", code, err, stderr, out)
+	}
+	want := float64(len(entries)) / float64(len(v4))
+	if math.Abs(got.Entries-want) > 1e-9 || fmt.Sprint(got.Scopes) != fmt.Sprint(scopes) {
+		t.Errorf("replay: %v entries per /24, scopes %v; CoreDNS's replies make %v, scopes %v", got.Entries, got.Scopes, want, scopes)
+	}
+	if want >= 1 || len(scopes) < 2 {
+		t.Errorf("%v entries per /24 over scopes %v: the clients should share some scopes", want, scopes)
+	}
+	t.Logf("%d /24s: %.3f resolver entries per /24, scopes %v", len(v4), want, scopes)
+}
+
+// TestExplainFollowsLadder: explain's tiers are the ladder in use, down to
+// the rung that answered.
+func TestExplainFollowsLadder(t *testing.T) {
+	_, conf, _ := toolSetup(t, toolNodes, "ladder province_isp neighbor_isp province neighbor region country continent all")
+	out, stderr, code := runTool(t, "explain", "-conf", conf, "-json", "1.4.1.0/24")
+	var x struct {
+		Tiers []struct{ Tier string }
+		Tier  string
+	}
+	if err := json.Unmarshal([]byte(out), &x); code != 0 || err != nil {
+		t.Fatalf("explain: exit %d, %v: %s\n%s", code, err, stderr, out)
+	}
+	var tiers []string
+	for _, et := range x.Tiers {
+		tiers = append(tiers, et.Tier)
+	}
+	if got := strings.Join(tiers, " "); got != "province_isp neighbor_isp" || x.Tier != "neighbor_isp" {
+		t.Errorf("Tiers %q answered by %s, want province_isp neighbor_isp answered by neighbor_isp", got, x.Tier)
 	}
 }
