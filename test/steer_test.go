@@ -11,6 +11,7 @@ import (
 
 	"github.com/gslbdns/gslb/geo/mmdbgen"
 	"github.com/gslbdns/gslb/internal/testsupport"
+	"github.com/gslbdns/gslb/scoring"
 
 	"github.com/miekg/dns"
 )
@@ -361,4 +362,42 @@ func TestExplainFollowsLadder(t *testing.T) {
 	if got := strings.Join(tiers, " "); got != "province_isp neighbor_isp" || x.Tier != "neighbor_isp" {
 		t.Errorf("Tiers %q answered by %s, want province_isp neighbor_isp answered by neighbor_isp", got, x.Tier)
 	}
+}
+
+// TestSpreadKeepsDistanceThroughCoreDNS: for 2,048 Xinjiang telecom /24s
+// (a province without a node, nor one in its region), the default spread sends no client more
+// than max(100 km, 10%) farther than spread 0 does.
+func TestSpreadKeepsDistanceThroughCoreDNS(t *testing.T) {
+	dir := t.TempDir()
+	var cities []mmdbgen.City
+	for i := range 16 { // 61.i.0.0/16 across Xinjiang
+		cities = append(cities, mmdbgen.City{Network: fmt.Sprintf("61.%d.0.0/16", i), Country: "CN", Province: "XJ",
+			City: fmt.Sprintf("xj-%d", i), Lat: 36 + float64(i%4)*2, Lon: 76 + float64(i/4)*4})
+	}
+	city, asn := testsupport.WriteDBs(t, dir, cities, []mmdbgen.ASN{{Network: "61.0.0.0/12", ASN: 4134, Org: "CHINANET"}})
+	nodes := writeFile(t, dir, "nodes.yaml", `nodes:
+  - {id: cd, ipv4: [192.0.2.1], country: CN, province: SC, isp: telecom, lat: 30.57, lon: 104.07}
+  - {id: gz, ipv4: [192.0.2.2], country: CN, province: GD, isp: telecom, lat: 23.13, lon: 113.26}
+  - {id: bj, ipv4: [192.0.2.3], country: CN, province: BJ, isp: telecom, lat: 39.90, lon: 116.40}
+records:
+  - name: www.example.org
+`)
+	coords := map[string][2]float64{"192.0.2.1": {30.57, 104.07}, "192.0.2.2": {23.13, 113.26}, "192.0.2.3": {39.90, 116.40}, "192.0.2.4": {34.34, 108.94}}
+	def := startServer(t, corefile(city, asn, nodes, ""))
+	none := startServer(t, corefile(city, asn, nodes, "spread 0"))
+	const n = 2048
+	var sumDef, sumNone float64
+	for i := range n {
+		net := i % 16
+		ecs := fmt.Sprintf("61.%d.%d.0/24", net, i/16)
+		lat, lon := 36+float64(net%4)*2, 76+float64(net/4)*4
+		a, b := answerOf(ask(t, def, "www.example.org", dns.TypeA, ecs)), answerOf(ask(t, none, "www.example.org", dns.TypeA, ecs))
+		da := scoring.Haversine(lat, lon, coords[a][0], coords[a][1])
+		db := scoring.Haversine(lat, lon, coords[b][0], coords[b][1])
+		sumDef, sumNone = sumDef+da, sumNone+db
+		if da > db+max(100, 0.1*db)+1 {
+			t.Errorf("%s: the default spread sends it %.0f km (%s), spread 0 %.0f km (%s)", ecs, da, a, db, b)
+		}
+	}
+	t.Logf("Mean distance over %d /24s: %.0f km with the defaults, %.0f km with spread 0", n, sumDef/n, sumNone/n)
 }
