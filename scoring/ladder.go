@@ -163,6 +163,18 @@ func (l *Ladder) String() string {
 	return strings.Join(names, " ")
 }
 
+// Missing lists the tiers the ladder leaves out, in the default order: a
+// located client whose nodes are only on them fails open.
+func (l *Ladder) Missing() []string {
+	var out []string
+	for _, r := range ladder {
+		if l.rank[r.tier] > uint8(len(l.rungs)) {
+			out = append(out, r.name)
+		}
+	}
+	return out
+}
+
 // Better reports whether tier a comes before b on this ladder; fail_open
 // comes after every rung.
 func (l *Ladder) Better(a, b Tier) bool { return l.rank[a] < l.rank[b] }

@@ -148,6 +148,13 @@ records:
 	_, l = queryLabels(t, s, logs, newQuery(t, "www.example.org", dns.TypeA, "59.0.3.0/24"))
 	checkLabels(t, l, map[string]string{"node": "hz-t", "tier": "province"})
 
+	// A ladder that leaves tiers out starts, with a warning naming them.
+	startServer(t, corefile(city, asn, nodes, "ladder province_isp province all"))
+	if l := logs.line(t, "leaves out"); !strings.Contains(l, "[WARNING]") || !strings.Contains(l, "ladder (Corefile:") ||
+		!strings.Contains(l, "neighbor_isp, neighbor, region, country, continent") {
+		t.Errorf("The warning for a short ladder: %q", l)
+	}
+
 	for _, line := range []string{"ladder province_isp town all", "ladder6 all province", "ladder province province all"} {
 		err := startFails(t, corefile(city, asn, nodes, line))
 		want := map[bool]string{true: `unknown tier "town"`, false: "tier"}[strings.Contains(line, "town")]
