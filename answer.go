@@ -90,7 +90,7 @@ func (a *answer) negative(rcode int, scope uint8) (int, error) {
 // the winner first.
 func (a *answer) addresses(name string, out *decide.Outcome) (int, error) {
 	p := newReply(a.r)
-	hdr := dns.RR_Header{Name: name, Rrtype: out.QType, Class: dns.ClassINET, Ttl: out.Record.TTL}
+	hdr := dns.RR_Header{Name: name, Rrtype: out.QType, Class: dns.ClassINET, Ttl: out.TTL}
 	rrs := p.rrs[:0]
 	for _, addr := range out.Addresses() {
 		if out.QType == dns.TypeA {

@@ -147,9 +147,10 @@ func TestServeDNSAnswers(t *testing.T) {
 	}
 }
 
-// Equal nodes share clients: the tie is broken per /24, stably.
+// Equal nodes share clients: the tie is broken per unit (here, with
+// spread_prefix 24, per /24), stably.
 func TestServeDNSTieSpreadsPerSubnet(t *testing.T) {
-	g := newFixtureGSLB(t, fixtureNodes, "")
+	g := newFixtureGSLB(t, fixtureNodes, "spread_prefix 24\n")
 	seen := map[string]int{}
 	for i := 0; i < 64; i++ {
 		e := subnet("1.0." + strconv.Itoa(i) + ".0/24")

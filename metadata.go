@@ -102,6 +102,12 @@ var labels = []struct {
 		}
 		return strconv.FormatFloat(o.Decision.RTTMs, 'f', -1, 64)
 	}},
+	{"ttl_reason", func(o *decide.Outcome) string {
+		if o.Decision.Winner == nil {
+			return ""
+		}
+		return o.TTLReason
+	}},
 	{"score", func(o *decide.Outcome) string {
 		if o.Decision.Winner == nil {
 			return ""

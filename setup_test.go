@@ -62,7 +62,8 @@ online https://geo.example.net/v1/{ip} {
 		{"max_load above 1", "gslb example.org {\n" + base + "max_load 1.5\n}", "max_load"},
 		{"max_load zero", "gslb example.org {\n" + base + "max_load 0\n}", "above 0"},
 		{"all_down junk", "gslb example.org {\n" + base + "all_down maybe\n}", "neither open nor servfail"},
-		{"extra argument", "gslb example.org {\n" + base + "ttl 30 40\n}", `unexpected argument "40"`},
+		{"extra argument", "gslb example.org {\n" + base + "spread 0.1 40\n}", `unexpected argument "40"`},
+		{"ttl min above max", "gslb example.org {\n" + base + "ttl 30 40\n}", `ttl: MIN "40" is not a whole number in 1..30`},
 		{"reload too short", "gslb example.org {\n" + base + "reload 10ms\n}", "reload"},
 		{"missing geoip file", "gslb example.org {\ngeoip nope.mmdb\nnodes nodes.yaml\n}", "nope.mmdb"},
 		{"not a database", "gslb example.org {\ngeoip nodes.yaml\nnodes nodes.yaml\n}", "nodes.yaml"},
@@ -284,7 +285,7 @@ func TestSetupSteering(t *testing.T) {
 		{"answers 9", "answers"},
 		{"max_loss 0", "max_loss: must be above 0"},
 		{"quality_max_age 10ms", "quality_max_age"},
-		{"weights 1 1 1 1 1", `unexpected argument "1"`},
+		{"weights 1 1 1 1 1 1", `unexpected argument "1"`},
 		{"quality nope.yaml", "Testfile:4"},
 	} {
 		c := caddy.NewTestController("dns", "gslb example.org {\n"+base+tc.input+"\n}")

@@ -41,6 +41,11 @@ type Options struct {
 	Cooldown         time.Duration
 	Lines            map[string]int // option -> Corefile line, so that errors found later name it
 	TTL              uint32
+	MinTTL           uint32 // ttl MAX MIN: answers that may change soon; 0: MAX
+	// SpreadPrefix4 and SpreadPrefix6: the finest unit the spread hashes
+	// a client on when its network is wider.
+	SpreadPrefix4, SpreadPrefix6 uint8
+
 	ECSMin4, ECSMin6 uint8
 	TrustECS         []netip.Prefix // resolvers whose ECS is believed; nil: all
 	Params           scoring.Params

@@ -38,6 +38,8 @@ func Parse(c *caddyfile.Dispenser, keys []string, root string, seen Unique) (*Op
 		Config:        locate.Config{CacheSize: locate.DefaultCacheSize, CacheTTL: locate.DefaultCacheTTL},
 		MaxFileSize:   yamlfile.DefaultMaxSize,
 		SOA:           DefaultSOA(),
+		SpreadPrefix4: locate.DefaultSpreadPrefix4,
+		SpreadPrefix6: locate.DefaultSpreadPrefix6,
 	}
 	path := func(p string) string {
 		if !filepath.IsAbs(p) && root != "" {
@@ -81,11 +83,49 @@ func Parse(c *caddyfile.Dispenser, keys []string, root string, seen Unique) (*Op
 				}
 				o.Nodes = path(c.Val())
 			case "ttl":
-				n, err := uintArg(c, 1, math.MaxInt32)
-				if err != nil {
-					return nil, err
+				args := c.RemainingArgs()
+				if len(args) < 1 || len(args) > 2 {
+					return nil, c.Errf("ttl: needs MAX [MIN] in seconds, got %d values", len(args))
 				}
-				o.TTL = uint32(n)
+				hi, err := strconv.ParseUint(args[0], 10, 32)
+				if err != nil || hi < 1 || hi > math.MaxInt32 {
+					return nil, c.Errf("ttl: MAX %q is not a whole number in 1..%d", args[0], math.MaxInt32)
+				}
+				o.TTL, o.MinTTL = uint32(hi), 0
+				if len(args) == 2 {
+					lo, err := strconv.ParseUint(args[1], 10, 32)
+					if err != nil || lo < 1 || lo > hi {
+						return nil, c.Errf("ttl: MIN %q is not a whole number in 1..%d (MAX)", args[1], hi)
+					}
+					o.MinTTL = uint32(lo)
+				}
+			case "ladder", "ladder6":
+				l, err := scoring.ParseLadder(c.RemainingArgs())
+				if err != nil {
+					return nil, c.Errf("%s: %v", prop, strings.TrimPrefix(err.Error(), "ladder: "))
+				}
+				if prop == "ladder" {
+					o.Params.Ladder = l
+				} else {
+					o.Params.Ladder6 = l
+				}
+			case "spread_prefix":
+				args := c.RemainingArgs()
+				if len(args) < 1 || len(args) > 2 {
+					return nil, c.Errf("spread_prefix: needs V4 [V6] prefix lengths (e.g. spread_prefix %d %d), got %d", locate.DefaultSpreadPrefix4, locate.DefaultSpreadPrefix6, len(args))
+				}
+				v4, err := strconv.ParseUint(args[0], 10, 8)
+				if err != nil || v4 < 8 || v4 > 24 {
+					return nil, c.Errf("spread_prefix: V4 %q is not a whole number in 8..24", args[0])
+				}
+				o.SpreadPrefix4 = uint8(v4)
+				if len(args) == 2 {
+					v6, err := strconv.ParseUint(args[1], 10, 8)
+					if err != nil || v6 < 8 || v6 > 48 {
+						return nil, c.Errf("spread_prefix: V6 %q is not a whole number in 8..48", args[1])
+					}
+					o.SpreadPrefix6 = uint8(v6)
+				}
 			case "ecs_min_prefix":
 				args := c.RemainingArgs()
 				if len(args) != 2 {
@@ -565,7 +605,8 @@ func weightsArg(c *caddyfile.Dispenser) (scoring.Weights, error) {
 	return w, nil
 }
 
-// minWeights: distance, load and cost are always given.
+// minWeights: distance, load and cost are always given; quality and
+// stability may follow.
 const minWeights = 3
 
 func uintArg(c *caddyfile.Dispenser, lo, hi uint64) (uint64, error) {

@@ -117,3 +117,55 @@ func TestSetupSOA(t *testing.T) {
 		})
 	}
 }
+
+func TestParseSteeringOptions(t *testing.T) {
+	tests := []struct {
+		name, block string
+		check       func(*Options) bool
+		wantErr     string
+	}{
+		{"defaults", "", func(o *Options) bool {
+			return o.TTL == DefaultTTL && o.MinTTL == 0 && o.Params.Ladder == nil && o.Params.Ladder6 == nil &&
+				o.SpreadPrefix4 == 20 && o.SpreadPrefix6 == 40 && o.Params.Weights[4] == 0
+		}, ""},
+		{"ttl max", "ttl 300", func(o *Options) bool { return o.TTL == 300 && o.MinTTL == 0 }, ""},
+		{"ttl max min", "ttl 300 20", func(o *Options) bool { return o.TTL == 300 && o.MinTTL == 20 }, ""},
+		{"ttl min above max", "ttl 30 60", nil, `ttl: MIN "60" is not a whole number in 1..30`},
+		{"ttl three", "ttl 30 20 10", nil, "ttl: needs MAX [MIN]"},
+		{"ttl zero", "ttl 0", nil, `ttl: MAX "0"`},
+		{"ladder", "ladder province_isp neighbor_isp province neighbor region country continent all", func(o *Options) bool {
+			return o.Params.Ladder.String() == "province_isp neighbor_isp province neighbor region country continent all" && o.Params.Ladder6 == nil
+		}, ""},
+		{"ladder6", "ladder6 province_isp neighbor_isp province all", func(o *Options) bool {
+			return o.Params.Ladder == nil && o.Params.Ladder6.String() == "province_isp neighbor_isp province all"
+		}, ""},
+		{"ladder unknown", "ladder province_isp city all", nil, `Testfile:4 - Error during parsing: ladder: unknown tier "city"`},
+		{"ladder twice", "ladder6 province province all", nil, `ladder6: tier "province" listed twice`},
+		{"ladder all first", "ladder all province", nil, `ladder: tier "all" must be last`},
+		{"ladder empty", "ladder", nil, "ladder: no tier"},
+		{"spread_prefix", "spread_prefix 22 44", func(o *Options) bool { return o.SpreadPrefix4 == 22 && o.SpreadPrefix6 == 44 }, ""},
+		{"spread_prefix v4", "spread_prefix 16", func(o *Options) bool { return o.SpreadPrefix4 == 16 && o.SpreadPrefix6 == 40 }, ""},
+		{"spread_prefix wide", "spread_prefix 25", nil, `spread_prefix: V4 "25" is not a whole number in 8..24`},
+		{"spread_prefix v6", "spread_prefix 20 49", nil, `spread_prefix: V6 "49"`},
+		{"weights five", "weights 0.5 0.2 0.1 0.1 0.1", func(o *Options) bool { return o.Params.Weights[4] == 0.1 && o.Params.Weights[3] == 0.1 }, ""},
+		{"weights six", "weights 1 1 1 1 1 1", nil, `unexpected argument "1"`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			o, err := parseBlock("gslb {\ngeoip g.mmdb\nnodes n.yaml\n" + tc.block + "\n}")
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("Expected an error with %q, got %v", tc.wantErr, err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("Unexpected error: %v", err)
+			}
+			if !tc.check(o) {
+				t.Errorf("Unexpected options for %q: ttl %d/%d ladder %v ladder6 %v spread_prefix %d %d weights %v",
+					tc.block, o.TTL, o.MinTTL, o.Params.Ladder, o.Params.Ladder6, o.SpreadPrefix4, o.SpreadPrefix6, o.Params.Weights)
+			}
+		})
+	}
+}

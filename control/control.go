@@ -231,6 +231,7 @@ func loadControl(o *config.Options) (c *Control, option string, err error) {
 		wake:      make(chan struct{}, 1),
 	}
 	c.decider = decide.New(c, decide.OptionsOf(o))
+	warnLadders(o)
 	c.serial = c.nextSerial()
 	c.checker = c.stableChecker(t)
 	if cn != nil {

@@ -10,6 +10,7 @@ import (
 	"iter"
 	"net"
 	"net/netip"
+	"time"
 
 	"github.com/gslbdns/gslb/canary"
 	"github.com/gslbdns/gslb/config"
@@ -34,11 +35,18 @@ type Options struct {
 	ECSMin4, ECSMin6 uint8
 	TrustECS         []netip.Prefix // resolvers whose ECS is believed; nil: all
 	AllDownServfail  bool
+	// MinTTL is the ttl of an answer that may change soon; 0: the
+	// record's ttl.
+	MinTTL uint32
+	// SpreadPrefix4 and SpreadPrefix6 cut the network the spread hashes a
+	// client on; 0: the defaults.
+	SpreadPrefix4, SpreadPrefix6 uint8
 }
 
 // OptionsOf picks a block's decision options.
 func OptionsOf(o *config.Options) Options {
-	return Options{ECSMin4: o.ECSMin4, ECSMin6: o.ECSMin6, TrustECS: o.TrustECS, AllDownServfail: o.AllDownServfail}
+	return Options{ECSMin4: o.ECSMin4, ECSMin6: o.ECSMin6, TrustECS: o.TrustECS, AllDownServfail: o.AllDownServfail,
+		MinTTL: o.MinTTL, SpreadPrefix4: o.SpreadPrefix4, SpreadPrefix6: o.SpreadPrefix6}
 }
 
 // Decider decides queries with what its source serves.
@@ -48,7 +56,15 @@ type Decider struct {
 }
 
 // New returns a Decider over src.
-func New(src Source, o Options) *Decider { return &Decider{src: src, opts: o} }
+func New(src Source, o Options) *Decider {
+	if o.SpreadPrefix4 == 0 {
+		o.SpreadPrefix4 = locate.DefaultSpreadPrefix4
+	}
+	if o.SpreadPrefix6 == 0 {
+		o.SpreadPrefix6 = locate.DefaultSpreadPrefix6
+	}
+	return &Decider{src: src, opts: o}
+}
 
 // Query is one question for a record of the stable view.
 type Query struct {
@@ -68,7 +84,17 @@ type Outcome struct {
 	Loc      locate.Result
 	Decision policy.Decision
 	Scope    uint8 // the reply's ECS scope
-	QType    uint16
+	// KeyScope is the scope of a reply to an ECS query of the client's
+	// /24 (/48): what a resolver caches the answer for.
+	KeyScope uint8
+	// Unit is the network the spread and ties hash the client on (its
+	// location's network, cut to spread_prefix), UnitBits its length.
+	Unit     locate.Key
+	UnitBits uint8
+	// TTL is the answer's ttl, TTLReason why (policy.TTLStable, ...).
+	TTL       uint32
+	TTLReason string
+	QType     uint16
 	// The policy decided under: the view and record of the stable table,
 	// or of the candidate table for a subnet in the canary.
 	View     *policy.View
@@ -122,13 +148,25 @@ func (d *Decider) choose(v *policy.View, rec *table.Record, qtype uint16, out *O
 			}
 		}
 	}
-	out.Decision = out.View.Decide(policyQuery(out))
+	out.Unit, out.UnitBits = out.Loc.SpreadUnit(d.opts.SpreadPrefix4, d.opts.SpreadPrefix6)
+	q := policyQuery(out)
+	out.Decision = out.View.Decide(q)
+	var now time.Time
+	if out.Decision.Tier == scoring.TierOverride || q.Placed != nil {
+		now = time.Now() // only an expiring pin or override reads the clock
+	}
+	out.TTL, out.TTLReason = out.Decision.TTL(q, d.opts.MinTTL, now)
+	// With a canary, the subnet chose the policy: an answer must not be
+	// cached for subnets of the other one.
+	canaried := cn != nil && cn.Active()
+	keyFamily, keyBits := uint16(1), out.Loc.Key.Bits()
+	if !out.Loc.Key.Is4() {
+		keyFamily = 2
+	}
+	out.KeyScope = out.replyScope(keyFamily, keyBits, canaried)
 	out.Scope = 0
 	if out.FromECS {
-		// With a canary, the subnet chose the policy: an answer must not
-		// be cached for subnets of the other one.
-		perSubnet := out.Decision.PerSubnet || cn != nil && cn.Active()
-		out.Scope = replyScope(out.ECS, out.Loc, perSubnet)
+		out.Scope = out.replyScope(out.ECS.Family, out.ECS.SourceNetmask, canaried)
 	}
 	w := out.Decision.Winner
 	out.Servfail = w != nil && out.Decision.Tier == scoring.TierFailOpen && d.opts.AllDownServfail
@@ -138,7 +176,7 @@ func (d *Decider) choose(v *policy.View, rec *table.Record, qtype uint16, out *O
 
 func policyQuery(out *Outcome) *policy.Query {
 	return &policy.Query{Record: out.Record, QType: out.QType, Client: policy.ClientOf(&out.Loc.Location),
-		Subnet: uint64(out.Loc.Key), Pin: out.Loc.Override.Pin}
+		Subnet: uint64(out.Unit), Pin: out.Loc.Override.Pin, Placed: out.Loc.Override.Location}
 }
 
 // Policy is the policy the decision was made under: stable or canary.

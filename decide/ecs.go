@@ -4,8 +4,6 @@ import (
 	"net"
 	"net/netip"
 
-	"github.com/gslbdns/gslb/locate"
-
 	"github.com/miekg/dns"
 )
 
@@ -41,18 +39,22 @@ func ecsClient(ecs *dns.EDNS0_SUBNET, min4, min6 uint8) (netip.Addr, bool) {
 }
 
 // replyScope is the shortest prefix over which the answer holds: what the
-// location vouches for, widened to the client's /24 (/48) when that picked
-// the node, in the option's family and never beyond its source prefix.
-func replyScope(ecs *dns.EDNS0_SUBNET, loc locate.Result, perSubnet bool) uint8 {
-	scope := loc.Scope
-	if perSubnet {
-		scope = max(scope, loc.Key.Bits())
+// location vouches for, narrowed to the spread's unit when that picked the
+// node (to the client's /24 (/48) when the canary did), in the option's
+// family and never beyond its source prefix.
+func (o *Outcome) replyScope(family uint16, source uint8, canaried bool) uint8 {
+	scope := o.Loc.Scope
+	if o.Decision.PerSubnet {
+		scope = max(scope, o.UnitBits)
 	}
-	if ecs.Family == 2 && loc.Key.Is4() {
+	if canaried {
+		scope = max(scope, o.Loc.Key.Bits())
+	}
+	if family == 2 && o.Loc.Key.Is4() {
 		// An IPv4-mapped client was located as IPv4.
 		scope += 96
 	}
-	return min(scope, ecs.SourceNetmask)
+	return min(scope, source)
 }
 
 // RemoteAddr is the address of a resolver, IPv4-mapped ones as IPv4.

@@ -32,6 +32,8 @@ type Explanation struct {
 	TTL        uint32        `json:"ttl"`
 	Scope      *uint8        `json:"scope"` // the ECS scope; null without ECS
 	Notes      []string      `json:"notes,omitempty"`
+
+	TTLReason string `json:"ttl_reason"` // why this ttl: stable, ramping, shedding, probe_failed, fail_open, expiry
 }
 
 // ExplainedClient is the address the decision is for.
@@ -126,7 +128,7 @@ func (d *Decider) Explain(ctx context.Context, c Client, name string, qtype uint
 	v, rec = out.View, out.Record
 	dc, traces := &out.Decision, v.Trace(policyQuery(&out))
 
-	x := &Explanation{Name: rec.Name, Type: dns.TypeToString[qtype], Tier: dc.Tier.String(), TTL: rec.TTL, Policy: out.Policy(),
+	x := &Explanation{Name: rec.Name, Type: dns.TypeToString[qtype], Tier: dc.Tier.String(), TTL: out.TTL, TTLReason: out.TTLReason, Policy: out.Policy(),
 		Contenders: dc.Candidates, PerSubnet: dc.PerSubnet, Notes: append([]string(nil), notes...)}
 	x.Client = ExplainedClient{Address: out.Client.String(), From: "remote", Subnet: loc.Key.Prefix().String()}
 	if out.FromECS {
@@ -178,7 +180,7 @@ func (d *Decider) Explain(ctx context.Context, c Client, name string, qtype uint
 				Load: n.Load, Cost: n.Cost})
 		}
 	}
-	x.Tiers = explainedTiers(traces, v.Nodes, dc.Tier)
+	x.Tiers = explainedTiers(traces, v.Nodes, dc.Tier, v.Params.LadderFor(qtype == dns.TypeAAAA))
 
 	x.Answer = []ExplainedRR{}
 	for _, st := range steps {
@@ -200,15 +202,15 @@ func (d *Decider) Explain(ctx context.Context, c Client, name string, qtype uint
 	return x, nil
 }
 
-// explainedTiers lists the rungs from the top down to the one that
-// answered, each with the nodes whose best rung it is.
-func explainedTiers(traces []scoring.NodeTrace, nodes []scoring.Node, won scoring.Tier) []ExplainedTier {
-	last := won
-	if won == scoring.TierOverride || won == scoring.TierNone {
-		last = scoring.TierAll
+// explainedTiers lists the rungs of the ladder in use from the top down
+// to the one that answered, each with the nodes whose best rung it is.
+func explainedTiers(traces []scoring.NodeTrace, nodes []scoring.Node, won scoring.Tier, l *scoring.Ladder) []ExplainedTier {
+	tiers := l.Tiers()
+	if won == scoring.TierFailOpen {
+		tiers = append(tiers, won)
 	}
 	var out []ExplainedTier
-	for t := scoring.TierProvinceISP; t <= last; t++ {
+	for _, t := range tiers {
 		et := ExplainedTier{Tier: t.String(), Nodes: []string{}, Usable: []string{}}
 		for _, tr := range traces {
 			if tr.Tier == t {
@@ -219,6 +221,9 @@ func explainedTiers(traces []scoring.NodeTrace, nodes []scoring.Node, won scorin
 			}
 		}
 		out = append(out, et)
+		if t == won {
+			break
+		}
 	}
 	return out
 }

@@ -234,6 +234,11 @@ type Outcome struct {
 	Same       bool         // and the node is in it
 	DistanceKm float64
 	Policy     string // stable, or canary
+	// Scope is the reply's ECS scope, for a query without ECS the scope of
+	// a reply to one of the client's /24 (/48): the network an ECS-caching
+	// resolver keeps the answer for.
+	Scope  uint8
+	Client netip.Addr
 }
 
 // Decide decides one query the way the server does; name "" is the first
@@ -248,7 +253,10 @@ func (e *Engine) Decide(ctx context.Context, c decide.Client, name string, qtype
 
 func outcomeOf(out *decide.Outcome) Outcome {
 	d := &out.Decision
-	o := Outcome{Subnet: out.Loc.Key.Prefix(), DistanceKm: d.DistanceKm, Policy: out.Policy()}
+	o := Outcome{Subnet: out.Loc.Key.Prefix(), DistanceKm: d.DistanceKm, Policy: out.Policy(), Scope: out.KeyScope, Client: out.Client}
+	if out.FromECS {
+		o.Scope = out.Scope
+	}
 	if d.Winner == nil {
 		o.DistanceKm = -1
 		return o

@@ -60,10 +60,14 @@ func (f Files) Paths() []string {
 // concurrent use.
 type DB struct {
 	city, asn *maxminddb.Reader
-	ip        *ipdb.Reader
-	r4, r6    *ip2region.Reader
-	meta      []Metadata
-	digest    uint64
+	// cityWide, asnWide and ipWide merge each database's adjacent
+	// networks that place clients alike; ip2region's ranges are merged
+	// already.
+	cityWide, asnWide, ipWide *wide
+	ip                        *ipdb.Reader
+	r4, r6                    *ip2region.Reader
+	meta                      []Metadata
+	digest                    uint64
 }
 
 // digestSeed makes Digest comparable within the process, which is all a
@@ -101,11 +105,13 @@ func OpenFiles(f Files) (*DB, error) {
 		if d.city, err = d.openReader("city", f.City, &h); err != nil {
 			return nil, &FileError{"city", err}
 		}
+		d.cityWide = buildWide(d.city, cityPlace)
 	}
 	if f.ASN != "" {
 		if d.asn, err = d.openReader("asn", f.ASN, &h); err != nil {
 			return nil, &FileError{"asn", err}
 		}
+		d.asnWide = buildWide(d.asn, asnPlace)
 	}
 	if f.IPDB != "" {
 		b, err := readOffHeap(f.IPDB, d)
@@ -120,6 +126,7 @@ func OpenFiles(f Files) (*DB, error) {
 			}
 			return nil, &FileError{"ipdb", fmt.Errorf("geo: %w", err)}
 		}
+		d.ipWide = buildWideIPDB(d.ip)
 		d.meta = append(d.meta, Metadata{Kind: "ipdb", Path: f.IPDB, DatabaseType: "ipdb", BuildEpoch: uint64(max(d.ip.Meta().Build, 0))})
 	}
 	for _, p := range f.IP2Region {
@@ -327,7 +334,7 @@ func (d *DB) lookupMaxMind(addr netip.Addr) Location {
 
 	if d.city != nil {
 		res := d.city.Lookup(addr)
-		loc.Bits = prefixBits(res, addr)
+		loc.Bits = d.cityWide.bits(addr, prefixBits(res, addr))
 		if res.Found() {
 			s.city = cityRecord{}
 			if err := res.Decode(&s.city); err == nil {
@@ -339,7 +346,7 @@ func (d *DB) lookupMaxMind(addr netip.Addr) Location {
 	// the ASN network the carrier (or its absence) may differ.
 	if d.asn != nil {
 		res := d.asn.Lookup(addr)
-		loc.Bits = max(loc.Bits, prefixBits(res, addr))
+		loc.Bits = max(loc.Bits, d.asnWide.bits(addr, prefixBits(res, addr)))
 		if res.Found() {
 			s.asn = asnRecord{}
 			if err := res.Decode(&s.asn); err == nil {
@@ -360,7 +367,7 @@ func (d *DB) mergeIPDB(addr netip.Addr, mm Location) (Location, Other) {
 	if !ok {
 		return mm, Other{}
 	}
-	return mergeCN(mm, cnRecord{rec.CountryCode(), rec.CountryName(), rec.RegionName(), rec.CityName(), rec.ISPDomain()}, bits, SourceIPDB)
+	return mergeCN(mm, cnRecord{rec.CountryCode(), rec.CountryName(), rec.RegionName(), rec.CityName(), rec.ISPDomain()}, int(d.ipWide.bits(addr, uint8(bits))), SourceIPDB)
 }
 
 // mergeIP2Region lets the ip2region file of addr's family decide the

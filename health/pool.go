@@ -153,6 +153,8 @@ func (pr *probe) inherit(prev *probe) {
 	pr.st.st = prev.st.st
 	pr.st.seen = prev.st.seen
 	pr.st.holdUntil = prev.st.holdUntil
+	pr.st.failAt = slices.Clone(prev.st.failAt)
+	pr.st.flapAt = slices.Clone(prev.st.flapAt)
 }
 
 // status returns the probe's status and whether it has a verdict.

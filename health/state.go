@@ -40,7 +40,16 @@ type Status struct {
 	Reason  string    // failure that took the node down ("" when up or unknown)
 	Since   time.Time // last transition
 	From    State     // the state before it: a node up From down is recovering
+	// Fails and Flaps count the failed probes and the up/down transitions
+	// in the last Window (at most historyCap each): a node's steadiness.
+	Fails, Flaps int
 }
+
+// Window is how far back Status.Fails and Status.Flaps look.
+const Window = 10 * time.Minute
+
+// historyCap bounds the history a node keeps.
+const historyCap = 64
 
 // Snapshot is an immutable view of every probed node.
 type Snapshot struct {
@@ -83,11 +92,52 @@ type node struct {
 	succ      int  // consecutive successes
 	fails     int  // consecutive failures
 	holdUntil time.Time
+	// failAt and flapAt are the times of the failed probes and of the
+	// transitions within Window, oldest first.
+	failAt, flapAt []time.Time
 }
 
 // observe feeds one probe result. It returns whether the published status
 // changed (state or load) and whether the state changed.
 func (n *node) observe(ok bool, reason string, load float64, hasLoad bool, now time.Time) (changed, transition bool) {
+	was := n.st.State
+	changed, transition = n.step(ok, reason, load, hasLoad, now)
+	if !ok {
+		n.failAt = remember(n.failAt, now)
+	}
+	if transition && was != StateUnknown {
+		n.flapAt = remember(n.flapAt, now)
+	}
+	n.failAt, n.flapAt = forget(n.failAt, now), forget(n.flapAt, now)
+	if f, fl := len(n.failAt), len(n.flapAt); f != n.st.Fails || fl != n.st.Flaps {
+		n.st.Fails, n.st.Flaps = f, fl
+		changed = true
+	}
+	return changed, transition
+}
+
+// remember appends t, dropping the oldest entry at historyCap.
+func remember(ts []time.Time, t time.Time) []time.Time {
+	if len(ts) == historyCap {
+		ts = append(ts[:0], ts[1:]...)
+	}
+	return append(ts, t)
+}
+
+// forget drops the times older than Window before now.
+func forget(ts []time.Time, now time.Time) []time.Time {
+	k := 0
+	for k < len(ts) && now.Sub(ts[k]) > Window {
+		k++
+	}
+	if k == 0 {
+		return ts
+	}
+	return append(ts[:0], ts[k:]...)
+}
+
+// step is the hysteresis proper.
+func (n *node) step(ok bool, reason string, load float64, hasLoad bool, now time.Time) (changed, transition bool) {
 	n.seen = true
 	if ok {
 		n.succ++

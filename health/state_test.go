@@ -77,19 +77,19 @@ func TestNodeLoad(t *testing.T) {
 		wantLoad    float64
 	}
 	steps := []step{
-		{true, 0.5, true, true, 0.5},      // first: up and load
-		{true, 0.5, true, false, 0.5},     // same load: nothing changes
-		{true, 0.95, true, true, 0.95},    // load changes
-		{false, 0, false, false, 0.95},    // failure keeps the load
-		{true, 0.95, true, false, 0.95},   // same again
-		{true, 0, true, true, 0},          // zero is a real load
-		{true, 0, false, false, 0},        // no load reported
-		{false, 0, false, false, 0},       // failure
-		{false, 0, false, false, 0},       // second failure
-		{false, 0, false, true, 0},        // fall reached: state changes
-		{true, 0.25, true, true, 0.25},    // load updates while down
-		{true, 0.25, true, false, 0.25},   // hold-down keeps it down
-		{false, 0.25, false, false, 0.25}, // still down
+		{true, 0.5, true, true, 0.5},     // first: up and load
+		{true, 0.5, true, false, 0.5},    // same load: nothing changes
+		{true, 0.95, true, true, 0.95},   // load changes
+		{false, 0, false, true, 0.95},    // failure keeps the load; Fails counts it
+		{true, 0.95, true, false, 0.95},  // same again
+		{true, 0, true, true, 0},         // zero is a real load
+		{true, 0, false, false, 0},       // no load reported
+		{false, 0, false, true, 0},       // failure: counted
+		{false, 0, false, true, 0},       // second failure
+		{false, 0, false, true, 0},       // fall reached: state changes
+		{true, 0.25, true, true, 0.25},   // load updates while down
+		{true, 0.25, true, false, 0.25},  // hold-down keeps it down
+		{false, 0.25, false, true, 0.25}, // still down, one more failure
 	}
 	n := node{rise: 2, fall: 3, holdDown: time.Hour}
 	now := time.Unix(1000, 0)
@@ -110,5 +110,37 @@ func TestStateString(t *testing.T) {
 	var nilSnap *Snapshot
 	if _, ok := nilSnap.Status("a"); ok {
 		t.Errorf("Expected a nil snapshot to hold no nodes")
+	}
+}
+
+// Fails and Flaps count the failed probes and the up/down transitions of
+// the last Window, the first verdict not being a flap; older ones fall out
+// at the next result.
+func TestNodeHistory(t *testing.T) {
+	n := node{rise: 1, fall: 1}
+	t0 := time.Unix(1000, 0)
+	steps := []struct {
+		ok           bool
+		at           time.Duration
+		fails, flaps int
+	}{
+		{false, 0, 1, 0},                             // first verdict: down, not a flap
+		{true, time.Second, 1, 1},                    // up: a flap
+		{false, 2 * time.Second, 2, 2},               // down again
+		{true, 3 * time.Second, 2, 3},                // up
+		{true, Window + 1500*time.Millisecond, 1, 2}, // the first failure and flap fall out
+		{true, Window + 4*time.Second, 0, 0},         // all of them
+	}
+	for i, s := range steps {
+		n.observe(s.ok, ReasonConnect, 0, false, t0.Add(s.at))
+		if n.st.Fails != s.fails || n.st.Flaps != s.flaps {
+			t.Fatalf("Step %d: fails %d flaps %d, want %d and %d", i, n.st.Fails, n.st.Flaps, s.fails, s.flaps)
+		}
+	}
+	for i := range 2 * historyCap {
+		n.observe(false, ReasonConnect, 0, false, t0.Add(Window+time.Duration(5+i)*time.Second))
+	}
+	if n.st.Fails != historyCap {
+		t.Errorf("Fails %d after %d failures, want the cap %d", n.st.Fails, 2*historyCap, historyCap)
 	}
 }

@@ -49,3 +49,37 @@ func (k Key) Prefix() netip.Prefix {
 	binary.BigEndian.PutUint64(a[:8], uint64(k)&^0xffff)
 	return netip.PrefixFrom(netip.AddrFrom16(a), KeyBits6)
 }
+
+// Unit is the key of the network of bits (at most the key's own length)
+// that contains k: the unit the spread hashes a client on when it is
+// wider than a /24 (/48).
+func (k Key) Unit(bits uint8) Key {
+	if k.Is4() {
+		bits = min(bits, KeyBits4)
+		return k &^ Key(uint64(1)<<(32-bits)-1)
+	}
+	bits = min(bits, KeyBits6)
+	return k&^Key(uint64(1)<<(64-bits)-1) | 6
+}
+
+// DefaultSpreadPrefix4 and DefaultSpreadPrefix6 are spread_prefix's
+// defaults: the finest unit the spread hashes on when a client's network
+// is wider.
+const (
+	DefaultSpreadPrefix4 = 20
+	DefaultSpreadPrefix6 = 40
+)
+
+// SpreadUnit is the unit the spread hashes r's client on, and its length:
+// the network that placed it (r.Scope, which already respects overrides
+// and a per-/24 refinement by Redis or the online API), cut down to
+// spread4 (spread6) bits when wider so that the spread still balances,
+// and never narrower than the key.
+func (r *Result) SpreadUnit(spread4, spread6 uint8) (Key, uint8) {
+	cut := spread4
+	if !r.Key.Is4() {
+		cut = spread6
+	}
+	bits := min(max(r.Scope, cut), r.Key.Bits())
+	return r.Key.Unit(bits), bits
+}

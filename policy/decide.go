@@ -2,6 +2,7 @@ package policy
 
 import (
 	"slices"
+	"time"
 
 	"github.com/gslbdns/gslb/overrides"
 	"github.com/gslbdns/gslb/scoring"
@@ -17,6 +18,9 @@ type Query struct {
 	Client scoring.Client
 	Subnet uint64           // the client's /24 (/48) key: it breaks ties
 	Pin    *overrides.Entry // nodes an override or the admin API pinned; nil: none
+	// Placed is the override that corrected the client's location; nil:
+	// none. Its expiry bounds the answer's ttl.
+	Placed *overrides.Entry
 }
 
 // Decision is the answer to one query for a record.
@@ -28,6 +32,63 @@ type Decision struct {
 	// equals: the answer holds for that subnet, not for the whole network
 	// the location came from.
 	PerSubnet bool
+	// Volatile says why the answer may change soon; Steady: nothing
+	// known will change it.
+	Volatile Volatility
+}
+
+// Volatility is why an answer may change soon.
+type Volatility uint8
+
+// The volatilities, each with its ttl reason.
+const (
+	Steady Volatility = iota
+	Ramping
+	Shedding
+	ProbeFailed
+	FailingOpen
+)
+
+var volatilityReasons = [...]string{Steady: TTLStable, Ramping: TTLRamping, Shedding: TTLShedding, ProbeFailed: TTLProbeFailed, FailingOpen: TTLFailOpen}
+
+// String is the volatility's ttl reason.
+func (v Volatility) String() string { return volatilityReasons[v] }
+
+// The reasons of an answer's ttl, for the metadata gslb/ttl_reason.
+const (
+	TTLStable      = "stable"       // nothing known will change the answer: MAX
+	TTLRamping     = "ramping"      // a node of the record is taking its subnets back
+	TTLShedding    = "shedding"     // a node of the record sheds load between the watermarks
+	TTLProbeFailed = "probe_failed" // an answered node failed a probe in the health window
+	TTLFailOpen    = "fail_open"    // no usable node: any health change changes the answer
+	TTLExpiry      = "expiry"       // a pin or override the answer used ends within MAX
+)
+
+// TTL is the answer to q's ttl and its reason: the record's ttl (MAX)
+// for a stable answer; MIN when it may change; the time to the end of a
+// pin or location override it used when that comes first, but not under
+// MIN. MIN is the record's own, else min (0: none given, MIN is MAX). now
+// is read only for an answer that used an expiring pin or override.
+func (d *Decision) TTL(q *Query, min uint32, now time.Time) (uint32, string) {
+	rec := q.Record
+	hi, lo := rec.TTL, rec.TTL
+	switch {
+	case rec.MinTTL > 0:
+		lo = rec.MinTTL
+	case min > 0 && min < hi:
+		lo = min
+	}
+	if d.Volatile != Steady {
+		return lo, d.Volatile.String()
+	}
+	if exp := d.expires(q); !exp.IsZero() {
+		left := exp.Sub(now)
+		if left < time.Duration(hi)*time.Second {
+			secs := uint32(max(0, (left+time.Second-1)/time.Second))
+			return max(secs, lo), TTLExpiry
+		}
+	}
+	return hi, TTLStable
 }
 
 // Decide chooses q's node.
@@ -45,7 +106,48 @@ func (v *View) Decide(q *Query) Decision {
 		d.State = v.Status[d.Node].State
 	}
 	d.PerSubnet = d.Tied
+	d.Volatile = v.volatile(&d.Decision)
 	return d
+}
+
+// expires is when the first pin or location override the decision used
+// ends; zero: never.
+func (d *Decision) expires(q *Query) time.Time {
+	var exp time.Time
+	if d.Tier == scoring.TierOverride {
+		exp = q.Pin.Expires
+	}
+	if q.Placed != nil && !q.Placed.Expires.IsZero() && (exp.IsZero() || q.Placed.Expires.Before(exp)) {
+		exp = q.Placed.Expires
+	}
+	return exp
+}
+
+// volatile says why d may change soon: failing open, a node on its tier
+// or a better one ramping or shedding (the subnet may move to or from
+// it), a probe of an answered node failing; Steady when nothing known
+// will change it.
+func (v *View) volatile(d *scoring.Decision) Volatility {
+	switch {
+	case d.Tier == scoring.TierFailOpen:
+		return FailingOpen
+	case d.Node < 0:
+		return Steady
+	}
+	switch {
+	case d.Ramping:
+		return Ramping
+	case d.Shedding:
+		return Shedding
+	}
+	if v.anyFails {
+		for _, i := range d.Order[:d.NOrder] {
+			if v.Nodes[i].Fails > 0 {
+				return ProbeFailed
+			}
+		}
+	}
+	return Steady
 }
 
 // decide runs the ladder and the score, or picks from the cached
@@ -85,7 +187,7 @@ func (v *View) prepare(q *Query, cand []int, h uint64) *scoring.Prepared {
 func (v *View) input(q *Query, cand []int) *scoring.Input {
 	c := q.Client
 	return &scoring.Input{Client: &c, Nodes: v.Nodes, Cand: cand, Topo: v.Table.Topology,
-		Params: v.Params, Quality: v.Links, Key: q.Subnet}
+		Params: v.Params, Quality: v.Links, Key: q.Subnet, Priority: q.Record.Priority, V6: q.QType == dns.TypeAAAA}
 }
 
 // pinned chooses among the pinned nodes of cand while one is usable; it
@@ -101,7 +203,7 @@ func (v *View) pinned(q *Query, cand []int) scoring.Decision {
 		}
 	}
 	d := scoring.Decide(&scoring.Input{Client: &q.Client, Nodes: v.Nodes, Cand: sub, Topo: v.Table.Topology,
-		Params: v.Params, Quality: v.Links, Key: q.Subnet})
+		Params: v.Params, Quality: v.Links, Key: q.Subnet, Priority: q.Record.Priority, V6: q.QType == dns.TypeAAAA})
 	if d.Tier == scoring.TierNone || d.Tier == scoring.TierFailOpen {
 		return scoring.Decision{Tier: scoring.TierNone}
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/netip"
+	"strings"
 	"testing"
 	"time"
 
@@ -34,7 +35,8 @@ func chinaTable(t testing.TB) *table.Table {
 				p.code, isp, n, n, p.code, isp, p.lat, p.lon, float64(n%4)/10)
 		}
 	}
-	y += "records:\n  - name: www.example.org\n  - name: api.example.org\n    nodes: [ZJ-telecom, SH-telecom, JS-unicom]\n"
+	y += "records:\n  - name: www.example.org\n  - name: api.example.org\n    nodes: [ZJ-telecom, SH-telecom, JS-unicom]\n" +
+		"  - name: img.example.org\n    priority: low\n  - name: core.example.org\n    priority: high\n"
 	tb, err := table.Parse("t.yaml", []byte(y), zones, 60)
 	if err != nil {
 		t.Fatal(err)
@@ -64,7 +66,8 @@ func clients(r *rand.Rand) scoring.Client {
 
 // A decision from the cache is the decision made in full: same node, tier,
 // candidates, score, distance, subnet dependence and order, whatever the
-// parameters, the loads, ramps, shedding, quality rows and pins.
+// parameters, the ladders, the loads, ramps, shedding, capacity weights, priorities,
+// quality rows and pins.
 func TestCachedDecisionsAreExact(t *testing.T) {
 	tb := chinaTable(t)
 	r := rand.New(rand.NewPCG(1, 2))
@@ -77,11 +80,20 @@ func TestCachedDecisionsAreExact(t *testing.T) {
 		p := scoring.DefaultParams
 		p.Spread = []float64{0, 0.05, 0.1, 0.3}[round%4]
 		p.Answers = 1 + round%3
-		if round%5 == 0 {
+		if round%5 == 0 || round%7 == 0 {
 			p.ShedLow, p.ShedHigh = 0.5, 0.9
 		}
 		if round%3 == 0 {
 			p.Weights = scoring.Weights{0.4, 0.2, 0.1, 0.3}
+		}
+		if round%4 == 1 {
+			p.Weights = scoring.Weights{0.4, 0.2, 0.1, 0.2, 0.1}
+		}
+		switch round % 3 {
+		case 1:
+			p.Ladder6 = mustLadder(t, "province_isp neighbor_isp province neighbor region country continent all")
+		case 2:
+			p.Ladder = mustLadder(t, "neighbor_isp province_isp region province country")
 		}
 		snap := health.NewSnapshot(map[string]health.Status{})
 		v, _ := NewView(Inputs{Table: tb, Snapshot: snap, Params: &p, Links: links, Serial: 1, Now: now, Cache: NewCache()})
@@ -94,16 +106,29 @@ func TestCachedDecisionsAreExact(t *testing.T) {
 			if r.IntN(15) == 0 {
 				v.Nodes[i].Shed, full.Nodes[i].Shed = 0.5, 0.5
 				v.shedding[i], v.anyShed = true, true
+				full.shedding[i], full.anyShed = true, true
 			}
+			w := []float64{1, 1, 0.5, 2, 3}[r.IntN(5)]
+			v.Nodes[i].Weight, full.Nodes[i].Weight = w, w
+			fails, flaps := r.IntN(3), r.IntN(2)
+			v.Nodes[i].Fails, full.Nodes[i].Fails = fails, fails
+			v.anyFails, full.anyFails = v.anyFails || fails > 0, full.anyFails || fails > 0
+			v.Nodes[i].Flaps, full.Nodes[i].Flaps = flaps, flaps
 			if p.ShedHigh > 0 && load > p.ShedLow {
 				v.shedding[i], v.anyShed = true, true
+				full.shedding[i], full.anyShed = true, true
 			}
 		}
 		for range 400 {
 			c := clients(r)
 			q := Query{Record: tb.Records["www.example.org."], QType: dns.TypeA, Client: c, Subnet: r.Uint64()}
-			if r.IntN(6) == 0 {
+			switch r.IntN(8) {
+			case 0:
 				q.Record = tb.Records["api.example.org."]
+			case 1:
+				q.Record = tb.Records["img.example.org."]
+			case 2:
+				q.Record = tb.Records["core.example.org."]
 			}
 			if r.IntN(7) == 0 {
 				q.QType = dns.TypeAAAA
@@ -141,4 +166,13 @@ func BenchmarkDecide(b *testing.B) {
 			}
 		})
 	}
+}
+
+func mustLadder(t testing.TB, s string) *scoring.Ladder {
+	t.Helper()
+	l, err := scoring.ParseLadder(strings.Fields(s))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
 }

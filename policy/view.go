@@ -53,6 +53,7 @@ type View struct {
 	// per subnet, and not cached.
 	shedding []bool
 	anyShed  bool
+	anyFails bool // a node failed a probe in the health window
 }
 
 // Inputs are what a view is built from.
@@ -93,6 +94,8 @@ func NewView(in Inputs) (*View, time.Time) {
 		if st, ok := in.Snapshot.Status(t.Nodes[i].ID); ok {
 			v.Status[i] = NodeStatus{State: st.State.String(), Reason: st.Reason, Since: st.Since}
 			v.Nodes[i].Down = st.State == health.StateDown
+			v.Nodes[i].Fails, v.Nodes[i].Flaps = st.Fails, st.Flaps
+			v.anyFails = v.anyFails || st.Fails > 0
 			if st.HasLoad {
 				v.Nodes[i].Load = st.Load
 			}

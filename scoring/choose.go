@@ -17,6 +17,10 @@ type Input struct {
 	Params  *Params // nil: DefaultParams
 	Quality *Links  // nil: no quality matrix
 	Key     uint64  // the client's subnet: ties, the spread and shedding are per subnet
+	// Priority is the record's class: between the shed_load watermarks a
+	// low one sheds twice the normal share, a high one half of it.
+	Priority Priority
+	V6       bool // an AAAA query: Params.Ladder6 orders the tiers
 }
 
 // Choose picks the best node among cand (indices into nodes; the record's
@@ -75,7 +79,7 @@ func prepare(in *Input, buf []scored) Prepared {
 	if len(in.Cand) == 0 {
 		return out
 	}
-	ch := chooser{in: in, p: pp, lc: newLadderClient(in.Client, in.Topo)}
+	ch := chooser{in: in, p: pp, lc: newLadderClient(in.Client, in.Topo, pp.LadderFor(in.V6))}
 	// Pass 1: the best tier holding a usable node, and its highest cost.
 	tier, count, maxCost := TierFailOpen, 0, 0.0
 	for _, i := range in.Cand {
@@ -84,14 +88,16 @@ func prepare(in *Input, buf []scored) Prepared {
 		}
 		n := &in.Nodes[i]
 		switch t := ch.lc.tierOf(n, tier); {
-		case t < tier:
+		case ch.lc.l.Better(t, tier):
 			tier, count, maxCost = t, 1, n.Cost
-		case t == tier:
+		case t == tier && t != TierFailOpen: // fail_open: on no rung
 			count++
 			maxCost = max(maxCost, n.Cost)
 		}
 	}
 	out.perSubnet = ch.perSubnet
+	out.d.Ramping = ch.ramping != 0 && !ch.lc.l.Better(tier, ch.ramping)
+	out.d.Shedding = ch.shedding != 0 && !ch.lc.l.Better(tier, ch.shedding)
 	if count == 0 {
 		out.failOpen, out.d.Tier = true, TierFailOpen
 		out.contenders = leastLoaded(in.Nodes, in.Cand, buf)
@@ -133,6 +139,7 @@ func prepare(in *Input, buf []scored) Prepared {
 			}
 		}
 	}
+	near = nearOnly(near)
 	out.best, out.contenders = best, near
 	if pp.Answers > 1 {
 		out.tail = ch.tail(tier, near)
@@ -156,10 +163,10 @@ func (p *Prepared) Pick(key uint64) Decision {
 			}
 		}
 	case len(p.contenders) > 1:
-		var h uint64
+		w := -1.0
 		for k, sc := range p.contenders {
-			if x := tieHash(key, p.nodes[sc.i].ID); k == 0 || x > h {
-				win, h = k, x
+			if x := tieWeight(key, &p.nodes[sc.i]); x > w {
+				win, w = k, x
 			}
 		}
 	}
@@ -221,12 +228,56 @@ type scored struct {
 }
 
 // weight is a node's rendezvous weight for a subnet: larger for a higher
-// score, comparable across nodes.
+// score and capacity, comparable across nodes. A node's share is then
+// proportional to score × capacity, and changing one node's capacity moves
+// subnets only to or from it.
 func weight(key uint64, nodes []Node, sc scored) float64 {
 	if sc.score <= 0 {
 		return 0
 	}
-	return -sc.score / math.Log(unit(key, nodes[sc.i].ID, saltSpread))
+	return -sc.score * capacity(&nodes[sc.i]) / math.Log(unit(key, nodes[sc.i].ID, saltSpread))
+}
+
+// tieWeight is weight for nodes of equal score. With equal capacities it
+// orders nodes as tieHash does, so subnets keep the node they had.
+func tieWeight(key uint64, n *Node) float64 {
+	u := (float64(tieHash(key, n.ID)>>11) + 0.5) / (1 << 53)
+	return -capacity(n) / math.Log(u)
+}
+
+// capacity is n's weight; 0 (unset) reads as 1.
+func capacity(n *Node) float64 {
+	if n.Weight > 0 {
+		return n.Weight
+	}
+	return 1
+}
+
+// Near-equals in score must be near-equals in distance too: the far end of
+// the distance term is flat (2,000 km and 3,300 km score 0.047 and 0.030),
+// so a spread of the score alone would send clients 1,300 km farther.
+const (
+	nearKm   = 100  // the contenders lie within max(nearKm, nearFrac × nearest) ...
+	nearFrac = 0.10 // ... of the nearest contender's distance
+)
+
+// nearOnly drops the contenders farther than the window above the nearest
+// one; without distances it keeps them all.
+func nearOnly(near []scored) []scored {
+	if len(near) < 2 {
+		return near
+	}
+	nearest := math.Inf(1)
+	for _, sc := range near {
+		if sc.km >= 0 {
+			nearest = min(nearest, sc.km)
+		}
+	}
+	if math.IsInf(nearest, 1) {
+		return near
+	}
+	limit := nearest + max(nearKm, nearFrac*nearest) + tieEpsilon
+	return slices.DeleteFunc(near, func(sc scored) bool { return sc.km > limit })
 }
 
 // chooser holds one preparation's state.
@@ -236,6 +287,10 @@ type chooser struct {
 	lc        ladderClient
 	s         scorer
 	perSubnet bool // a node turned some subnets away: the answer is per subnet
+	// ramping and shedding are the best tiers of the nodes ramping back
+	// and of those shedding load (TierNone: none): when as good as the
+	// winner's, the answer may change soon.
+	ramping, shedding Tier
 }
 
 // score scores node i when it is a usable node of tier.
@@ -275,12 +330,24 @@ func (ch *chooser) why(i int) string {
 	}
 	keep := 1 - n.Shed
 	if p.ShedHigh > 0 && n.Load > p.ShedLow {
-		keep *= (p.ShedHigh - n.Load) / (p.ShedHigh - p.ShedLow)
+		shed := (n.Load - p.ShedLow) / (p.ShedHigh - p.ShedLow)
+		switch ch.in.Priority {
+		case PriorityLow:
+			shed = min(1, 2*shed)
+		case PriorityHigh:
+			shed /= 2
+		}
+		keep *= 1 - shed
 	}
 	if keep >= 1 {
 		return ""
 	}
 	ch.perSubnet = true
+	if n.Shed > 0 {
+		ch.ramping = ch.lc.bestOf(n, ch.ramping)
+	} else {
+		ch.shedding = ch.lc.bestOf(n, ch.shedding)
+	}
 	if unit(ch.in.Key, n.ID, saltAdmit) < keep {
 		return ""
 	}
@@ -308,12 +375,16 @@ func (ch *chooser) tail(tier Tier, near []scored) []int32 {
 		if !ch.usable(i) || slices.ContainsFunc(near, func(sc scored) bool { return int(sc.i) == i }) {
 			continue
 		}
+		t := ch.lc.tierOf(n, TierFailOpen)
+		if t == TierFailOpen {
+			continue // on no rung of this ladder
+		}
 		s.values(i, n, &v)
-		rest = append(rest, ranked{int32(i), ch.lc.tierOf(n, TierFailOpen), s.w.dot(&v)})
+		rest = append(rest, ranked{int32(i), t, s.w.dot(&v)})
 	}
 	slices.SortStableFunc(rest, func(a, b ranked) int {
 		if a.tier != b.tier {
-			return int(a.tier) - int(b.tier)
+			return int(ch.lc.l.rank[a.tier]) - int(ch.lc.l.rank[b.tier])
 		}
 		return cmpDesc(a.score, b.score)
 	})

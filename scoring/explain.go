@@ -28,7 +28,7 @@ func Trace(in *Input) []NodeTrace {
 	if p == nil {
 		p = &DefaultParams
 	}
-	ch := chooser{in: in, p: p, lc: newLadderClient(in.Client, in.Topo)}
+	ch := chooser{in: in, p: p, lc: newLadderClient(in.Client, in.Topo, p.LadderFor(in.V6))}
 	traces := make([]NodeTrace, 0, len(in.Cand))
 	maxCost := map[Tier]float64{}
 	for _, i := range in.Cand {

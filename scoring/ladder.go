@@ -1,6 +1,11 @@
 package scoring
 
-import "slices"
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+)
 
 // Tier is the ladder rung that produced the candidates.
 type Tier uint8
@@ -55,9 +60,23 @@ var ladder = [...]rung{
 	{TierAll, "all", levelAny, false},
 }
 
-// tierAt is the ladder read once: the first rung for a node at a level,
-// on the client's carrier or not.
-var tierAt [levelAny + 1][2]Tier
+// Ladder is an order of the ladder's rungs: a node's tier is the first
+// rung it matches, and the first tier holding a usable node wins. The
+// default is the order above; ParseLadder makes others. Immutable.
+type Ladder struct {
+	rungs []rung
+	// rank is a tier's place, from 1; the tiers not on it come after
+	// every rung, and fail_open after them.
+	rank [TierOverride + 1]uint8
+	// tierAt is the ladder read once: the first rung for a node at a
+	// level, on the client's carrier or not.
+	tierAt [levelAny + 1][2]Tier
+	// reach is, by rank, the widest level the rungs up to it ask about.
+	reach [len(ladder) + 3]level
+}
+
+// DefaultLadder is the ladder's order above.
+var DefaultLadder = newLadder(ladder[:])
 
 func init() {
 	for i, r := range ladder {
@@ -65,18 +84,100 @@ func init() {
 			panic("scoring: the ladder is out of order at " + r.name)
 		}
 	}
-	for lv := range tierAt {
-		for isp := range tierAt[lv] {
-			tierAt[lv][isp] = TierFailOpen
-			for _, r := range ladder {
+}
+
+func newLadder(rungs []rung) *Ladder {
+	l := &Ladder{rungs: rungs}
+	for t := range l.rank {
+		l.rank[t] = uint8(len(rungs) + 1)
+	}
+	l.rank[TierFailOpen] = uint8(len(rungs) + 2)
+	for k, r := range rungs {
+		l.rank[r.tier] = uint8(k + 1)
+		l.reach[k+1] = max(l.reach[k], r.level)
+	}
+	l.reach[len(rungs)+1], l.reach[len(rungs)+2] = levelAny, levelAny
+	for lv := range l.tierAt {
+		for isp := range l.tierAt[lv] {
+			l.tierAt[lv][isp] = TierFailOpen
+			for _, r := range rungs {
 				if level(lv) <= r.level && (isp == 1 || !r.isp) {
-					tierAt[lv][isp] = r.tier
+					l.tierAt[lv][isp] = r.tier
 					break
 				}
 			}
 		}
 	}
+	return l
 }
+
+// ParseLadder reads an order of tiers by their labels (province_isp,
+// province, neighbor_isp, neighbor, region, country, continent, all): each
+// at most once, all last. A rung takes the nodes within its level (a
+// province's nodes are within its neighbour level). A located client's
+// nodes on no listed tier are reached only by failing open; a client
+// without a location is on all whether listed or not.
+func ParseLadder(names []string) (*Ladder, error) {
+	if len(names) == 0 {
+		return nil, errors.New("ladder: no tier")
+	}
+	var rungs []rung
+	for k, name := range names {
+		i := slices.IndexFunc(ladder[:], func(r rung) bool { return r.name == name })
+		switch {
+		case i < 0:
+			return nil, fmt.Errorf("ladder: unknown tier %q, want one of %s", name, strings.Join(ladderNames(), " "))
+		case slices.ContainsFunc(rungs, func(r rung) bool { return r.name == name }):
+			return nil, fmt.Errorf("ladder: tier %q listed twice", name)
+		case ladder[i].tier == TierAll && k != len(names)-1:
+			return nil, fmt.Errorf("ladder: tier %q must be last", name)
+		}
+		rungs = append(rungs, ladder[i])
+	}
+	return newLadder(rungs), nil
+}
+
+func ladderNames() []string {
+	names := make([]string, len(ladder))
+	for i, r := range ladder {
+		names[i] = r.name
+	}
+	return names
+}
+
+// Tiers lists the ladder's tiers in order.
+func (l *Ladder) Tiers() []Tier {
+	out := make([]Tier, len(l.rungs))
+	for k, r := range l.rungs {
+		out[k] = r.tier
+	}
+	return out
+}
+
+// String is the order as ParseLadder reads it.
+func (l *Ladder) String() string {
+	names := make([]string, len(l.rungs))
+	for k, r := range l.rungs {
+		names[k] = r.name
+	}
+	return strings.Join(names, " ")
+}
+
+// Missing lists the tiers the ladder leaves out, in the default order: a
+// located client whose nodes are only on them fails open.
+func (l *Ladder) Missing() []string {
+	var out []string
+	for _, r := range ladder {
+		if l.rank[r.tier] > uint8(len(l.rungs)) {
+			out = append(out, r.name)
+		}
+	}
+	return out
+}
+
+// Better reports whether tier a comes before b on this ladder; fail_open
+// comes after every rung.
+func (l *Ladder) Better(a, b Tier) bool { return l.rank[a] < l.rank[b] }
 
 func (t Tier) String() string {
 	switch {
@@ -92,7 +193,8 @@ func (t Tier) String() string {
 	return "unknown"
 }
 
-// Tiers lists every tier's label, for metrics and tools.
+// Tiers lists every tier's label, for metrics and tools, in the default
+// order.
 func Tiers() []string {
 	names := make([]string, 0, len(ladder)+1)
 	for _, r := range ladder {
@@ -104,17 +206,18 @@ func Tiers() []string {
 // ladderClient holds what the ladder needs of the client, looked up once
 // per decision.
 type ladderClient struct {
+	l         *Ladder
 	c         *Client // nil when the client has no location
 	topo      *Topology
 	neighbors []string
 	region    string
 }
 
-func newLadderClient(c *Client, topo *Topology) ladderClient {
+func newLadderClient(c *Client, topo *Topology, l *Ladder) ladderClient {
 	if c == nil || c.Country == "" {
-		return ladderClient{topo: topo}
+		return ladderClient{l: l, topo: topo}
 	}
-	lc := ladderClient{c: c, topo: topo}
+	lc := ladderClient{l: l, c: c, topo: topo}
 	if c.Province != "" {
 		lc.neighbors = topo.neighborsOf(c.Country, c.Province)
 		lc.region = topo.Region(c.Country, c.Province)
@@ -134,10 +237,7 @@ func (lc *ladderClient) tierOf(n *Node, bound Tier) Tier {
 	if c.ISP != "" && n.ISP == c.ISP {
 		isp = 1
 	}
-	worst := levelAny
-	if int(bound) <= len(ladder) {
-		worst = ladder[bound-1].level
-	}
+	worst := lc.l.reach[lc.l.rank[bound]]
 	var lv level
 	switch {
 	case n.Country != c.Country:
@@ -158,5 +258,13 @@ func (lc *ladderClient) tierOf(n *Node, bound Tier) Tier {
 	default:
 		lv = levelCountry
 	}
-	return tierAt[lv][isp]
+	return lc.l.tierAt[lv][isp]
+}
+
+// bestOf is the better of n's tier and t (TierNone: none yet).
+func (lc *ladderClient) bestOf(n *Node, t Tier) Tier {
+	if nt := lc.tierOf(n, TierFailOpen); t == TierNone || lc.l.Better(nt, t) {
+		return nt
+	}
+	return t
 }

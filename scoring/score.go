@@ -7,19 +7,21 @@ import "math"
 // not a table of funcs: calls through func values (or a switch over the
 // terms) cost 20-40% of a location-free Choose.
 const (
-	Distance = iota // nearness: 1/(1 + km/100)
-	Load            // spare capacity: 1 - load
-	Cost            // cheapness: 1 - cost/highest cost in the tier
-	Quality         // the network: 1/(1 + rtt_ms/50) × (1 - loss), 0 without a row
+	Distance  = iota // nearness: 1/(1 + km/100)
+	Load             // spare capacity: 1 - load
+	Cost             // cheapness: 1 - cost/highest cost in the tier
+	Quality          // the network: 1/(1 + rtt_ms/50) × (1 - loss), 0 without a row
+	Stability        // steadiness: 1/(1 + failed probes + 2 × flaps) over the health window
 	NumTerms
 )
 
-// Weights of the score's terms, indexed by Distance, Load, Cost, Quality.
+// Weights of the score's terms, indexed by Distance, Load, Cost, Quality,
+// Stability; the ones left out weigh 0.
 type Weights [NumTerms]float64
 
 // terms are the score's parts, in Weights order; scorer.values computes
 // them.
-var terms = [NumTerms]string{Distance: "distance", Load: "load", Cost: "cost", Quality: "quality"}
+var terms = [NumTerms]string{Distance: "distance", Load: "load", Cost: "cost", Quality: "quality", Stability: "stability"}
 
 // TermNames lists the terms in Weights order.
 func TermNames() []string {
@@ -63,12 +65,16 @@ func (s *scorer) values(i int, n *Node, v *[NumTerms]float64) float64 {
 			v[Quality], s.rtt = 1/(1+l.RTTMs/50)*(1-l.Loss), l.RTTMs
 		}
 	}
+	v[Stability] = 1
+	if n.Fails|n.Flaps != 0 { // a division per node costs a location-free decision 10%
+		v[Stability] = 1 / (1 + float64(n.Fails) + 2*float64(n.Flaps))
+	}
 	return km
 }
 
 // dot is the weighted sum of a node's term values: its score.
 func (w *Weights) dot(v *[NumTerms]float64) float64 {
-	return w[Distance]*v[Distance] + w[Load]*v[Load] + w[Cost]*v[Cost] + w[Quality]*v[Quality]
+	return w[Distance]*v[Distance] + w[Load]*v[Load] + w[Cost]*v[Cost] + w[Quality]*v[Quality] + w[Stability]*v[Stability]
 }
 
 // Haversine returns the great-circle distance in km between two points

@@ -4,6 +4,8 @@
 // score a list of weighted terms (score.go).
 package scoring
 
+import "fmt"
+
 // Client is the located client. All strings are normalized by the caller:
 // Country and Continent upper case, Province an ISO 3166-2 subdivision code
 // without country prefix, ISP lower case.
@@ -28,6 +30,45 @@ type Node struct {
 	// node coming back from down ramps it from 1 to 0 over the cooldown.
 	// Which subnets is stable: as Shed falls, subnets only come back.
 	Shed float64
+	// Weight is the node's capacity: it multiplies its share of the
+	// subnets it shares with others (weighted rendezvous). 0 reads as 1.
+	Weight float64
+	// Fails and Flaps are the failed probes and the up/down transitions
+	// of the health window: the stability term's input.
+	Fails, Flaps int
+}
+
+// Priority is a record's class when a node sheds load: low-priority names
+// leave a node between the watermarks first, high-priority ones last.
+type Priority uint8
+
+// The priorities; the zero value is normal.
+const (
+	PriorityNormal Priority = iota
+	PriorityHigh
+	PriorityLow
+)
+
+var priorityNames = [...]string{PriorityNormal: "normal", PriorityHigh: "high", PriorityLow: "low"}
+
+func (p Priority) String() string {
+	if int(p) < len(priorityNames) {
+		return priorityNames[p]
+	}
+	return "unknown"
+}
+
+// ParsePriority reads "high", "normal" or "low"; "" is normal.
+func ParsePriority(s string) (Priority, error) {
+	if s == "" {
+		return PriorityNormal, nil
+	}
+	for p, name := range priorityNames {
+		if s == name {
+			return Priority(p), nil
+		}
+	}
+	return PriorityNormal, fmt.Errorf("%q is not a priority: high, normal or low", s)
 }
 
 // Params are the tunables of a decision.
@@ -47,6 +88,20 @@ type Params struct {
 	MaxLoss float64
 	// Answers is how many nodes the decision orders, 1..MaxAnswers.
 	Answers int
+	// Ladder and Ladder6 order the tiers for A and AAAA; nil: the
+	// default, and for Ladder6 Ladder's.
+	Ladder, Ladder6 *Ladder
+}
+
+// LadderFor is the ladder of a family: AAAA's when v6.
+func (p *Params) LadderFor(v6 bool) *Ladder {
+	switch {
+	case v6 && p.Ladder6 != nil:
+		return p.Ladder6
+	case p.Ladder != nil:
+		return p.Ladder
+	}
+	return DefaultLadder
 }
 
 // MaxAnswers bounds Params.Answers.
@@ -67,6 +122,10 @@ type Decision struct {
 	// (a tie, the spread, or a node turning some subnets away): the answer
 	// then depends on the subnet used as the key.
 	Tied bool
+	// Ramping and Shedding: a node on the winner's tier or a better one
+	// is ramping back from down (or a drain), or shedding load between
+	// the watermarks: the subnet may move to or from it soon.
+	Ramping, Shedding bool
 	// RTTMs is the winner's quality row's round trip, -1 without one.
 	RTTMs float64
 	// Order lists the first Params.Answers nodes, the winner first: the

@@ -6,9 +6,9 @@ import "strings"
 type Change uint8
 
 const (
-	ChangeNodes    Change = 1 << iota // a node's addresses, place, carrier, cost or table load
+	ChangeNodes    Change = 1 << iota // a node's addresses, place, carrier, cost, weight or table load
 	ChangeProbes                      // a probe spec, or which nodes are probed
-	ChangeRecords                     // names, TTLs, members, or the name servers
+	ChangeRecords                     // names, TTLs, priorities, members, or the name servers
 	ChangeTopology                    // neighbours or regions
 	ChangeCarriers                    // the carrier additions
 )

@@ -1,6 +1,12 @@
 package table
 
-import "github.com/gslbdns/gslb/health"
+import (
+	"fmt"
+
+	"github.com/gslbdns/gslb/health"
+
+	"go.yaml.in/yaml/v3"
+)
 
 // file is the node table's YAML schema (README "The node table").
 type file struct {
@@ -25,13 +31,37 @@ type nodeEntry struct {
 	Lon      *float64     `yaml:"lon"`
 	Cost     *float64     `yaml:"cost"`
 	Load     *float64     `yaml:"load"`
+	Weight   *float64     `yaml:"weight"`
 	Probe    *health.Spec `yaml:"probe"`
 }
 
 type recordEntry struct {
-	Name  string   `yaml:"name"`
-	TTL   *uint32  `yaml:"ttl"`
-	Nodes []string `yaml:"nodes"`
+	Name     string   `yaml:"name"`
+	TTL      *ttlPair `yaml:"ttl"`
+	Nodes    []string `yaml:"nodes"`
+	Priority string   `yaml:"priority"`
+}
+
+// ttlPair is a record's ttl: MAX, or [MAX, MIN] for answers that may
+// change soon.
+type ttlPair struct {
+	max, min uint32
+	hasMin   bool
+}
+
+func (p *ttlPair) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind == yaml.ScalarNode {
+		return n.Decode(&p.max)
+	}
+	var l []uint32
+	if n.Kind != yaml.SequenceNode || n.Decode(&l) != nil || len(l) == 0 || len(l) > 2 {
+		return fmt.Errorf("line %d: field ttl: want seconds, or [MAX, MIN] in seconds", n.Line)
+	}
+	p.max = l[0]
+	if len(l) == 2 {
+		p.min, p.hasMin = l[1], true
+	}
+	return nil
 }
 
 type carrierEntry struct {

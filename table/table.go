@@ -33,9 +33,13 @@ type Node struct {
 // Record is one name the plugin answers, with its candidates per family:
 // indices of the record's nodes that have an address of that family.
 type Record struct {
-	Name   string
-	TTL    uint32
-	V4, V6 []int
+	Name string
+	TTL  uint32
+	// MinTTL is the ttl of an answer that may change within TTL; 0: the
+	// plugin's.
+	MinTTL   uint32
+	Priority scoring.Priority
+	V4, V6   []int
 }
 
 // Table is an immutable, validated node table.
@@ -229,10 +233,20 @@ func (t *Table) addRecords(f *file, index map[string]int, lines []int, zones []s
 		}
 		r := &Record{Name: name, TTL: defaultTTL}
 		if e.TTL != nil {
-			if *e.TTL == 0 || *e.TTL > math.MaxInt32 {
-				return &entryError{i, at, fmt.Sprintf("field ttl: %d is not in 1..%d", *e.TTL, math.MaxInt32)}
+			r.TTL = e.TTL.max
+			if e.TTL.max == 0 || e.TTL.max > math.MaxInt32 {
+				return &entryError{i, at, fmt.Sprintf("field ttl: %d is not in 1..%d", e.TTL.max, math.MaxInt32)}
 			}
-			r.TTL = *e.TTL
+			if e.TTL.hasMin {
+				if e.TTL.min == 0 || e.TTL.min > e.TTL.max {
+					return &entryError{i, at, fmt.Sprintf("field ttl: MIN %d is not in 1..MAX %d", e.TTL.min, e.TTL.max)}
+				}
+				r.MinTTL = e.TTL.min
+			}
+		}
+		var err error
+		if r.Priority, err = scoring.ParsePriority(e.Priority); err != nil {
+			return &entryError{i, at, "field priority: " + err.Error()}
 		}
 		if e.Nodes != nil && len(e.Nodes) == 0 {
 			return &entryError{i, at, "field nodes: an empty list; leave the field out to use every node"}
@@ -336,6 +350,13 @@ func buildNode(e *nodeEntry) (Node, error) {
 			return n, fmt.Errorf("field load: %v is outside 0..1", l)
 		}
 		n.Load = *e.Load
+	}
+	n.Weight = 1
+	if e.Weight != nil {
+		if w := *e.Weight; math.IsNaN(w) || math.IsInf(w, 0) || w <= 0 {
+			return n, fmt.Errorf("field weight: %v must be > 0", w)
+		}
+		n.Weight = *e.Weight
 	}
 	return n, nil
 }

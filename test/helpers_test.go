@@ -211,7 +211,7 @@ func (b *logBuffer) line(t *testing.T, substr string) string {
 
 // logFormat prints every gslb label as gslb/NAME=VALUE after the query id,
 // so that labels(line) can read them back.
-const logFormat = `"GSLB id={>id} rcode={rcode} gslb/client={/gslb/client} gslb/client_source={/gslb/client_source} gslb/ecs={/gslb/ecs} gslb/country={/gslb/country} gslb/province={/gslb/province} gslb/city={/gslb/city} gslb/isp={/gslb/isp} gslb/asn={/gslb/asn} gslb/geo_source={/gslb/geo_source} gslb/tier={/gslb/tier} gslb/candidates={/gslb/candidates} gslb/node={/gslb/node} gslb/node_state={/gslb/node_state} gslb/distance_km={/gslb/distance_km} gslb/score={/gslb/score} gslb/rtt_ms={/gslb/rtt_ms} gslb/policy={/gslb/policy} END"`
+const logFormat = `"GSLB id={>id} rcode={rcode} gslb/client={/gslb/client} gslb/client_source={/gslb/client_source} gslb/ecs={/gslb/ecs} gslb/country={/gslb/country} gslb/province={/gslb/province} gslb/city={/gslb/city} gslb/isp={/gslb/isp} gslb/asn={/gslb/asn} gslb/geo_source={/gslb/geo_source} gslb/tier={/gslb/tier} gslb/candidates={/gslb/candidates} gslb/node={/gslb/node} gslb/node_state={/gslb/node_state} gslb/distance_km={/gslb/distance_km} gslb/score={/gslb/score} gslb/rtt_ms={/gslb/rtt_ms} gslb/policy={/gslb/policy} gslb/ttl_reason={/gslb/ttl_reason} END"`
 
 // labels parses a logFormat line.
 func labels(line string) map[string]string {

@@ -83,8 +83,9 @@ func shares(t *testing.T, s *server, n int) (map[string]int, []string) {
 	return got, who
 }
 
-// TestSpreadThroughCoreDNS: three equal nodes share the subnets; a load
-// change on one moves a few subnets, all away from it.
+// TestSpreadThroughCoreDNS: three equal nodes share the subnets (per /24
+// with spread_prefix 24); a load change on one moves a few subnets, all
+// away from it.
 func TestSpreadThroughCoreDNS(t *testing.T) {
 	dir := t.TempDir()
 	city, asn := steeringDBs(t, dir)
@@ -92,7 +93,7 @@ func TestSpreadThroughCoreDNS(t *testing.T) {
 	nodes := writeFile(t, dir, "nodes.yaml", "nodes:\n"+zjNode("hz-1", "192.0.2.1", a.srv.URL)+
 		zjNode("hz-2", "192.0.2.2", b.srv.URL)+zjNode("hz-3", "192.0.2.3", c.srv.URL)+"records:\n  - name: www.example.org\n")
 	admin := freeAddr(t)
-	s := startServer(t, corefile(city, asn, nodes, "admin "+admin))
+	s := startServer(t, corefile(city, asn, nodes, "spread_prefix 24\nadmin "+admin))
 	waitLoad(t, admin, "0.3", "hz-1", "hz-2", "hz-3")
 	const n = 3000
 	before, was := shares(t, s, n)

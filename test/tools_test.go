@@ -296,7 +296,7 @@ func TestExplainReport(t *testing.T) {
 		"province_isp  js-telecom (overloaded)",
 		"neighbor_isp  sh-telecom, zj-telecom-a, zj-telecom-b   <- answered",
 		"js-telecom    province_isp  unprobed  no: overloaded",
-		"TTL 60, scope /24, winner zj-telecom-b, picked by the subnet among 3 contenders",
+		"TTL 60 (stable), scope /20, winner zj-telecom-b, picked by the subnet among 3 contenders", // the spread's /20 unit
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("Expected the report to contain %q, got\n%s", want, out)
@@ -308,7 +308,7 @@ func TestExplainReport(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &keys); code != 0 || err != nil {
 		t.Fatalf("explain -json: exit %d, %v\n%s", code, err, out)
 	}
-	for _, k := range []string{"client", "location", "tiers", "candidates", "node", "answer", "ttl", "scope"} {
+	for _, k := range []string{"client", "location", "tiers", "candidates", "node", "answer", "ttl", "ttl_reason", "scope"} {
 		if _, ok := keys[k]; !ok {
 			t.Errorf("Expected key %q in %s", k, out)
 		}
@@ -331,7 +331,7 @@ func TestExplainReport(t *testing.T) {
 				t.Errorf("Expected js-telecom overloaded, got %+v", c)
 			}
 		case "sh-telecom":
-			if !c.Usable || c.DistanceKm == nil || *c.DistanceKm < 200 || *c.DistanceKm > 300 || len(c.Terms) != 4 || c.Score <= 0 {
+			if !c.Usable || c.DistanceKm == nil || *c.DistanceKm < 200 || *c.DistanceKm > 300 || len(c.Terms) != 5 || c.Score <= 0 {
 				t.Errorf("Expected sh-telecom usable, about 270 km away, with its terms, got %+v", c)
 			}
 		}

@@ -8,6 +8,7 @@
 //	go run ./bench/gen queries -subnets warm.txt -mode warm -distinct 20000 -out warm.bin
 //	go run ./bench/gen peers -templates bench/peers -out DIR -set port_pdns=5305 ...
 //	go run ./bench/gen latency < dnsperf-v-output.txt
+//	go run ./bench/gen scopes -city City.mmdb -asn asn.mmdb -subnets cold.txt
 //
 // asn converts @ip-location-db/asn CSV ranges (start,end,asn,org) to a
 // GeoLite2-ASN mmdb with geo/mmdbgen. nodes writes a node table of 31
@@ -24,7 +25,7 @@ import (
 	"os"
 )
 
-const usage = `usage: gen asn|nodes|subnets|queries|peers|latency [flags]; gen CMD -h for flags`
+const usage = `usage: gen asn|nodes|subnets|queries|peers|latency|scopes [flags]; gen CMD -h for flags`
 
 func main() {
 	if len(os.Args) < 2 {
@@ -38,6 +39,7 @@ func main() {
 		"queries": cmdQueries,
 		"peers":   cmdPeers,
 		"latency": cmdLatency,
+		"scopes":  cmdScopes,
 	}
 	f, ok := cmds[os.Args[1]]
 	if !ok {

@@ -134,7 +134,7 @@ func report(w io.Writer, x *decide.Explanation) {
 
 	fmt.Fprintln(w, "Nodes     (raw km, load, cost and rtt | the score's terms, weighted into the score; * the winner)")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "  node\ttier\tstate\tusable\tkm\tload\tcost\trtt\t| distance\tload\tcost\tquality\t= score")
+	fmt.Fprintln(tw, "  node\ttier\tstate\tusable\tkm\tload\tcost\trtt\t| distance\tload\tcost\tquality\tstability\t= score")
 	for _, n := range x.Candidates {
 		usable := "yes"
 		if !n.Usable {
@@ -147,9 +147,9 @@ func report(w io.Writer, x *decide.Explanation) {
 			fmt.Fprintf(tw, "  %s\t-\t%s\t%s\t\t%.2f\t%g\n", n.ID, n.State, usable, n.Load, n.Cost)
 			continue
 		}
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%.2f\t%g\t%s\t| %.3f\t%.3f\t%.3f\t%.3f\t= %.3f\n", n.ID, n.Tier, n.State, usable,
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%.2f\t%g\t%s\t| %.3f\t%.3f\t%.3f\t%.3f\t%.3f\t= %.3f\n", n.ID, n.Tier, n.State, usable,
 			opt(n.DistanceKm, "%.0f"), n.Load, n.Cost, opt(n.RTTMs, "%.0fms"),
-			n.Terms["distance"], n.Terms["load"], n.Terms["cost"], n.Terms["quality"], n.Score)
+			n.Terms["distance"], n.Terms["load"], n.Terms["cost"], n.Terms["quality"], n.Terms["stability"], n.Score)
 	}
 	tw.Flush()
 
@@ -171,7 +171,7 @@ func report(w io.Writer, x *decide.Explanation) {
 		if x.PerSubnet && x.Contenders > 1 {
 			pick = fmt.Sprintf(", picked by the subnet among %d contenders", x.Contenders)
 		}
-		fmt.Fprintf(w, "Answer    %s, TTL %d, scope %s, winner %s%s\n", strings.Join(addrs, " "), x.TTL, scope, x.Node, pick)
+		fmt.Fprintf(w, "Answer    %s, TTL %d (%s), scope %s, winner %s%s\n", strings.Join(addrs, " "), x.TTL, x.TTLReason, scope, x.Node, pick)
 	}
 	for _, n := range x.Notes {
 		fmt.Fprintf(w, "Note      %s\n", n)

@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/netip"
 	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 
@@ -33,17 +34,44 @@ type stats struct {
 	// NoData counts queries no node of the record could answer (no address
 	// of the type): the server answers NODATA and counts no tier.
 	NoData int `json:"nodata"`
+	// ResolverEntriesPerSubnet is what an ECS-caching resolver keeps: the
+	// distinct (scope network, answer) pairs per name and type, per
+	// distinct client /24 (/48) asked for. Scopes counts the queries by
+	// the reply's scope length.
+	ResolverEntriesPerSubnet float64        `json:"resolver_entries_per_subnet"`
+	Scopes                   map[string]int `json:"scopes"`
 
 	same, cross  int
+	entries      map[scopeEntry]bool
+	subnets      map[scopeEntry]bool
 	km           float64
 	withDistance int
 }
 
-func newStats() *stats { return &stats{Tiers: map[string]int{}, Nodes: map[string]int{}} }
+// scopeEntry is one resolver cache entry: a name and type's answer for a
+// network.
+type scopeEntry struct {
+	net    netip.Prefix
+	name   string
+	qtype  uint16
+	answer string
+}
 
-// add counts n queries that decided o, like the plugin's metrics do.
-func (s *stats) add(o engine.Outcome, n int) {
+func newStats() *stats {
+	return &stats{Tiers: map[string]int{}, Nodes: map[string]int{}, Scopes: map[string]int{},
+		entries: map[scopeEntry]bool{}, subnets: map[scopeEntry]bool{}}
+}
+
+// add counts n queries for name and qtype that decided o, like the
+// plugin's metrics do, and the resolver entries their scopes make.
+func (s *stats) add(o engine.Outcome, name string, qtype uint16, n int) {
 	s.Queries += n
+	if o.Client.IsValid() {
+		s.Scopes["/"+strconv.Itoa(int(o.Scope))] += n
+		net, _ := o.Client.Prefix(int(o.Scope))
+		s.entries[scopeEntry{net, name, qtype, o.Node}] = true
+		s.subnets[scopeEntry{o.Subnet, name, qtype, ""}] = true
+	}
 	if o.Tier == "" {
 		s.NoData += n
 		return
@@ -71,6 +99,9 @@ func (s *stats) finish() {
 	}
 	if s.withDistance > 0 {
 		s.MeanDistanceKm = s.km / float64(s.withDistance)
+	}
+	if len(s.subnets) > 0 {
+		s.ResolverEntriesPerSubnet = float64(len(s.entries)) / float64(len(s.subnets))
 	}
 }
 
@@ -204,7 +235,7 @@ format is detected.`)
 			decideErr = err
 			return
 		}
-		cur.add(o, q.count)
+		cur.add(o, n, q.qtype, q.count)
 		if base == nil {
 			return
 		}
@@ -213,7 +244,7 @@ format is detected.`)
 			decideErr = fmt.Errorf("baseline %s: %w", *baselineNodes, err)
 			return
 		}
-		before.add(b, q.count)
+		before.add(b, n, q.qtype, q.count)
 		if b.Node != o.Node {
 			k := moveKey{o.Subnet, n, q.qtype}
 			ch := changes[k]
@@ -343,6 +374,11 @@ func replayReport(w io.Writer, r *replayResult, nodes, baseline string) {
 		fmt.Fprintf(w, "Baseline              %s: cross-province %.2f%%, mean distance %s\n", baseline, 100*b.CrossProvinceRatio, dist)
 	}
 
+	fmt.Fprintf(w, "Resolver entries      %.3f per subnet (ECS scopes:%s)\n", s.ResolverEntriesPerSubnet, scopeHistogram(s))
+	if r.Baseline != nil {
+		fmt.Fprintf(w, "Baseline entries      %.3f per subnet (ECS scopes:%s)\n", r.Baseline.ResolverEntriesPerSubnet, scopeHistogram(r.Baseline))
+	}
+
 	fmt.Fprintln(w, "Tiers")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	head := "  tier\tqueries\tshare"
@@ -402,6 +438,21 @@ func replayReport(w io.Writer, r *replayResult, nodes, baseline string) {
 	for _, n := range r.Notes {
 		fmt.Fprintf(w, "Note                  %s\n", n)
 	}
+}
+
+// scopeHistogram is the scopes' shares, shortest first.
+func scopeHistogram(s *stats) string {
+	ks := slices.Collect(maps.Keys(s.Scopes))
+	slices.SortFunc(ks, func(a, b string) int {
+		x, _ := strconv.Atoi(a[1:])
+		y, _ := strconv.Atoi(b[1:])
+		return cmp.Compare(x, y)
+	})
+	var b strings.Builder
+	for _, k := range ks {
+		fmt.Fprintf(&b, " %s %s", k, share(s.Scopes[k], s.Queries))
+	}
+	return b.String()
 }
 
 func share(n, total int) string {

@@ -125,3 +125,48 @@ func (r *Reader) Lookup(addr netip.Addr) (rec Record, bits int, ok bool) {
 	}
 	return rec, i - start, true
 }
+
+// maxWalk bounds the steps of Networks4: shared subtrees can make a small
+// trie stand for billions of paths.
+const maxWalk = 1 << 26
+
+// Networks4 calls fn for every IPv4 network with a record, in address
+// order, with the record's id (networks sharing a record share its id),
+// until fn returns false. It reports whether it walked every network: a
+// trie of more than maxWalk steps is cut short.
+func (r *Reader) Networks4(fn func(p netip.Prefix, id uint32) bool) bool {
+	type frame struct {
+		v    uint32
+		addr uint32
+		bits uint8
+	}
+	stack := []frame{{v: r.v4root}}
+	for steps := 0; len(stack) > 0; steps++ {
+		if steps == maxWalk {
+			return false
+		}
+		f := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		switch {
+		case int(f.v) == r.nodes:
+		case int(f.v) > r.nodes:
+			a := netip.AddrFrom4([4]byte{byte(f.addr >> 24), byte(f.addr >> 16), byte(f.addr >> 8), byte(f.addr)})
+			if !fn(netip.PrefixFrom(a, int(f.bits)), f.v) {
+				return false
+			}
+		case f.bits < 32:
+			// Bit 1 first on the stack, so that bit 0 comes out first.
+			stack = append(stack, frame{r.child(int(f.v), 1), f.addr | 1<<(31-f.bits), f.bits + 1}, frame{r.child(int(f.v), 0), f.addr, f.bits + 1})
+		}
+	}
+	return true
+}
+
+// RecordOf returns the record of an id Networks4 gave.
+func (r *Reader) RecordOf(id uint32) (Record, bool) {
+	raw, ok := r.recordAt(id)
+	if !ok {
+		return Record{}, false
+	}
+	return r.parse(raw)
+}

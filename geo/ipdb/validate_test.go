@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/json"
+	"fmt"
 	"net/netip"
 	"strings"
 	"testing"
+
+	"github.com/gslbdns/gslb/geo/ipdbgen"
 )
 
 func TestFromBytesErrors(t *testing.T) {
@@ -128,5 +131,65 @@ func TestHandMadeTries(t *testing.T) {
 		if _, _, ok := r.Lookup(netip.MustParseAddr("1.2.3.4")); ok {
 			t.Errorf("%s: IPv4 lookup succeeded in an IPv6-only file", tc.name)
 		}
+	}
+}
+
+// A trie whose shared subtrees stand for 2^31 paths is walked in bounded
+// steps: Networks4 gives up and says so.
+func TestNetworks4Bounded(t *testing.T) {
+	const n = 128
+	nodes := make([][2]uint32, n)
+	for i := range nodes {
+		switch {
+		case i < 80:
+			nodes[i] = [2]uint32{uint32(i + 1), n}
+		case i < 96:
+			nodes[i] = [2]uint32{n, uint32(i + 1)}
+		case i < n-1:
+			nodes[i] = [2]uint32{uint32(i + 1), uint32(i + 1)} // both halves share the rest
+		default:
+			nodes[i] = [2]uint32{n, n}
+		}
+	}
+	var data []byte
+	for _, nd := range nodes {
+		data = binary.BigEndian.AppendUint32(data, nd[0])
+		data = binary.BigEndian.AppendUint32(data, nd[1])
+	}
+	data = binary.BigEndian.AppendUint32(data, n)
+	data = binary.BigEndian.AppendUint32(data, n)
+	r, err := FromBytes("bomb.ipdb", rawFile(t, map[string]any{
+		"build": 1, "ip_version": 1, "languages": map[string]int{"CN": 0},
+		"node_count": n, "total_size": len(data), "fields": []string{"country_name", "city_name"},
+	}, data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := 0
+	if r.Networks4(func(netip.Prefix, uint32) bool { calls++; return true }) || calls != 0 {
+		t.Errorf("Networks4 finished (%d networks), want it cut short", calls)
+	}
+}
+
+// Networks4 gives the generator's IPv4 networks in address order.
+func TestNetworks4(t *testing.T) {
+	m := ipdbgen.Meta{Build: 1, Languages: []string{"CN"}, Fields: []string{"country_name", "city_name"}}
+	var recs []ipdbgen.Rec
+	for _, p := range []string{"36.0.2.0/24", "36.0.0.0/23", "1.0.0.0/8", "2001:db8::/32"} {
+		recs = append(recs, ipdbgen.Rec{Network: netip.MustParsePrefix(p), Values: map[string][]string{"CN": {"中国", p}}})
+	}
+	r := openDB(t, buildDB(t, m, recs))
+	var got []string
+	r.Networks4(func(p netip.Prefix, id uint32) bool {
+		rec, ok := r.RecordOf(id)
+		if !ok {
+			t.Fatalf("%s: no record", p)
+		}
+		got = append(got, p.String()+"="+rec.CityName())
+		return true
+	})
+	want := "[1.0.0.0/8=1.0.0.0/8 36.0.0.0/23=36.0.0.0/23 36.0.2.0/24=36.0.2.0/24]"
+	if fmt.Sprint(got) != want {
+		t.Errorf("Got %v, want %s", got, want)
 	}
 }

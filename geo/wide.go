@@ -1,0 +1,201 @@
+package geo
+
+import (
+	"encoding/binary"
+	"net/netip"
+	"slices"
+	"strings"
+
+	"github.com/gslbdns/gslb/geo/ipdb"
+
+	"github.com/oschwald/maxminddb-golang/v2"
+)
+
+// wide merges adjacent IPv4 networks of a database that place clients
+// alike into runs, at load time: an address's network then widens to the
+// largest aligned supernet inside its run, and the reply's scope (which a
+// resolver caches the answer for) with it. Only runs of two networks or
+// more are kept. Immutable.
+type wide struct {
+	start, end []uint32 // inclusive, sorted, disjoint
+}
+
+// place is what of a network's location the decision reads: the city's
+// name and the accuracy radius are left out.
+type place struct {
+	country, continent, province, isp string
+	hasCoords                         bool
+	lat, lon                          float64
+	asn                               uint32
+}
+
+func placeKey(l *Location) place {
+	return place{l.Country, l.Continent, l.Province, l.ISP, l.HasCoords, l.Lat, l.Lon, l.ASN}
+}
+
+// maxWideNetworks bounds the networks read: a database larger than this
+// keeps its own networks.
+const maxWideNetworks = 1 << 24
+
+// buildWide reads r's IPv4 networks in address order; placeOf gives each
+// record's place, decoded once per record (networks share records).
+func buildWide(r *maxminddb.Reader, placeOf func(maxminddb.Result) (place, bool)) *wide {
+	var b wideBuilder
+	// Empty networks too, as gaps: each step of the walk then counts
+	// towards maxWideNetworks, however the tree shares its nodes.
+	for res := range r.NetworksWithin(netip.PrefixFrom(netip.IPv4Unspecified(), 0), maxminddb.IncludeNetworksWithoutData()) {
+		if res.Err() != nil {
+			return &wide{}
+		}
+		if !res.Found() {
+			if !b.gap() {
+				return &wide{}
+			}
+			continue
+		}
+		if !b.add(res.Prefix(), uint64(res.Offset()), func() (place, bool) { return placeOf(res) }) {
+			return &wide{}
+		}
+	}
+	return b.done()
+}
+
+// buildWideIPDB is buildWide for an IPIP.net database: the country, the
+// province and the carrier that mergeIPDB reads.
+func buildWideIPDB(r *ipdb.Reader) *wide {
+	var b wideBuilder
+	ok := true
+	all := r.Networks4(func(p netip.Prefix, id uint32) bool {
+		ok = b.add(p, uint64(id), func() (place, bool) {
+			rec, ok := r.RecordOf(id)
+			if !ok {
+				return place{}, false
+			}
+			cc := strings.ToUpper(rec.CountryCode())
+			if cc == "" && rec.CountryName() == "中国" {
+				cc = "CN"
+			}
+			if cc != "CN" {
+				return place{country: cc}, true
+			}
+			prov, _ := provinceFromRegion(rec.RegionName())
+			return place{country: cc, province: prov, isp: rec.ISPDomain()}, true
+		})
+		return ok
+	})
+	if !ok || !all {
+		return &wide{}
+	}
+	return b.done()
+}
+
+// wideBuilder gathers the runs from networks in address order.
+type wideBuilder struct {
+	w          wide
+	seen       map[uint64]place
+	have       bool
+	cur        place
+	start, end uint32
+	count, n   int
+}
+
+// add adds network p whose record is id; placeOf decodes it the first
+// time. It reports false past maxWideNetworks.
+func (b *wideBuilder) add(p netip.Prefix, id uint64, placeOf func() (place, bool)) bool {
+	if b.n++; b.n > maxWideNetworks {
+		return false
+	}
+	if !p.Addr().Is4() {
+		return true
+	}
+	if b.seen == nil {
+		b.seen = map[uint64]place{}
+	}
+	pl, ok := b.seen[id]
+	if !ok {
+		if pl, ok = placeOf(); !ok {
+			b.flush()
+			b.have = false
+			return true
+		}
+		b.seen[id] = pl
+	}
+	a := p.Masked().Addr().As4()
+	s := binary.BigEndian.Uint32(a[:])
+	e := s | uint32(uint64(1)<<(32-p.Bits())-1)
+	if b.have && pl == b.cur && s == b.end+1 {
+		b.end, b.count = e, b.count+1
+		return true
+	}
+	b.flush()
+	b.have, b.cur, b.start, b.end, b.count = true, pl, s, e, 1
+	return true
+}
+
+// gap is a network without a record: it ends the run. It reports false
+// past maxWideNetworks.
+func (b *wideBuilder) gap() bool {
+	if b.n++; b.n > maxWideNetworks {
+		return false
+	}
+	b.flush()
+	b.have = false
+	return true
+}
+
+func (b *wideBuilder) flush() {
+	if b.have && b.count > 1 {
+		b.w.start, b.w.end = append(b.w.start, b.start), append(b.w.end, b.end)
+	}
+}
+
+func (b *wideBuilder) done() *wide {
+	b.flush()
+	b.have = false
+	return &b.w
+}
+
+// bits widens bits, the length of addr's network, to the largest aligned
+// supernet inside addr's run.
+func (w *wide) bits(addr netip.Addr, bits uint8) uint8 {
+	if w == nil || !addr.Is4() || len(w.start) == 0 {
+		return bits
+	}
+	a4 := addr.As4()
+	a := binary.BigEndian.Uint32(a4[:])
+	i, found := slices.BinarySearch(w.start, a)
+	if !found {
+		i--
+	}
+	if i < 0 || a > w.end[i] {
+		return bits
+	}
+	for bits > 0 {
+		mask := ^uint32(0) << (32 - (bits - 1))
+		if s := a & mask; s < w.start[i] || s|^mask > w.end[i] {
+			break
+		}
+		bits--
+	}
+	return bits
+}
+
+// cityPlace is a City record's place.
+func cityPlace(res maxminddb.Result) (place, bool) {
+	var r cityRecord
+	var l Location
+	if res.Decode(&r) != nil || !l.fillCity(&r) {
+		return place{}, false
+	}
+	return placeKey(&l), true
+}
+
+// asnPlace is an ASN record's place.
+func asnPlace(res maxminddb.Result) (place, bool) {
+	var r asnRecord
+	var l Location
+	if res.Decode(&r) != nil || !l.fillASN(&r) {
+		return place{}, false
+	}
+	return placeKey(&l), true
+}
