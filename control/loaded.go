@@ -39,7 +39,7 @@ func (c *Control) reloadedLine(parts []string) string {
 
 func (c *Control) zonesSuffix() string { return " (gslb " + strings.Join(c.zones, " ") + ")" }
 
-var dbOptions = map[string]string{"city": "geoip", "asn": "asn", "ipdb": "ipdb"}
+var dbOptions = map[string]string{"city": "geoip", "asn": "asn", "ipdb": "ipdb", "ip2region": "ip2region"}
 
 // describeDB names each database with its type and build date.
 func describeDB(db *geo.DB) string {
