@@ -20,6 +20,9 @@ import (
 // Callers hold c.mu, or own c alone.
 func (c *Control) loadedLine() string {
 	parts := []string{describeDB(c.locator.DB()), describeTable("node table", c.table, "")}
+	if set := c.locator.CarrierLists(); set != nil {
+		parts = append(parts, fmt.Sprintf("carrier_lists: %d lists, %d ranges", len(set.Lists()), set.Ranges()))
+	}
 	if c.overrides != nil {
 		parts = append(parts, describeOverrides(c.opts.Overrides, c.overrides))
 	}

@@ -129,6 +129,7 @@ func TestCarrierLists(t *testing.T) {
 	writeFile(t, lists, "china.txt", "1.0.0.0/8\n") // all of China: skipped
 	nodes := writeFile(t, dir, "nodes.yaml", listNodes)
 	s := startServer(t, corefile(city, "", nodes, "ipdb "+ip+"\nip2region "+v4+" "+v6+"\ncarrier_lists "+lists+"\nreload 1s"))
+	logs.line(t, "carrier_lists: 2 lists")
 	tests := []struct {
 		ecs, want, isp, source string
 	}{
