@@ -4,6 +4,7 @@
 //	gslb explain [flags] ADDRESS[/PREFIX] [NAME] [TYPE]
 //	gslb replay  [flags] INPUT...
 //	gslb check   [flags]
+//	gslb audit   [flags] [INPUT...]
 //
 // Exit status: 0 ok, 1 an error (a bad Corefile, node table, database or
 // input), 2 bad usage, 3 replay's cross-province ratio above -max-cross.
@@ -38,6 +39,7 @@ const usage = `usage:
   gslb explain [flags] ADDRESS[/PREFIX] [NAME] [TYPE]
   gslb replay  [flags] [-baseline-nodes FILE] [-max-cross FRACTION] [-name NAME] [-strict] INPUT...
   gslb check   [flags]
+  gslb audit   [flags] [-json] [-sample N] [-quality FILE] [-overrides OUT] [INPUT...]
 
 ADDRESS/PREFIX is sent as an ECS option; a bare ADDRESS is the resolver's own.
 Run 'gslb COMMAND -h' for the flags.
@@ -57,6 +59,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		"explain": explain,
 		"replay":  replay,
 		"check":   check,
+		"audit":   audit,
 	}
 	cmd, ok := cmds[args[0]]
 	if !ok {
