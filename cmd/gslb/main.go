@@ -1,5 +1,6 @@
 // Command gslb explains, replays and checks the gslb plugin's decisions
-// with the plugin's own code, from a Corefile's gslb block.
+// with the plugin's own code, from a Corefile's gslb block, and audits the
+// block's location sources against each other.
 //
 //	gslb explain [flags] ADDRESS[/PREFIX] [NAME] [TYPE]
 //	gslb replay  [flags] INPUT...
