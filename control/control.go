@@ -633,6 +633,7 @@ func (c *Control) Reload() {
 		} else {
 			db = c.locator.DB()
 			recordDBInfo(db)
+			c.files.watchDBs(c.locator.Files())
 		}
 	}
 	if t == nil && ov == nil && qm == nil && db == nil && cn == nil {

@@ -130,6 +130,17 @@ func (w *watcher) dbsChanged() bool {
 	return changed
 }
 
+// watchDBs replaces the databases' list after a reload (a list directory
+// may have gained a file); a new path is taken as loaded now.
+func (w *watcher) watchDBs(dbs []string) {
+	for _, p := range dbs {
+		if _, ok := w.stamps[p]; !ok {
+			w.stamps[p] = stamp(p)
+		}
+	}
+	w.dbs = dbs
+}
+
 // fail counts a rejected reload and logs it once per distinct message.
 func (w *watcher) fail(path string, err error) {
 	reloads.WithLabelValues("error").Inc()

@@ -162,4 +162,18 @@ func TestCarrierLists(t *testing.T) {
 	})
 	_, l := queryLabels(t, s, logs, newQuery(t, "www.example.org", dns.TypeA, "1.0.2.0/24"))
 	checkLabels(t, l, map[string]string{"province": "GD", "isp": "mobile", "geo_source": "list:cmcc"})
+	// The new list is watched too: an edit in place (the directory does
+	// not change) is loaded.
+	f, err := os.OpenFile(filepath.Join(lists, "cmcc.txt"), os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString("1.0.3.0/24\n"); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	waitFor(t, "the edited new list", func() (bool, string) {
+		_, l := queryLabels(t, s, logs, newQuery(t, "www.example.org", dns.TypeA, "1.0.3.0/24"))
+		return l["gslb/geo_source"] == "list:cmcc", l["gslb/geo_source"]
+	})
 }
