@@ -234,7 +234,7 @@ func (e *Engine) Audit(ctx context.Context, ac AuditConfig) (*AuditReport, error
 		return cmp.Or(cmp.Compare(b.Units, a.Units), cmp.Compare(a.Province, b.Province), cmp.Compare(a.Carrier, b.Carrier))
 	})
 	for _, d := range r.Disagreements {
-		if ov, ok := draftOverride(d); ok {
+		if ov, ok := draftOverride(d, carriers); ok {
 			r.Overrides = append(r.Overrides, ov)
 		}
 	}
@@ -331,7 +331,7 @@ func odd(says map[string]AuditSource) string {
 
 // draftOverride is the correction of a range where the others agree
 // against the source the server decides with.
-func draftOverride(d AuditRange) (overrides.EntryYAML, bool) {
+func draftOverride(d AuditRange, carriers *geo.Carriers) (overrides.EntryYAML, bool) {
 	if d.Odd == "" {
 		return overrides.EntryYAML{}, false
 	}
@@ -357,7 +357,14 @@ func draftOverride(d AuditRange) (overrides.EntryYAML, bool) {
 	}
 	note := fmt.Sprintf("audit draft: %s; against them %s %s, and the server uses %s (%s); review before use",
 		strings.Join(others, ", "), d.Odd, d.Says[d.Odd], d.Used, d.UsedBy)
-	e := overrides.EntryYAML{Location: &overrides.LocationYAML{Country: "CN", Province: want.Province, ISP: want.Carrier}, Note: note}
+	isp := want.Carrier
+	if !carriers.Known(isp) {
+		if want.Province == d.Used.Province {
+			return overrides.EntryYAML{}, false // nothing an overrides file can say
+		}
+		isp = "" // an overrides file names only carriers the table knows
+	}
+	e := overrides.EntryYAML{Location: &overrides.LocationYAML{Country: "CN", Province: want.Province, ISP: isp}, Note: note}
 	cidrs := rangeCIDRs(d.first, d.last)
 	if len(cidrs) == 1 {
 		e.CIDR = cidrs[0]
