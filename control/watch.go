@@ -131,11 +131,13 @@ func (w *watcher) dbsChanged() bool {
 }
 
 // watchDBs replaces the databases' list after a reload (a list directory
-// may have gained a file); a new path is taken as loaded now.
+// may have gained a file). A new path's stamp is unknown: it may have
+// changed since the reload read it, so it counts as changed once settled,
+// at the cost of one more reload.
 func (w *watcher) watchDBs(dbs []string) {
 	for _, p := range dbs {
 		if _, ok := w.stamps[p]; !ok {
-			w.stamps[p] = stamp(p)
+			w.stamps[p] = fileStamp{}
 		}
 	}
 	w.dbs = dbs
