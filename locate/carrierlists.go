@@ -130,11 +130,12 @@ func (c *carrierLists) Files() []string {
 	return files
 }
 
-// Reopen reads the lists again; on an error the old ones keep serving.
+// Reopen reads the lists again; on an error (a *ConfigError) the old ones
+// keep serving.
 func (c *carrierLists) Reopen() error {
 	set, err := carrierlist.Load(c.cfg.Paths, c.cfg.MaxSize)
 	if err != nil {
-		return err
+		return &ConfigError{"carrier_lists", err}
 	}
 	c.store(set)
 	c.l.retag()

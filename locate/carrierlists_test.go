@@ -203,3 +203,22 @@ func TestCarrierListOverOnline(t *testing.T) {
 		t.Errorf("after the online answer: %+v, want ZJ on mobile", r.Location)
 	}
 }
+
+// TestCarrierListNarrowerThanKey: a list's block narrower than the cache's
+// /24 is not cached for the whole /24: its neighbour outside the list
+// keeps the databases' carrier.
+func TestCarrierListNarrowerThanKey(t *testing.T) {
+	dir := t.TempDir()
+	writeList(t, dir, "unicom.txt", "1.0.1.0/25\n")
+	l := newLocator(t, Config{DB: testDB(t), CarrierLists: &CarrierListConfig{Paths: []string{dir}}})
+	ctx := context.Background()
+	for _, tc := range []struct{ addr, isp, source string }{
+		{"1.0.1.9", "unicom", "list:unicom"},
+		{"1.0.1.200", "telecom", "db"},
+		{"1.0.1.10", "unicom", "list:unicom"},
+	} {
+		if r := l.Locate(ctx, netip.MustParseAddr(tc.addr)); r.ISP != tc.isp || r.Source.String() != tc.source || r.Scope != 25 {
+			t.Errorf("Locate(%s) = isp %q source %s scope %d, want %q %s 25", tc.addr, r.ISP, r.Source, r.Scope, tc.isp, tc.source)
+		}
+	}
+}

@@ -1,9 +1,11 @@
 // Command gslb explains, replays and checks the gslb plugin's decisions
-// with the plugin's own code, from a Corefile's gslb block.
+// with the plugin's own code, from a Corefile's gslb block, and audits the
+// block's location sources against each other.
 //
 //	gslb explain [flags] ADDRESS[/PREFIX] [NAME] [TYPE]
 //	gslb replay  [flags] INPUT...
 //	gslb check   [flags]
+//	gslb audit   [flags] [INPUT...]
 //
 // Exit status: 0 ok, 1 an error (a bad Corefile, node table, database or
 // input), 2 bad usage, 3 replay's cross-province ratio above -max-cross.
@@ -38,6 +40,7 @@ const usage = `usage:
   gslb explain [flags] ADDRESS[/PREFIX] [NAME] [TYPE]
   gslb replay  [flags] [-baseline-nodes FILE] [-max-cross FRACTION] [-name NAME] [-strict] INPUT...
   gslb check   [flags]
+  gslb audit   [flags] [-json] [-sample N] [-quality FILE] [-overrides OUT] [INPUT...]
 
 ADDRESS/PREFIX is sent as an ECS option; a bare ADDRESS is the resolver's own.
 Run 'gslb COMMAND -h' for the flags.
@@ -57,6 +60,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		"explain": explain,
 		"replay":  replay,
 		"check":   check,
+		"audit":   audit,
 	}
 	cmd, ok := cmds[args[0]]
 	if !ok {

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gslbdns/gslb/geo/ip2regiongen"
 	"github.com/gslbdns/gslb/geo/ipdbgen"
 	"github.com/gslbdns/gslb/geo/mmdbgen"
 )
@@ -120,6 +121,32 @@ func WriteIPDB(t testing.TB, dir string, rows []IPDBRow) string {
 	p := filepath.Join(dir, "test.ipdb")
 	if err := ipdbgen.Write(p, m, recs); err != nil {
 		t.Fatalf("ipdbgen: %v", err)
+	}
+	return p
+}
+
+// XDBRow is one network of an ip2region test database, in its fields.
+type XDBRow struct {
+	Network                           string
+	Country, Province, City, ISP, ISO string
+}
+
+// WriteIP2Region writes an ip2region xdb database of rows (all of one
+// family) to dir/name with the project's generator and returns its path.
+func WriteIP2Region(t testing.TB, dir, name string, rows []XDBRow) string {
+	t.Helper()
+	m := ip2regiongen.Meta{IPVersion: 4, Created: 1700000000}
+	recs := make([]ip2regiongen.Rec, len(rows))
+	for i, r := range rows {
+		p := netip.MustParsePrefix(r.Network)
+		if p.Addr().Is6() {
+			m.IPVersion = 6
+		}
+		recs[i] = ip2regiongen.PrefixRec(p, ip2regiongen.Region(r.Country, r.Province, r.City, r.ISP, r.ISO))
+	}
+	p := filepath.Join(dir, name)
+	if err := ip2regiongen.Write(p, m, recs); err != nil {
+		t.Fatalf("ip2regiongen: %v", err)
 	}
 	return p
 }
