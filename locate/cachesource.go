@@ -14,7 +14,7 @@ type cacheSource struct{ l *Locator }
 func (s *cacheSource) Name() string { return "lru" }
 
 func (s *cacheSource) Locate(_ context.Context, q *Query) bool {
-	loc, ok := s.l.cache.get(q.Key, s.l.nowNano(), s.l.tag.Load())
+	loc, ok := s.l.cache.get(q.Key, s.l.nowNano(), q.tag)
 	if !ok {
 		cacheMiss.Inc()
 		return false
@@ -43,5 +43,5 @@ func (s *cacheSource) Learn(_ context.Context, q *Query, _ bool) {
 		ttl = l.shortTTL
 	}
 	now := l.nowNano()
-	l.cache.add(q.Key, q.Loc, now, now+int64(ttl), l.tag.Load())
+	l.cache.add(q.Key, q.Loc, now, now+int64(ttl), q.tag)
 }

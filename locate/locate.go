@@ -264,7 +264,7 @@ func (l *Locator) Locate(ctx context.Context, addr netip.Addr) Result {
 	// Pooled: a Query passed to the sources' interface methods would
 	// escape, and a cache hit must not allocate. No source keeps q.
 	q := queryPool.Get().(*Query)
-	*q = Query{Addr: addr, Key: k}
+	*q = Query{Addr: addr, Key: k, tag: l.tag.Load()}
 	answered := len(l.sources)
 	for i, s := range l.sources {
 		if s.Locate(ctx, q) {

@@ -401,3 +401,21 @@ func testDB2(t testing.TB) *geo.DB {
 	t.Cleanup(func() { db.Close() })
 	return db
 }
+
+// TestLearnUnderOldContent: what a lookup that started before a database
+// swap learns is cached under the old content, so the next lookup asks
+// the new database instead of taking the old answer as current.
+func TestLearnUnderOldContent(t *testing.T) {
+	l := newLocator(t, Config{DB: testDB(t)})
+	a := netip.MustParseAddr("1.0.1.1")
+	q := &Query{Addr: a, Key: KeyOf(a), tag: l.tag.Load()}
+	l.dbs.Locate(ctx, q) // the old database's answer, found before the swap
+	if q.Loc.Country == "" {
+		t.Fatalf("Expected the test database to place %s", a)
+	}
+	l.SetDB(nil)
+	(&cacheSource{l}).Learn(ctx, q, true) // learnt after it
+	if loc := l.Locate(ctx, a); loc.Country != "" {
+		t.Errorf("After the swap got the old answer %+v, want nothing known", loc)
+	}
+}

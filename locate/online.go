@@ -312,7 +312,7 @@ func (o *onlineSource) Locate(_ context.Context, q *Query) bool {
 	o.wg.Add(1)
 	o.mu.Unlock()
 
-	job := Query{Addr: q.Addr, Key: q.Key, list: q.list}
+	job := Query{Addr: q.Addr, Key: q.Key, list: q.list, tag: q.tag}
 	known := q.Loc
 	go o.ask(&job, known)
 	return false

@@ -74,4 +74,8 @@ type Query struct {
 	normalized bool
 	// list is what the carrier lists said, for learn to apply last.
 	list listHit
+	// tag is the content the query started under: what it learns is
+	// cached under it, so a lookup that overlaps a reload cannot store an
+	// old answer as current.
+	tag uint64
 }

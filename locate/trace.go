@@ -36,7 +36,7 @@ func (l *Locator) Trace(ctx context.Context, addr netip.Addr) (Result, []Step) {
 		return r, steps
 	}
 	carriers := l.carriers.Load()
-	q := &Query{Addr: addr, Key: k}
+	q := &Query{Addr: addr, Key: k, tag: l.tag.Load()}
 	var steps []Step
 	final := false
 	for _, s := range l.sources {
