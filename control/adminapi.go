@@ -59,6 +59,10 @@ func (c *Control) restoreState() {
 	} else if m, ok := adminMemory.Load(a.Addr); ok {
 		st = m.(*admin.State)
 	}
+	if c.member != nil { // the fleet's state, of which the file is a copy
+		c.adoptFleet(c.member.f.State())
+		return
+	}
 	c.adopt(st)
 }
 
@@ -287,10 +291,16 @@ func (c *Control) saveState(st *admin.State) error {
 		adminMemory.Store(a.Addr, st)
 		return nil
 	}
+	var err error
 	if c.admin == nil {
-		return write()
+		err = write()
+	} else {
+		err = c.admin.Save(st, write)
 	}
-	return c.admin.Save(st, write)
+	if err == nil {
+		c.shareState(st)
+	}
+	return err
 }
 
 // saveLogged saves the state for a change the API did not ask for (an
@@ -320,7 +330,9 @@ func (b *adminBackend) Nodes() []admin.Node {
 	c.mu.Unlock()
 	out := make([]admin.Node, 0, len(v.Table.Nodes))
 	for i := range v.Table.Nodes {
-		out = append(out, nodeInfo(v, snap, drains, i, records[i]))
+		n := nodeInfo(v, snap, drains, i, records[i])
+		n.Origin = c.origin(drainPrefix + n.ID)
+		out = append(out, n)
 	}
 	return out
 }
@@ -391,20 +403,22 @@ func (b *adminBackend) nodeLocked(i int) admin.Node {
 			records = append(records, name)
 		}
 	}
-	return nodeInfo(v, c.checker.Snapshot(), c.drains, i, records)
+	n := nodeInfo(v, c.checker.Snapshot(), c.drains, i, records)
+	n.Origin = c.origin(drainPrefix + n.ID)
+	return n
 }
 
 func (b *adminBackend) Pins() []admin.Pin {
 	c := b.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return pinsOf(c.pins)
+	return c.pinsOf(c.pins)
 }
 
-func pinsOf(pins []overrides.EntryYAML) []admin.Pin {
+func (c *Control) pinsOf(pins []overrides.EntryYAML) []admin.Pin {
 	out := make([]admin.Pin, 0, len(pins))
 	for _, p := range pins {
-		out = append(out, admin.Pin{EntryYAML: p})
+		out = append(out, admin.Pin{EntryYAML: p, Origin: c.origin(pinPrefix + pinKey(&p))})
 	}
 	return out
 }
@@ -464,7 +478,7 @@ func (b *adminBackend) AddPin(req admin.PinRequest, who string) ([]admin.Pin, er
 		until = " until " + y.Expires.Format(time.RFC3339)
 	}
 	log.Infof("admin: pinned %s to %s%s (by %s)", y.CIDR, what, until, who)
-	return pinsOf(c.pins), nil
+	return c.pinsOf(c.pins), nil
 }
 
 func (b *adminBackend) DeletePin(p netip.Prefix, who string) ([]admin.Pin, error) {
@@ -487,7 +501,7 @@ func (b *adminBackend) DeletePin(p netip.Prefix, who string) ([]admin.Pin, error
 	c.applyOverrides(time.Now())
 	c.publish()
 	log.Infof("admin: unpinned %s (by %s)", p, who)
-	return pinsOf(c.pins), nil
+	return c.pinsOf(c.pins), nil
 }
 
 func (b *adminBackend) Explain(ctx context.Context, addr, name, qtype string) (any, error) {

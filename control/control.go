@@ -2,6 +2,7 @@ package control
 
 import (
 	"crypto/sha256"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -83,6 +84,10 @@ type Control struct {
 	wake                    chan struct{} // the next of them moved
 	serial                  uint32
 	files                   *watcher
+	// member is the fleet this instance belongs to (nil: none), and
+	// shared the admin state as the fleet last had it from here.
+	member *member
+	shared map[string]json.RawMessage
 
 	startOnce, stopOnce sync.Once
 	stopCh              chan struct{}
@@ -450,7 +455,12 @@ func (c *Control) poke() {
 }
 
 func (c *Control) Start() error {
+	var err error
 	c.startOnce.Do(func() {
+		// The fleet's state first: the first answer has it.
+		c.mu.Lock()
+		err = c.joinFleet()
+		c.mu.Unlock()
 		c.locator.Start()
 		// Checkers start outside c.mu: a probe that reports meanwhile
 		// holds the checker's notify lock and waits for c.mu.
@@ -469,6 +479,9 @@ func (c *Control) Start() error {
 		c.mu.Unlock()
 		go c.watch()
 	})
+	if err != nil {
+		return err
+	}
 	if c.opts.Admin == nil {
 		return nil
 	}
@@ -488,6 +501,9 @@ func (c *Control) Start() error {
 	// refused and made here.
 	c.restoreState()
 	c.started = true
+	if c.member != nil {
+		c.saveLogged() // the fleet's state, as the last known copy
+	}
 	c.keepSalt()
 	c.applyOverrides(time.Now())
 	c.publish()
@@ -527,6 +543,7 @@ func (c *Control) Stop() error {
 		if cn := c.canary.Load(); cn != nil {
 			cn.Checker.Stop()
 		}
+		c.leaveFleet()
 		c.locator.Close()
 	})
 	return nil

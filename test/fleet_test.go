@@ -1,0 +1,335 @@
+package test
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/gslbdns/gslb/internal/testredis"
+	"github.com/gslbdns/gslb/internal/testsupport"
+
+	"github.com/miekg/dns"
+)
+
+// fleetCandidate is adminNodes with img on sh only: img's answer tells
+// whether a client is in the canary.
+var fleetCandidate = strings.Replace(adminNodes, "nodes: [hz-a, bj]", "nodes: [sh]", 1)
+
+const fleetToken = "s3cret-token-for-tests"
+
+// fleetEnv is what the members of a test share: the files (at the same
+// paths, so that the canary line is the same on every member) and Redis.
+type fleetEnv struct {
+	dir, city, asn, nodes, candidate, token string
+	redis                                   *testredis.Server
+}
+
+func newFleetEnv(t *testing.T) *fleetEnv {
+	e := &fleetEnv{dir: t.TempDir(), redis: testredis.Start(t)}
+	e.city, e.asn = adminDBs(t, e.dir)
+	e.nodes = writeFile(t, e.dir, "nodes.yaml", adminNodes)
+	e.candidate = writeFile(t, e.dir, "candidate.yaml", fleetCandidate)
+	e.token = writeToken(t, e.dir, fleetToken)
+	return e
+}
+
+// fleetMember is one CoreDNS process of a fleet.
+type fleetMember struct {
+	name, dns, admin string
+	first            string // the first answer, for www from 1.3.0.0/24
+	cmd              *exec.Cmd
+	out              *testsupport.LogBuffer
+	done             chan struct{}
+}
+
+// start runs a member with the fleet block's inner lines fleetLines and
+// the extra gslb lines, and waits until it answers.
+func (e *fleetEnv) start(t *testing.T, name, fleetLines, extra string) *fleetMember {
+	t.Helper()
+	m := &fleetMember{name: name, dns: freeAddr(t), admin: freeAddr(t), out: &testsupport.LogBuffer{}, done: make(chan struct{})}
+	_, port, _ := strings.Cut(m.dns, ":")
+	text := fmt.Sprintf(`example.org:%s {
+    bind 127.0.0.1
+    gslb {
+        geoip %s
+        asn %s
+        nodes %s
+        cooldown 0s
+        admin %s {
+            token_file %s
+            state %s
+        }
+        redis %s {
+            timeout 250ms
+        }
+        canary %s 0 {
+            salt 0123456789abcdef0123
+        }
+        fleet test {
+            %s
+        }
+        %s
+    }
+}
+`, port, e.city, e.asn, e.nodes, m.admin, e.token, filepath.Join(e.dir, name+"-state.yaml"), e.redis.Addr(), e.candidate, fleetLines, extra)
+	conf := writeFile(t, e.dir, name+".Corefile", text)
+	m.cmd = exec.Command(corednsTool(t), "-conf", conf)
+	m.cmd.Stdout, m.cmd.Stderr = m.out, m.out
+	if err := m.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { m.cmd.Wait(); close(m.done) }()
+	t.Cleanup(func() {
+		m.stop()
+		if t.Failed() {
+			t.Logf("%s's output:\n%s", name, m.out.String())
+		}
+	})
+	testsupport.WaitFor(t, name+" answering", func() (bool, string) {
+		select {
+		case <-m.done:
+			t.Fatalf("%s exited: %s", name, m.out.String())
+		default:
+		}
+		a, err := m.query("www.example.org", "1.3.0.0/24")
+		m.first = a
+		return err == nil, fmt.Sprint(err)
+	})
+	return m
+}
+
+func (m *fleetMember) stop() {
+	select {
+	case <-m.done:
+		return
+	default:
+	}
+	m.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-m.done:
+	case <-time.After(10 * time.Second):
+		m.cmd.Process.Kill()
+		<-m.done
+	}
+}
+
+// query asks for name's A records from a client in subnet ecs, and returns
+// the answer; an error for anything but a NOERROR answer with addresses.
+func (m *fleetMember) query(name, ecs string) (string, error) {
+	msg := new(dns.Msg)
+	msg.SetQuestion(dns.Fqdn(name), dns.TypeA)
+	var p [4]byte
+	var bits int
+	fmt.Sscanf(ecs, "%d.%d.%d.%d/%d", &p[0], &p[1], &p[2], &p[3], &bits)
+	o := &dns.OPT{Hdr: dns.RR_Header{Name: ".", Rrtype: dns.TypeOPT}, Option: []dns.EDNS0{
+		&dns.EDNS0_SUBNET{Code: dns.EDNS0SUBNET, Family: 1, SourceNetmask: uint8(bits), Address: p[:]}}}
+	o.SetUDPSize(1232)
+	msg.Extra = append(msg.Extra, o)
+	c := &dns.Client{Timeout: time.Second}
+	r, _, err := c.Exchange(msg, m.dns)
+	if err != nil {
+		return "", err
+	}
+	if r.Rcode != dns.RcodeSuccess {
+		return "", fmt.Errorf("rcode %s", dns.RcodeToString[r.Rcode])
+	}
+	a := answerOf(r)
+	if a == "" {
+		return "", fmt.Errorf("no answer")
+	}
+	return a, nil
+}
+
+func (m *fleetMember) call(t *testing.T, method, path, body string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(method, "http://"+m.admin+path, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+fleetToken)
+	resp, err := (&http.Client{Timeout: 5 * time.Second}).Do(req)
+	if err != nil {
+		t.Fatalf("%s %s %s: %v", m.name, method, path, err)
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(data)
+}
+
+func (m *fleetMember) must(t *testing.T, method, path, body string) string {
+	t.Helper()
+	code, out := m.call(t, method, path, body)
+	if code != 200 {
+		t.Fatalf("%s: %s %s: %d %s", m.name, method, path, code, out)
+	}
+	return out
+}
+
+// within waits until every member's answer for name from ecs satisfies ok,
+// and fails unless it took at most limit.
+func within(t *testing.T, limit time.Duration, what string, ms []*fleetMember, name, ecs string, ok func(string) bool) time.Duration {
+	t.Helper()
+	start := time.Now()
+	for _, m := range ms {
+		testsupport.WaitFor(t, m.name+": "+what, func() (bool, string) {
+			a, err := m.query(name, ecs)
+			return err == nil && ok(a), fmt.Sprint(a, err)
+		})
+	}
+	took := time.Since(start)
+	if took > limit {
+		t.Errorf("%s: took %v, more than %v", what, took, limit)
+	}
+	t.Logf("%s: %v", what, took)
+	return took
+}
+
+// prober asks every member continually and counts the queries that fail.
+type prober struct {
+	failed, asked atomic.Int64
+	stop          chan struct{}
+	wg            sync.WaitGroup
+	mu            sync.Mutex
+	errs          []string
+}
+
+func startProber(ms ...*fleetMember) *prober {
+	p := &prober{stop: make(chan struct{})}
+	for _, m := range ms {
+		p.wg.Add(1)
+		go func() {
+			defer p.wg.Done()
+			for {
+				select {
+				case <-p.stop:
+					return
+				case <-time.After(20 * time.Millisecond):
+				}
+				p.asked.Add(1)
+				if _, err := m.query("www.example.org", "1.3.0.0/24"); err != nil {
+					p.failed.Add(1)
+					p.mu.Lock()
+					p.errs = append(p.errs, m.name+": "+err.Error())
+					p.mu.Unlock()
+				}
+			}
+		}()
+	}
+	return p
+}
+
+func (p *prober) check(t *testing.T) {
+	t.Helper()
+	close(p.stop)
+	p.wg.Wait()
+	t.Logf("%d queries, %d failed", p.asked.Load(), p.failed.Load())
+	if p.failed.Load() != 0 {
+		t.Errorf("Expected 0 failed queries, got %d of %d: %v", p.failed.Load(), p.asked.Load(), p.errs)
+	}
+}
+
+type fleetNode struct {
+	ID      string
+	Drained bool
+	Origin  *struct {
+		Member string
+		Time   time.Time
+	}
+}
+
+func (m *fleetMember) node(t *testing.T, id string) fleetNode {
+	t.Helper()
+	var ns []fleetNode
+	if err := json.Unmarshal([]byte(m.must(t, "GET", "/v1/nodes", "")), &ns); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range ns {
+		if n.ID == id {
+			return n
+		}
+	}
+	t.Fatalf("%s: no node %s in /v1/nodes", m.name, id)
+	return fleetNode{}
+}
+
+func not(a string) func(string) bool   { return func(s string) bool { return s != a } }
+func equal(a string) func(string) bool { return func(s string) bool { return s == a } }
+
+// TestFleetSharedState: drains, pins and the canary share made through one
+// member are obeyed by the others within a second, a member started later
+// has them at its first answer, and while Redis is down a change applies
+// where it was made and reaches the others when Redis returns.
+func TestFleetSharedState(t *testing.T) {
+	e := newFleetEnv(t)
+	a := e.start(t, "a", "vantage telecom ZJ", "")
+	b := e.start(t, "b", "vantage telecom", "")
+	c := e.start(t, "c", "vantage unicom", "")
+	all := []*fleetMember{a, b, c}
+	// 1.3.0.0/24 is Zhejiang: hz-a (192.0.2.1) serves it.
+	within(t, time.Second, "hz-a serving Zhejiang", all, "www.example.org", "1.3.0.0/24", equal("192.0.2.1"))
+	p := startProber(all...)
+
+	a.must(t, "POST", "/v1/nodes/hz-a/drain", "")
+	within(t, time.Second, "drain through a", all, "www.example.org", "1.3.0.0/24", not("192.0.2.1"))
+	if n := c.node(t, "hz-a"); !n.Drained || n.Origin == nil || !strings.HasSuffix(n.Origin.Member, ":"+portOf(a.dns)) {
+		t.Errorf("c: expected hz-a drained with origin a, got %+v", n)
+	}
+
+	b.must(t, "POST", "/v1/pins", `{"cidr": "1.5.0.0/16", "nodes": ["bj"]}`)
+	within(t, time.Second, "pin through b", all, "www.example.org", "1.5.0.0/24", equal("192.0.2.4"))
+	if out := a.must(t, "GET", "/v1/pins", ""); !strings.Contains(out, `"member": "`) || !strings.Contains(out, ":"+portOf(b.dns)) {
+		t.Errorf("a: expected the pin's origin b in /v1/pins, got %s", out)
+	}
+
+	c.must(t, "POST", "/v1/canary", `{"percent": 100}`)
+	within(t, time.Second, "canary share through c", []*fleetMember{c, a, b}, "img.example.org", "1.7.0.0/24", equal("192.0.2.3"))
+
+	// A member started afterwards has all three at its first answer.
+	d := e.start(t, "d", "vantage mobile", "")
+	checkFirst := func(d *fleetMember, when string) {
+		t.Helper()
+		if d.first == "192.0.2.1" {
+			t.Errorf("d %s: first answer %s: the drain is missing", when, d.first)
+		}
+		if got, err := d.query("www.example.org", "1.5.0.0/24"); err != nil || got != "192.0.2.4" {
+			t.Errorf("d %s: answer for the pinned subnet: %s %v", when, got, err)
+		}
+		if got, err := d.query("img.example.org", "1.7.0.0/24"); err != nil || got != "192.0.2.3" {
+			t.Errorf("d %s: answer of the canary: %s %v", when, got, err)
+		}
+	}
+	checkFirst(d, "started later")
+	d.stop()
+
+	// Redis down: a member that starts has its state file's copy; the
+	// drain holds; an undrain through a applies on a.
+	e.redis.Stop()
+	d = e.start(t, "d", "vantage mobile", "")
+	checkFirst(d, "started while Redis is down")
+	d.stop()
+	a.must(t, "POST", "/v1/nodes/hz-a/undrain", "")
+	within(t, time.Second, "undrain on a while Redis is down", []*fleetMember{a}, "www.example.org", "1.3.0.0/24", equal("192.0.2.1"))
+	for _, m := range []*fleetMember{b, c} {
+		if got, err := m.query("www.example.org", "1.3.0.0/24"); err != nil || got == "192.0.2.1" {
+			t.Errorf("%s: expected the drain to hold while Redis is down, got %s %v", m.name, got, err)
+		}
+	}
+	// Redis back, empty: a's undrain reaches b and c.
+	e.redis.Restart()
+	within(t, 2*time.Second, "undrain reaching b and c after Redis returned", []*fleetMember{b, c}, "www.example.org", "1.3.0.0/24", equal("192.0.2.1"))
+	p.check(t)
+}
+
+func portOf(addr string) string {
+	_, port, _ := strings.Cut(addr, ":")
+	return port
+}
