@@ -88,6 +88,8 @@ type Control struct {
 	// shared the admin state as the fleet last had it from here.
 	member *member
 	shared map[string]json.RawMessage
+	// sharedKey says what the fleet's verdicts were at the last publish.
+	sharedKey string
 
 	startOnce, stopOnce sync.Once
 	stopCh              chan struct{}
@@ -329,7 +331,7 @@ func knownIn(t *table.Table) func(string) bool {
 // the checker still serves.
 func (c *Control) newChecker(t *table.Table, current func(ch *health.Checker) bool) *health.Checker {
 	var ch *health.Checker
-	ch = health.Shared().NewChecker(t.Probes, func(*health.Snapshot) {
+	ch = c.pool().NewChecker(t.Probes, func(*health.Snapshot) {
 		recovery.Do("publish", func() {
 			c.mu.Lock()
 			defer c.mu.Unlock()
@@ -363,9 +365,12 @@ func (c *Control) publish() {
 	snap := c.fixed
 	if snap == nil {
 		snap = c.checker.Snapshot()
+		c.reportFleet(snap)
 	}
+	sh, key := c.sharedVerdicts(c.table)
+	c.sharedKey = key
 	v, step := policy.NewView(policy.Inputs{Table: c.table, Snapshot: snap, Params: &c.opts.Params, Links: links,
-		Serial: c.serial, Now: now, Cooldown: c.opts.Cooldown, Cache: c.decisions, Drains: c.drains})
+		Serial: c.serial, Now: now, Cooldown: c.opts.Cooldown, Cache: c.decisions, Drains: c.drains, Shared: policyShared(sh)})
 	c.view.Store(v)
 	if cstep := c.publishCanary(now); !cstep.IsZero() && (step.IsZero() || cstep.Before(step)) {
 		step = cstep

@@ -16,9 +16,13 @@ import (
 	"github.com/gslbdns/gslb/canary"
 	"github.com/gslbdns/gslb/config"
 	"github.com/gslbdns/gslb/fleet"
+	"github.com/gslbdns/gslb/health"
+	"github.com/gslbdns/gslb/internal/recovery"
 	"github.com/gslbdns/gslb/internal/yamlfile"
 	"github.com/gslbdns/gslb/locate"
 	"github.com/gslbdns/gslb/overrides"
+	"github.com/gslbdns/gslb/policy"
+	"github.com/gslbdns/gslb/table"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -38,6 +42,7 @@ type member struct {
 	client redis.UniversalClient
 	refs   int
 	ctl    atomic.Pointer[Control] // the instance that applies the fleet's state
+	done   chan struct{}
 }
 
 var members = struct {
@@ -68,15 +73,17 @@ func (c *Control) joinFleet() error {
 	if m == nil {
 		rc := *o.Redis
 		rc.Timeout = max(rc.Timeout, fleet.DefaultTimeout) // background calls only
-		m = &member{key: key, client: locate.NewRedisClient(&rc)}
+		m = &member{key: key, client: locate.NewRedisClient(&rc), done: make(chan struct{})}
+		interval := probeInterval(c.table)
 		f, err := fleet.Start(fleet.Config{
 			Name: o.Fleet.Name, Member: o.Fleet.Member,
 			Vantage: fleet.Vantage{Carrier: o.Fleet.Carrier, Province: o.Fleet.Province},
 			Client:  m.client, Timeout: fleet.DefaultTimeout,
-			Quorum: o.Fleet.Quorum, Probers: o.Fleet.Probers,
+			Quorum: o.Fleet.Quorum, Probers: o.Fleet.Probers, ProbeInterval: interval,
 			Seed:       seedOf(c.state(), o.Fleet.Member),
 			OnState:    m.onState,
 			OnConflict: onConflict,
+			OnVerdicts: m.onVerdicts,
 		})
 		if err != nil {
 			members.Unlock()
@@ -85,6 +92,7 @@ func (c *Control) joinFleet() error {
 		}
 		m.f = f
 		members.m[key] = m
+		go m.reportLoop(interval/2, m.done)
 		log.Infof("Fleet %s: member %s, vantage %s", o.Fleet.Name, o.Fleet.Member, fleet.Vantage{Carrier: o.Fleet.Carrier, Province: o.Fleet.Province})
 	}
 	m.refs++
@@ -112,6 +120,7 @@ func (c *Control) leaveFleet() {
 	}
 	members.Unlock()
 	if last {
+		close(m.done)
 		m.f.Close()
 		m.client.Close()
 	}
@@ -277,4 +286,140 @@ func (c *Control) origin(key string) *admin.Origin {
 		return nil
 	}
 	return &admin.Origin{Member: e.Origin.Member, Time: e.Origin.Time}
+}
+
+// pools are the probe pools by source address: the process's for the
+// system's, one more per probe_source.
+var pools = struct {
+	sync.Mutex
+	m map[netip.Addr]*health.Pool
+}{m: map[netip.Addr]*health.Pool{}}
+
+// pool is the probe pool of c's probe source.
+func (c *Control) pool() *health.Pool {
+	if c.opts.Fleet == nil || !c.opts.Fleet.ProbeSource.IsValid() {
+		return health.Shared()
+	}
+	src := c.opts.Fleet.ProbeSource
+	pools.Lock()
+	defer pools.Unlock()
+	p := pools.m[src]
+	if p == nil {
+		p = health.NewPool(health.Options{Source: src})
+		pools.m[src] = p
+	}
+	return p
+}
+
+// probeInterval is the longest probe interval of t: a verdict counts for
+// three of them.
+func probeInterval(t *table.Table) time.Duration {
+	var d time.Duration
+	for _, p := range t.Probes {
+		d = max(d, time.Duration(p.Spec.Interval))
+	}
+	if d == 0 {
+		return health.DefaultInterval
+	}
+	return d
+}
+
+// shared is the fleet's verdicts as a view reads them.
+type shared struct {
+	v        *fleet.Verdicts
+	carriers []string
+}
+
+func (s *shared) Decide(node, carrier string) (bool, string, bool) {
+	d, ok := s.v.Decide(node, carrier)
+	return d.Down, d.Vantage, ok
+}
+
+func (s *shared) Carriers() []string { return s.carriers }
+
+// sharedVerdicts is what the next view reads of the fleet's verdicts, and
+// a key that changes when they do for t's nodes; nil when this instance
+// answers from its own probes (no fleet, or Redis out of reach for longer
+// than a verdict counts). Callers hold c.mu.
+func (c *Control) sharedVerdicts(t *table.Table) (*shared, string) {
+	if c.member == nil || c.fixed != nil || c.member.f.Stats().Isolated {
+		return nil, ""
+	}
+	v := c.member.f.Verdicts()
+	var key strings.Builder
+	set := map[string]bool{}
+	for _, n := range t.Nodes {
+		d, ok := v.Decide(n.ID, "")
+		if !ok {
+			continue
+		}
+		fmt.Fprintf(&key, "%s %v;", n.ID, d.Down)
+		for _, c := range slices.Sorted(maps.Keys(v.Carriers(n.ID))) {
+			set[c] = true
+			cd, _ := v.Decide(n.ID, c)
+			fmt.Fprintf(&key, "%s %v;", c, cd.Down)
+		}
+	}
+	return &shared{v: v, carriers: slices.Sorted(maps.Keys(set))}, key.String()
+}
+
+// reportFleet publishes this instance's verdicts of the stable table's
+// probed nodes. Callers hold c.mu.
+func (c *Control) reportFleet(snap *health.Snapshot) {
+	if c.member == nil || c.fixed != nil {
+		return
+	}
+	own := map[string]fleet.NodeVerdict{}
+	for _, p := range c.table.Probes {
+		st, ok := snap.Status(p.ID)
+		if !ok || st.State != health.StateUp && st.State != health.StateDown {
+			continue
+		}
+		own[p.ID] = fleet.NodeVerdict{Down: st.State == health.StateDown, Load: st.Load}
+	}
+	c.member.f.Report(own)
+}
+
+// onVerdicts rebuilds the view when the fleet's verdicts of its nodes
+// changed.
+func (m *member) onVerdicts(*fleet.Verdicts) {
+	c := m.ctl.Load()
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, key := c.sharedVerdicts(c.table); key != c.sharedKey {
+		c.publish()
+	}
+}
+
+// reportLoop reports the verdicts every half interval, so that they stay
+// fresh while nothing changes.
+func (m *member) reportLoop(every time.Duration, done <-chan struct{}) {
+	defer recovery.Guard("fleet report")
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-done:
+			return
+		case <-t.C:
+		}
+		if c := m.ctl.Load(); c != nil {
+			recovery.Do("fleet report", func() {
+				c.mu.Lock()
+				defer c.mu.Unlock()
+				c.reportFleet(c.checker.Snapshot())
+			})
+		}
+	}
+}
+
+// policyShared is s for a view: nil stays nil.
+func policyShared(s *shared) policy.Shared {
+	if s == nil {
+		return nil
+	}
+	return s
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gslbdns/gslb/geo/mmdbgen"
 	"github.com/gslbdns/gslb/internal/testredis"
 	"github.com/gslbdns/gslb/internal/testsupport"
 
@@ -332,4 +334,129 @@ func TestFleetSharedState(t *testing.T) {
 func portOf(addr string) string {
 	_, port, _ := strings.Cut(addr, ":")
 	return port
+}
+
+// sourceTarget is an HTTP health endpoint on 127.0.0.1 that drops the
+// connections coming from 127.0.0.2, and counts those it serves by source.
+type sourceTarget struct {
+	ln     net.Listener
+	srv    *http.Server
+	mu     sync.Mutex
+	served map[string]int // by source address
+	open   map[string]int // connections now open, by source address
+}
+
+func newSourceTarget(t *testing.T) *sourceTarget {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := &sourceTarget{ln: ln, served: map[string]int{}, open: map[string]int{}}
+	st.srv = &http.Server{
+		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "ok") }),
+		ConnState: func(c net.Conn, s http.ConnState) {
+			host, _, _ := net.SplitHostPort(c.RemoteAddr().String())
+			st.mu.Lock()
+			defer st.mu.Unlock()
+			switch s {
+			case http.StateNew:
+				st.served[host]++
+				st.open[host]++
+			case http.StateClosed, http.StateHijacked:
+				st.open[host]--
+			}
+		},
+	}
+	go st.srv.Serve(dropFrom{ln, "127.0.0.2"})
+	t.Cleanup(func() { st.srv.Close() })
+	return st
+}
+
+func (st *sourceTarget) url() string { return "http://" + st.ln.Addr().String() + "/health" }
+
+// dropFrom closes the connections from one source at once.
+type dropFrom struct {
+	net.Listener
+	source string
+}
+
+func (d dropFrom) Accept() (net.Conn, error) {
+	for {
+		c, err := d.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		if host, _, _ := net.SplitHostPort(c.RemoteAddr().String()); host == d.source {
+			c.Close()
+			continue
+		}
+		return c, nil
+	}
+}
+
+// vantageNodes: hz-a, probed at url, and sh, unprobed, both telecom.
+func vantageNodes(url string) string {
+	return fmt.Sprintf(`nodes:
+  - id: hz-a
+    ipv4: [192.0.2.1]
+    country: CN
+    province: ZJ
+    isp: telecom
+    lat: 30.27
+    lon: 120.16
+    probe: {type: http, url: "%s", interval: 200ms, timeout: 100ms, rise: 1, fall: 1, hold_down: 0s}
+  - {id: sh, ipv4: [192.0.2.3], country: CN, province: SH, isp: telecom, lat: 31.23, lon: 121.47}
+  - {id: bj, ipv4: [192.0.2.4], country: CN, province: BJ, isp: telecom, lat: 39.90, lon: 116.41}
+records:
+  - name: www.example.org
+  - name: img.example.org
+    nodes: [hz-a, bj]
+`, url)
+}
+
+// vantageDBs: 1.0.0.0/8 is Zhejiang China Telecom, 5.0.0.0/8 Zhejiang
+// China Unicom.
+func (e *fleetEnv) vantageDBs(t *testing.T) {
+	e.city, e.asn = testsupport.WriteDBs(t, e.dir, []mmdbgen.City{
+		{Network: "1.0.0.0/8", Country: "CN", Province: "ZJ", Lat: 30.27, Lon: 120.16, Radius: 50},
+		{Network: "5.0.0.0/8", Country: "CN", Province: "ZJ", Lat: 30.27, Lon: 120.16, Radius: 50},
+	}, []mmdbgen.ASN{
+		{Network: "1.0.0.0/8", ASN: 4134, Org: "Chinanet"},
+		{Network: "5.0.0.0/8", ASN: 4837, Org: "China Unicom"},
+	})
+}
+
+// TestFleetVantage: a node that refuses only the probes of the unicom
+// member is out for unicom clients on every member, and stays in for
+// telecom clients.
+func TestFleetVantage(t *testing.T) {
+	e := newFleetEnv(t)
+	e.vantageDBs(t)
+	target := newSourceTarget(t)
+	e.nodes = writeFile(t, e.dir, "nodes.yaml", vantageNodes(target.url()))
+	a := e.start(t, "a", "vantage telecom", "")
+	b := e.start(t, "b", "vantage unicom\nprobe_source 127.0.0.2", "")
+	c := e.start(t, "c", "vantage telecom", "")
+	all := []*fleetMember{a, b, c}
+	p := startProber(all...)
+	within(t, 5*time.Second, "hz-a out for unicom clients", all, "www.example.org", "5.3.0.0/24", not("192.0.2.1"))
+	for _, m := range all {
+		if got, err := m.query("www.example.org", "1.3.0.0/24"); err != nil || got != "192.0.2.1" {
+			t.Errorf("%s: expected telecom clients on hz-a, got %s %v", m.name, got, err)
+		}
+	}
+	// Still so a few probe rounds later: the verdicts are steady.
+	time.Sleep(time.Second)
+	for _, m := range all {
+		if got, _ := m.query("www.example.org", "5.3.0.0/24"); got == "192.0.2.1" {
+			t.Errorf("%s: hz-a back for unicom clients", m.name)
+		}
+		if got, _ := m.query("www.example.org", "1.3.0.0/24"); got != "192.0.2.1" {
+			t.Errorf("%s: telecom clients moved off hz-a: %s", m.name, got)
+		}
+	}
+	target.mu.Lock()
+	t.Logf("connections at the target by source: %v", target.served)
+	target.mu.Unlock()
+	p.check(t)
 }
