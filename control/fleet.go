@@ -43,6 +43,7 @@ type member struct {
 	refs   int
 	ctl    atomic.Pointer[Control] // the instance that applies the fleet's state
 	done   chan struct{}
+	pool   *health.Pool // gated by the leases; nil: no probers limit
 }
 
 var members = struct {
@@ -93,6 +94,10 @@ func (c *Control) joinFleet() error {
 		m.f = f
 		members.m[key] = m
 		go m.reportLoop(interval/2, m.done)
+		if o.Fleet.Probers > 0 {
+			m.pool = c.pool()
+			m.pool.SetGate(f.Probing) // the lease holders probe
+		}
 		log.Infof("Fleet %s: member %s, vantage %s", o.Fleet.Name, o.Fleet.Member, fleet.Vantage{Carrier: o.Fleet.Carrier, Province: o.Fleet.Province})
 	}
 	m.refs++
@@ -120,6 +125,9 @@ func (c *Control) leaveFleet() {
 	}
 	members.Unlock()
 	if last {
+		if m.pool != nil {
+			m.pool.SetGate(nil)
+		}
 		close(m.done)
 		m.f.Close()
 		m.client.Close()
@@ -369,15 +377,24 @@ func (c *Control) reportFleet(snap *health.Snapshot) {
 	if c.member == nil || c.fixed != nil {
 		return
 	}
+	f := c.member.f
+	ids := make([]string, 0, len(c.table.Probes))
+	for _, p := range c.table.Probes {
+		ids = append(ids, p.ID)
+	}
+	f.SetNodes(ids)
 	own := map[string]fleet.NodeVerdict{}
 	for _, p := range c.table.Probes {
+		if !f.Probing(p.ID) {
+			continue // another member holds the lease: this verdict is old
+		}
 		st, ok := snap.Status(p.ID)
 		if !ok || st.State != health.StateUp && st.State != health.StateDown {
 			continue
 		}
 		own[p.ID] = fleet.NodeVerdict{Down: st.State == health.StateDown, Load: st.Load}
 	}
-	c.member.f.Report(own)
+	f.Report(own)
 }
 
 // onVerdicts rebuilds the view when the fleet's verdicts of its nodes

@@ -337,13 +337,17 @@ func portOf(addr string) string {
 }
 
 // sourceTarget is an HTTP health endpoint on 127.0.0.1 that drops the
-// connections coming from 127.0.0.2, and counts those it serves by source.
+// connections coming from 127.0.0.2, and notes the source of every probe.
 type sourceTarget struct {
-	ln     net.Listener
-	srv    *http.Server
-	mu     sync.Mutex
-	served map[string]int // by source address
-	open   map[string]int // connections now open, by source address
+	ln   net.Listener
+	srv  *http.Server
+	mu   sync.Mutex
+	hits []hit
+}
+
+type hit struct {
+	source string
+	at     time.Time
 }
 
 func newSourceTarget(t *testing.T) *sourceTarget {
@@ -351,25 +355,30 @@ func newSourceTarget(t *testing.T) *sourceTarget {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st := &sourceTarget{ln: ln, served: map[string]int{}, open: map[string]int{}}
-	st.srv = &http.Server{
-		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "ok") }),
-		ConnState: func(c net.Conn, s http.ConnState) {
-			host, _, _ := net.SplitHostPort(c.RemoteAddr().String())
-			st.mu.Lock()
-			defer st.mu.Unlock()
-			switch s {
-			case http.StateNew:
-				st.served[host]++
-				st.open[host]++
-			case http.StateClosed, http.StateHijacked:
-				st.open[host]--
-			}
-		},
-	}
+	st := &sourceTarget{ln: ln}
+	st.srv = &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		host, _, _ := net.SplitHostPort(r.RemoteAddr)
+		st.mu.Lock()
+		st.hits = append(st.hits, hit{host, time.Now()})
+		st.mu.Unlock()
+		fmt.Fprint(w, "ok")
+	})}
 	go st.srv.Serve(dropFrom{ln, "127.0.0.2"})
 	t.Cleanup(func() { st.srv.Close() })
 	return st
+}
+
+// sources counts the probes since from, by source address.
+func (st *sourceTarget) sources(from time.Time) map[string]int {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	out := map[string]int{}
+	for _, h := range st.hits {
+		if !h.at.Before(from) {
+			out[h.source]++
+		}
+	}
+	return out
 }
 
 func (st *sourceTarget) url() string { return "http://" + st.ln.Addr().String() + "/health" }
@@ -455,8 +464,92 @@ func TestFleetVantage(t *testing.T) {
 			t.Errorf("%s: telecom clients moved off hz-a: %s", m.name, got)
 		}
 	}
-	target.mu.Lock()
-	t.Logf("connections at the target by source: %v", target.served)
-	target.mu.Unlock()
+	t.Logf("probes at the target by source: %v", target.sources(time.Time{}))
+	p.check(t)
+}
+
+// TestFleetProbers: with probers 1, three members of one vantage probe a
+// node one at a time, and another takes over when the holder dies.
+func TestFleetProbers(t *testing.T) {
+	e := newFleetEnv(t)
+	e.vantageDBs(t)
+	target := newSourceTarget(t)
+	e.nodes = writeFile(t, e.dir, "nodes.yaml", vantageNodes(target.url()))
+	bySource := map[string]*fleetMember{}
+	var all []*fleetMember
+	for i, name := range []string{"a", "b", "c"} {
+		src := fmt.Sprintf("127.0.0.%d", 3+i)
+		m := e.start(t, name, "vantage telecom\nprobers 1\nprobe_source "+src, "")
+		bySource[src] = m
+		all = append(all, m)
+	}
+	p := startProber(all...)
+	// One prober at a time, once the first leases are taken.
+	holder := func(from time.Time) (string, map[string]int) {
+		got := target.sources(from)
+		if len(got) != 1 {
+			return "", got
+		}
+		for s := range got {
+			return s, got
+		}
+		return "", got
+	}
+	var src string
+	testsupport.WaitFor(t, "a single prober", func() (bool, string) {
+		from := time.Now()
+		time.Sleep(time.Second) // five probe intervals
+		s, got := holder(from)
+		src = s
+		return s != "" && got[s] >= 3, fmt.Sprint(got)
+	})
+	from := time.Now()
+	time.Sleep(2 * time.Second)
+	if s, got := holder(from); s != src {
+		t.Errorf("Expected only %s probing for 2s, got %v", src, got)
+	} else {
+		t.Logf("probes in 2s with probers 1: %v", got)
+	}
+	// The holder dies without leaving: its lease lapses, another takes over.
+	p.check(t)
+	dead := bySource[src]
+	var alive []*fleetMember
+	for _, m := range all {
+		if m != dead {
+			alive = append(alive, m)
+		}
+	}
+	p = startProber(alive...)
+	dead.cmd.Process.Kill()
+	<-dead.done
+	killed := time.Now()
+	var took time.Duration
+	testsupport.WaitFor(t, "another member taking the probes over", func() (bool, string) {
+		got := target.sources(killed)
+		for s := range got {
+			if s != src {
+				target.mu.Lock()
+				for _, h := range target.hits {
+					if h.source == s && !h.at.Before(killed) {
+						took = h.at.Sub(killed)
+						break
+					}
+				}
+				target.mu.Unlock()
+				return true, ""
+			}
+		}
+		return false, fmt.Sprint(got)
+	})
+	t.Logf("takeover %v after the holder died", took)
+	if took > 2*time.Second {
+		t.Errorf("Takeover took %v", took)
+	}
+	testsupport.WaitFor(t, "a single prober after the takeover", func() (bool, string) {
+		from := time.Now()
+		time.Sleep(time.Second)
+		s, got := holder(from)
+		return s != "" && s != src, fmt.Sprint(got)
+	})
 	p.check(t)
 }
