@@ -243,6 +243,7 @@ func loadControl(o *config.Options) (c *Control, option string, err error) {
 	if cn != nil {
 		cn.Checker = c.canaryChecker(cn)
 		cn.OnRollback = c.noteRollback
+		cn.Shared = o.Fleet != nil
 		c.canary.Store(cn)
 	}
 	c.restoreState()
@@ -685,6 +686,7 @@ func (c *Control) swapCanary(cn *canary.Rollout) *canary.Rollout {
 	defer c.mu.Unlock()
 	cn.Checker = c.canaryChecker(cn)
 	cn.OnRollback = c.noteRollback
+	cn.Shared = c.opts.Fleet != nil
 	old := c.canary.Swap(cn)
 	c.saveLogged() // the previous canary's share or rollback no longer holds
 	return old

@@ -1,12 +1,14 @@
 package control
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"maps"
 	"net/netip"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -44,6 +46,10 @@ type member struct {
 	ctl    atomic.Pointer[Control] // the instance that applies the fleet's state
 	done   chan struct{}
 	pool   *health.Pool // gated by the leases; nil: no probers limit
+	// The canary counts handed to the fleet: of which generation, and up
+	// to which local counts. The report loop alone uses them.
+	counting string
+	counted  [4]uint64
 }
 
 var members = struct {
@@ -85,6 +91,7 @@ func (c *Control) joinFleet() error {
 			OnState:    m.onState,
 			OnConflict: onConflict,
 			OnVerdicts: m.onVerdicts,
+			OnRollback: m.onRollback,
 		})
 		if err != nil {
 			members.Unlock()
@@ -429,6 +436,7 @@ func (m *member) reportLoop(every time.Duration, done <-chan struct{}) {
 				defer c.mu.Unlock()
 				c.reportFleet(c.checker.Snapshot())
 			})
+			recovery.Do("fleet canary", func() { m.countCanary(c) })
 		}
 	}
 }
@@ -439,4 +447,77 @@ func policyShared(s *shared) policy.Shared {
 		return nil
 	}
 	return s
+}
+
+// canaryWindow is the one window of a canary's fleet-wide counts: they add
+// up over its life, like a lone instance's.
+const canaryWindow = 30 * 24 * time.Hour
+
+// countGeneration names the fleet's counts of c's canary: its identity and
+// the last share an operator set, so that a new experiment counts afresh.
+func (c *Control) countGeneration(cn *canary.Rollout) string {
+	gen := cn.Identity
+	if e, ok := c.member.f.State().Get(canaryKey); ok {
+		gen += "-" + strconv.FormatInt(e.Origin.Time.UnixNano(), 36)
+	}
+	return gen
+}
+
+// countCanary adds this member's new canary counts to the fleet's, and
+// decides the rollback, once for the fleet, when the totals call for it.
+func (m *member) countCanary(c *Control) {
+	cn := c.canary.Load()
+	if cn == nil || !cn.Active() {
+		return
+	}
+	c.mu.Lock()
+	gen := c.countGeneration(cn)
+	c.mu.Unlock()
+	m.f.WatchCanary(gen)
+	now := cn.Counts()
+	switch {
+	case m.counting == "": // the first round: everything counted so far
+		m.counting = gen
+	case gen != m.counting || now[0] < m.counted[0] || now[2] < m.counted[2]:
+		m.counting, m.counted = gen, now // a new experiment, or counters reset: from here on
+	}
+	var add fleet.CanaryCounts
+	add.CanarySame, add.CanaryCross = int64(now[0]-m.counted[0]), int64(now[1]-m.counted[1])
+	add.StableSame, add.StableCross = int64(now[2]-m.counted[2]), int64(now[3]-m.counted[3])
+	ctx := context.Background()
+	total, err := m.f.CanaryAdd(ctx, gen, time.Unix(0, 0), canaryWindow, add)
+	if err != nil {
+		return // counted again at the next round
+	}
+	m.counted = now
+	reason, ok := cn.Judge([4]uint64{uint64(total.CanarySame), uint64(total.CanaryCross), uint64(total.StableSame), uint64(total.StableCross)})
+	if !ok {
+		return
+	}
+	if rb, won, err := m.f.TryRollback(ctx, gen, "fleet-wide "+reason); err == nil && won {
+		log.Warningf("Fleet: canary %s: this member decided the rollback for the fleet", cn.Opts.File)
+		m.onRollback(rb)
+	}
+}
+
+// onRollback applies a rollback decided by a member: the canary rolls back
+// here too, and the state says so.
+func (m *member) onRollback(rb fleet.Rollback) {
+	c := m.ctl.Load()
+	if c == nil {
+		return
+	}
+	cn := c.canary.Load()
+	if cn == nil {
+		return
+	}
+	c.mu.Lock()
+	gen := c.countGeneration(cn)
+	c.mu.Unlock()
+	if rb.Identity != gen {
+		return // of an earlier experiment
+	}
+	if cn.Apply(rb.Reason + " (decided by " + rb.Origin.Member + ")") {
+		c.noteRollback()
+	}
 }

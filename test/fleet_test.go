@@ -32,6 +32,7 @@ const fleetToken = "s3cret-token-for-tests"
 // paths, so that the canary line is the same on every member) and Redis.
 type fleetEnv struct {
 	dir, city, asn, nodes, candidate, token string
+	canaryPercent, canaryOpts               string // the canary line's share and block
 	redis                                   *testredis.Server
 }
 
@@ -73,8 +74,9 @@ func (e *fleetEnv) start(t *testing.T, name, fleetLines, extra string) *fleetMem
         redis %s {
             timeout 250ms
         }
-        canary %s 0 {
+        canary %s {
             salt 0123456789abcdef0123
+            %s
         }
         fleet test {
             %s
@@ -82,7 +84,7 @@ func (e *fleetEnv) start(t *testing.T, name, fleetLines, extra string) *fleetMem
         %s
     }
 }
-`, port, e.city, e.asn, e.nodes, m.admin, e.token, filepath.Join(e.dir, name+"-state.yaml"), e.redis.Addr(), e.candidate, fleetLines, extra)
+`, port, e.city, e.asn, e.nodes, m.admin, e.token, filepath.Join(e.dir, name+"-state.yaml"), e.redis.Addr(), e.candidate+" "+cmpOr(e.canaryPercent, "0"), e.canaryOpts, fleetLines, extra)
 	conf := writeFile(t, e.dir, name+".Corefile", text)
 	m.cmd = exec.Command(corednsTool(t), "-conf", conf)
 	m.cmd.Stdout, m.cmd.Stderr = m.out, m.out
@@ -552,4 +554,90 @@ func TestFleetProbers(t *testing.T) {
 		return s != "" && s != src, fmt.Sprint(got)
 	})
 	p.check(t)
+}
+
+func cmpOr(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+// TestFleetCanaryRollback: the canary's counts add up over the fleet, and
+// the rollback, decided once, holds on every member together, though no
+// member alone counted rollback_min decisions.
+func TestFleetCanaryRollback(t *testing.T) {
+	e := newFleetEnv(t)
+	e.candidate = writeFile(t, e.dir, "candidate.yaml", canaryNodes) // Zhejiang to Beijing: cross-province
+	e.canaryPercent, e.canaryOpts = "50", "rollback_cross 0.1\nrollback_min 60"
+	a := e.start(t, "a", "vantage telecom", "")
+	b := e.start(t, "b", "vantage telecom", "")
+	c := e.start(t, "c", "vantage unicom", "")
+	all := []*fleetMember{a, b, c}
+	type canaryState struct {
+		RolledBack bool   `json:"rolled_back"`
+		Reason     string `json:"reason"`
+		Decisions  uint64 `json:"decisions"`
+	}
+	state := func(m *fleetMember) canaryState {
+		var s canaryState
+		if err := json.Unmarshal([]byte(m.must(t, "GET", "/v1/canary", "")), &s); err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	// 240 Zhejiang subnets, a third on each member: about 40 canary
+	// decisions each, 120 in the fleet.
+	for i, sn := range zjSubnets(240) {
+		if _, err := all[i%3].query("www.example.org", sn); err != nil {
+			t.Fatalf("%s: %v", sn, err)
+		}
+	}
+	for _, m := range all {
+		if d := state(m).Decisions; d >= 60 {
+			t.Fatalf("%s counted %d canary decisions alone: the test needs fewer than rollback_min", m.name, d)
+		}
+	}
+	var first time.Time
+	seen := map[string]time.Duration{}
+	testsupport.WaitFor(t, "the rollback on every member", func() (bool, string) {
+		for _, m := range all {
+			if _, ok := seen[m.name]; ok {
+				continue
+			}
+			if s := state(m); s.RolledBack {
+				if first.IsZero() {
+					first = time.Now()
+				}
+				seen[m.name] = time.Since(first)
+			}
+		}
+		return len(seen) == 3, fmt.Sprint(seen)
+	})
+	t.Logf("rolled back on each member after the first: %v", seen)
+	for name, d := range seen {
+		if d > time.Second {
+			t.Errorf("%s rolled back %v after the first", name, d)
+		}
+	}
+	reasons := map[string]bool{}
+	for _, m := range all {
+		s := state(m)
+		_, by, _ := strings.Cut(s.Reason, "decided by ")
+		reasons[by] = true
+		if !strings.Contains(s.Reason, "fleet-wide") {
+			t.Errorf("%s: expected a fleet-wide rollback, got %q", m.name, s.Reason)
+		}
+	}
+	if len(reasons) != 1 {
+		t.Errorf("Expected one member deciding the rollback, got %v", reasons)
+	}
+	// Every member answers stable now.
+	for _, m := range all {
+		for _, sn := range zjSubnets(20) {
+			if got, _ := m.query("www.example.org", sn); got != "192.0.2.1" {
+				t.Errorf("%s: %s still in the canary after the rollback: %s", m.name, sn, got)
+			}
+		}
+	}
 }
