@@ -48,6 +48,7 @@ func newFleetEnv(t *testing.T) *fleetEnv {
 // fleetMember is one CoreDNS process of a fleet.
 type fleetMember struct {
 	name, dns, admin string
+	metrics          string // the prometheus plugin's address
 	first            string // the first answer, for www from 1.3.0.0/24
 	cmd              *exec.Cmd
 	out              *testsupport.LogBuffer
@@ -58,10 +59,11 @@ type fleetMember struct {
 // the extra gslb lines, and waits until it answers.
 func (e *fleetEnv) start(t *testing.T, name, fleetLines, extra string) *fleetMember {
 	t.Helper()
-	m := &fleetMember{name: name, dns: freeAddr(t), admin: freeAddr(t), out: &testsupport.LogBuffer{}, done: make(chan struct{})}
+	m := &fleetMember{name: name, dns: freeAddr(t), admin: freeAddr(t), metrics: freeAddr(t), out: &testsupport.LogBuffer{}, done: make(chan struct{})}
 	_, port, _ := strings.Cut(m.dns, ":")
 	text := fmt.Sprintf(`example.org:%s {
     bind 127.0.0.1
+    prometheus %s
     gslb {
         geoip %s
         asn %s
@@ -84,7 +86,7 @@ func (e *fleetEnv) start(t *testing.T, name, fleetLines, extra string) *fleetMem
         %s
     }
 }
-`, port, e.city, e.asn, e.nodes, m.admin, e.token, filepath.Join(e.dir, name+"-state.yaml"), e.redis.Addr(), e.candidate+" "+cmpOr(e.canaryPercent, "0"), e.canaryOpts, fleetLines, extra)
+`, port, m.metrics, e.city, e.asn, e.nodes, m.admin, e.token, filepath.Join(e.dir, name+"-state.yaml"), e.redis.Addr(), e.candidate+" "+cmpOr(e.canaryPercent, "0"), e.canaryOpts, fleetLines, extra)
 	conf := writeFile(t, e.dir, name+".Corefile", text)
 	m.cmd = exec.Command(corednsTool(t), "-conf", conf)
 	m.cmd.Stdout, m.cmd.Stderr = m.out, m.out
@@ -327,10 +329,24 @@ func TestFleetSharedState(t *testing.T) {
 			t.Errorf("%s: expected the drain to hold while Redis is down, got %s %v", m.name, got, err)
 		}
 	}
+	testsupport.WaitFor(t, "a's undrain counted as pending while Redis is down", func() (bool, string) {
+		v, _ := a.metric(t, "coredns_gslb_fleet_changes_total", `origin="local"`, `result="pending"`)
+		return v >= 1, fmt.Sprint(v)
+	})
 	// Redis back, empty: a's undrain reaches b and c.
 	e.redis.Restart()
 	within(t, 2*time.Second, "undrain reaching b and c after Redis returned", []*fleetMember{b, c}, "www.example.org", "1.3.0.0/24", equal("192.0.2.1"))
 	p.check(t)
+	testsupport.WaitFor(t, "3 members counted", func() (bool, string) {
+		v, _ := b.metric(t, "coredns_gslb_fleet_members")
+		return v == 3, fmt.Sprint(v)
+	})
+	if v, ok := c.metric(t, "coredns_gslb_fleet_changes_total", `origin="remote"`, `result="applied"`); !ok || v < 3 {
+		t.Errorf("c: expected the remote changes counted as applied, got %v", v)
+	}
+	if v, ok := c.metric(t, "coredns_gslb_fleet_sync_age_seconds"); !ok || v > 2 {
+		t.Errorf("c: expected a fresh sync, got %v %v", v, ok)
+	}
 }
 
 func portOf(addr string) string {
@@ -467,6 +483,38 @@ func TestFleetVantage(t *testing.T) {
 		}
 	}
 	t.Logf("probes at the target by source: %v", target.sources(time.Time{}))
+	for vantage, want := range map[string]float64{"unicom": 1, "telecom": 0} {
+		if v, ok := a.metric(t, "coredns_gslb_fleet_node_down", `node="hz-a"`, `vantage="`+vantage+`"`); !ok || v != want {
+			t.Errorf("a: fleet_node_down{hz-a, %s}: expected %v, got %v %v", vantage, want, v, ok)
+		}
+	}
+	// explain says which vantage's verdict counted.
+	var x struct {
+		Candidates []struct{ ID, State, Vantage string }
+	}
+	if err := json.Unmarshal([]byte(c.must(t, "GET", "/v1/explain?addr=5.3.0.1&name=www.example.org", "")), &x); err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, n := range x.Candidates {
+		if n.ID == "hz-a" {
+			found = true
+			if n.State != "down" || n.Vantage != "unicom" {
+				t.Errorf("c: explain for a unicom client: expected hz-a down as unicom sees it, got %+v", n)
+			}
+		}
+	}
+	if !found {
+		t.Errorf("c: explain lists no hz-a: %+v", x)
+	}
+	// Redis out of reach past a verdict's freshness: each member says so
+	// and answers from its own probes (a's see hz-a up).
+	e.redis.Stop()
+	testsupport.WaitFor(t, "a isolated", func() (bool, string) {
+		v, _ := a.metric(t, "coredns_gslb_fleet_isolated")
+		return v == 1 && strings.Contains(a.out.String(), "[WARNING] plugin/gslb: Fleet test: Redis unreachable"), fmt.Sprint(v)
+	})
+	within(t, 5*time.Second, "a back on its own probes", []*fleetMember{a}, "www.example.org", "5.3.0.0/24", equal("192.0.2.1"))
 	p.check(t)
 }
 
@@ -640,4 +688,33 @@ func TestFleetCanaryRollback(t *testing.T) {
 			}
 		}
 	}
+}
+
+// metric is the value of the series of name whose labels are all of
+// labels ("k=\"v\"" pairs, as Prometheus prints them), from the member's
+// /metrics; false when it has none.
+func (m *fleetMember) metric(t *testing.T, name string, labels ...string) (float64, bool) {
+	t.Helper()
+	resp, err := http.Get("http://" + m.metrics + "/metrics")
+	if err != nil {
+		t.Fatalf("%s: /metrics: %v", m.name, err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	for _, l := range strings.Split(string(body), "\n") {
+		if !strings.HasPrefix(l, name+"{") && !strings.HasPrefix(l, name+" ") {
+			continue
+		}
+		ok := true
+		for _, lb := range labels {
+			ok = ok && strings.Contains(l, lb)
+		}
+		if !ok {
+			continue
+		}
+		var v float64
+		fmt.Sscan(l[strings.LastIndexByte(l, ' ')+1:], &v)
+		return v, true
+	}
+	return 0, false
 }
