@@ -521,6 +521,9 @@ func (c *Control) Start() error {
 func (c *Control) Reclaim() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.member != nil {
+		c.member.ctl.Store(c) // the failed load's instance applied the fleet's state
+	}
 	if c.admin != nil {
 		c.admin.Reclaim()
 		c.restoreState() // what the failed load saved meanwhile
