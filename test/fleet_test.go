@@ -60,33 +60,7 @@ type fleetMember struct {
 func (e *fleetEnv) start(t *testing.T, name, fleetLines, extra string) *fleetMember {
 	t.Helper()
 	m := &fleetMember{name: name, dns: freeAddr(t), admin: freeAddr(t), metrics: freeAddr(t), out: &testsupport.LogBuffer{}, done: make(chan struct{})}
-	_, port, _ := strings.Cut(m.dns, ":")
-	text := fmt.Sprintf(`example.org:%s {
-    bind 127.0.0.1
-    prometheus %s
-    gslb {
-        geoip %s
-        asn %s
-        nodes %s
-        cooldown 0s
-        admin %s {
-            token_file %s
-            state %s
-        }
-        redis %s {
-            timeout 250ms
-        }
-        canary %s {
-            salt 0123456789abcdef0123
-            %s
-        }
-        fleet test {
-            %s
-        }
-        %s
-    }
-}
-`, port, m.metrics, e.city, e.asn, e.nodes, m.admin, e.token, filepath.Join(e.dir, name+"-state.yaml"), e.redis.Addr(), e.candidate+" "+cmpOr(e.canaryPercent, "0"), e.canaryOpts, fleetLines, extra)
+	text := e.corefile(m, fleetLines, extra)
 	conf := writeFile(t, e.dir, name+".Corefile", text)
 	m.cmd = exec.Command(corednsTool(t), "-conf", conf)
 	m.cmd.Stdout, m.cmd.Stderr = m.out, m.out
@@ -114,6 +88,38 @@ func (e *fleetEnv) start(t *testing.T, name, fleetLines, extra string) *fleetMem
 		return err == nil, fmt.Sprint(err)
 	})
 	return m
+}
+
+// corefile is member m's Corefile.
+func (e *fleetEnv) corefile(m *fleetMember, fleetLines, extra string) string {
+	name := m.name
+	_, port, _ := strings.Cut(m.dns, ":")
+	return fmt.Sprintf(`example.org:%s {
+    bind 127.0.0.1
+    prometheus %s
+    gslb {
+        geoip %s
+        asn %s
+        nodes %s
+        cooldown 0s
+        admin %s {
+            token_file %s
+            state %s
+        }
+        redis %s {
+            timeout 250ms
+        }
+        canary %s {
+            salt 0123456789abcdef0123
+            %s
+        }
+        fleet test {
+            %s
+        }
+        %s
+    }
+}
+`, port, m.metrics, e.city, e.asn, e.nodes, m.admin, e.token, filepath.Join(e.dir, name+"-state.yaml"), e.redis.Addr(), e.candidate+" "+cmpOr(e.canaryPercent, "0"), e.canaryOpts, fleetLines, extra)
 }
 
 func (m *fleetMember) stop() {
@@ -718,4 +724,28 @@ func (m *fleetMember) metric(t *testing.T, name string, labels ...string) (float
 		return v, true
 	}
 	return 0, false
+}
+
+// TestFleetReload: a Corefile reload keeps the membership, and the new
+// instance applies the fleet's changes and shares its own.
+func TestFleetReload(t *testing.T) {
+	e := newFleetEnv(t)
+	b := e.start(t, "b", "vantage telecom", "")
+	logs := captureLog(t)
+	a := &fleetMember{name: "a", dns: freeAddr(t), admin: freeAddr(t), metrics: freeAddr(t)}
+	s := startServer(t, e.corefile(a, "vantage telecom", ""))
+	a.dns = s.udp
+	b.must(t, "POST", "/v1/nodes/hz-a/drain", "")
+	within(t, time.Second, "b's drain on a", []*fleetMember{a}, "www.example.org", "1.3.0.0/24", not("192.0.2.1"))
+	s.restart(t, e.corefile(a, "vantage telecom", "ttl 30"))
+	b.must(t, "POST", "/v1/nodes/hz-a/undrain", "")
+	within(t, time.Second, "b's undrain on a after a reload", []*fleetMember{a}, "www.example.org", "1.3.0.0/24", equal("192.0.2.1"))
+	a.must(t, "POST", "/v1/nodes/sh/drain", "")
+	testsupport.WaitFor(t, "a's drain after the reload on b", func() (bool, string) {
+		n := b.node(t, "sh")
+		return n.Drained, fmt.Sprint(n)
+	})
+	if n := strings.Count(logs.String(), "Fleet test: member"); n != 1 {
+		t.Errorf("Expected one membership across the reload, got %d:\n%s", n, logs.String())
+	}
 }
