@@ -43,7 +43,7 @@ func (v *View) Decide(q *Query) Decision {
 	}
 	if d.Node >= 0 {
 		d.Winner = &v.Table.Nodes[d.Node]
-		st := v.StatusFor(q.Client.ISP)[d.Node]
+		st := &v.StatusFor(q.Client.ISP)[d.Node]
 		d.State, d.Vantage = st.State, st.Vantage
 	}
 	d.PerSubnet = d.Tied

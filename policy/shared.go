@@ -64,6 +64,9 @@ func (v *View) applyShared(in Inputs, drained []bool) {
 
 // nodesFor is the nodes and states clients of carrier see.
 func (v *View) nodesFor(carrier string) ([]scoring.Node, []NodeStatus) {
+	if v.carriers == nil { // no fleet verdicts: the common case, without a lookup
+		return v.Nodes, v.Status
+	}
 	if cv := v.carriers[carrier]; cv != nil {
 		return cv.nodes, cv.status
 	}
