@@ -90,6 +90,7 @@ var labels = []struct {
 		return o.Decision.Winner.ID
 	}},
 	{"node_state", func(o *decide.Outcome) string { return o.Decision.State }},
+	{"node_vantage", func(o *decide.Outcome) string { return o.Decision.Vantage }},
 	{"distance_km", func(o *decide.Outcome) string {
 		if o.Decision.Winner == nil || o.Decision.DistanceKm < 0 {
 			return ""

@@ -44,12 +44,20 @@ type Node struct {
 	Drained bool       `json:"drained"`
 	Since   *time.Time `json:"since,omitempty"` // of the drain when drained, else of the probe state
 	Records []string   `json:"records"`
-	Tables  []string   `json:"tables"` // the node tables that have it: stable, canary
+	Tables  []string   `json:"tables"`           // the node tables that have it: stable, canary
+	Origin  *Origin    `json:"origin,omitempty"` // of its drain or undrain, in a fleet
+}
+
+// Origin is where a shared change came from: the fleet member and when.
+type Origin struct {
+	Member string    `json:"member"`
+	Time   time.Time `json:"time"`
 }
 
 // Pin is one pin as the API shows it.
 type Pin struct {
 	overrides.EntryYAML
+	Origin *Origin `json:"origin,omitempty"` // in a fleet
 }
 
 // PinRequest is the body of POST /v1/pins.

@@ -52,6 +52,9 @@ type Rollout struct {
 
 	// OnRollback tells the control plane, which saves the state.
 	OnRollback func()
+	// Shared: a fleet counts and decides the rollback, not this rollout
+	// alone (set before queries run).
+	Shared bool
 
 	// share is the part of the subnets in the canary, in 1/10000: the
 	// line's PERCENT, the admin API's, or 0 once rolled back. Every query
@@ -139,7 +142,7 @@ func (r *Rollout) Count(canaryPolicy, located, same bool, k locate.Key, now time
 				r.canaryCross.Add(1)
 			}
 		}
-		if r.Opts.RollbackCross >= 0 && n >= r.Opts.RollbackMin && n%32 == 0 {
+		if !r.Shared && r.Opts.RollbackCross >= 0 && n >= r.Opts.RollbackMin && n%32 == 0 {
 			r.check()
 		}
 		return
@@ -163,6 +166,41 @@ func ratio(cross, same uint64) float64 {
 		return 0
 	}
 	return float64(cross) / float64(cross+same)
+}
+
+// Counts are the province matches counted so far: canary same and cross,
+// stable same and cross.
+func (r *Rollout) Counts() [4]uint64 {
+	return [4]uint64{r.canarySame.Load(), r.canaryCross.Load(), r.stableSame.Load(), r.stableCross.Load()}
+}
+
+// Judge says whether counts (as Counts orders them; a fleet's totals)
+// call for the rollback, and why.
+func (r *Rollout) Judge(counts [4]uint64) (string, bool) {
+	least := r.Opts.RollbackMin
+	if r.Opts.RollbackCross < 0 || counts[0]+counts[1] < least || counts[2]+counts[3] < least {
+		return "", false
+	}
+	c, s := ratio(counts[1], counts[0]), ratio(counts[3], counts[2])
+	if c-s <= r.Opts.RollbackCross {
+		return "", false
+	}
+	return fmt.Sprintf("cross-province ratio %.4f against stable's %.4f after %d counted canary decisions: more than rollback_cross %g higher",
+		c, s, counts[0]+counts[1], r.Opts.RollbackCross), true
+}
+
+// Apply rolls the canary back for a rollback decided elsewhere (by a fleet
+// member); false when it had rolled back already.
+func (r *Rollout) Apply(reason string) bool {
+	r.checkMu.Lock()
+	defer r.checkMu.Unlock()
+	if r.rolledBack.Load() {
+		return false
+	}
+	r.rollBack(reason)
+	rolledBackGauge.Set(1)
+	log.Warningf("Canary %s rolled back to 0%%: %s", r.Opts.File, reason)
+	return true
 }
 
 // check rolls the canary back when its cross-province ratio exceeds

@@ -1,6 +1,8 @@
 package config
 
 import (
+	"os"
+
 	"github.com/coredns/caddy"
 	"github.com/coredns/coredns/core/dnsserver"
 )
@@ -18,5 +20,12 @@ func ParseController(c *caddy.Controller) (*Options, error) {
 		seen = Unique{}
 		c.Set(uniqueKey{}, seen)
 	}
-	return Parse(&c.Dispenser, c.ServerBlockKeys, dnsserver.GetConfig(c).Root, seen)
+	o, err := Parse(&c.Dispenser, c.ServerBlockKeys, dnsserver.GetConfig(c).Root, seen)
+	if err == nil && o.Fleet != nil && o.Fleet.Member == "" {
+		// Unique per host and server: instances of one host listen on
+		// different ports.
+		host, _ := os.Hostname()
+		o.Fleet.Member = host + ":" + dnsserver.GetConfig(c).Port
+	}
+	return o, err
 }

@@ -62,6 +62,7 @@ type Options struct {
 	AdminTokenFile string
 	Canary         *Canary
 	SOA            SOA
+	Fleet          *Fleet // nil: a lone instance
 }
 
 // Canary is the canary line: a candidate node table for a share of the

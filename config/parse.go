@@ -294,6 +294,12 @@ func Parse(c *caddyfile.Dispenser, keys []string, root string, seen Unique) (*Op
 					return nil, err
 				}
 				o.Canary = cn
+			case "fleet":
+				f, err := parseFleet(c)
+				if err != nil {
+					return nil, err
+				}
+				o.Fleet = f
 			case "soa":
 				if err := parseSOA(c, &o.SOA); err != nil {
 					return nil, err
@@ -302,7 +308,7 @@ func Parse(c *caddyfile.Dispenser, keys []string, root string, seen Unique) (*Op
 				return nil, c.Errf("unknown property %q", c.Val())
 			}
 			switch prop {
-			case "fallthrough", "redis", "online", "admin", "canary", "soa", "trust_ecs":
+			case "fallthrough", "redis", "online", "admin", "canary", "soa", "trust_ecs", "fleet":
 			default:
 				if args := c.RemainingArgs(); len(args) != 0 {
 					return nil, c.Errf("unexpected argument %q", args[0])
@@ -315,6 +321,9 @@ func Parse(c *caddyfile.Dispenser, keys []string, root string, seen Unique) (*Op
 	}
 	if o.Nodes == "" {
 		return nil, c.Err("nodes FILE is required")
+	}
+	if o.Fleet != nil && o.Redis == nil {
+		return nil, c.Errf("fleet %s at line %d: a redis block is required: the fleet shares its state through it", o.Fleet.Name, o.Fleet.Line)
 	}
 	return o, nil
 }

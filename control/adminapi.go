@@ -59,6 +59,10 @@ func (c *Control) restoreState() {
 	} else if m, ok := adminMemory.Load(a.Addr); ok {
 		st = m.(*admin.State)
 	}
+	if c.member != nil { // the fleet's state, of which the file is a copy
+		c.adoptFleet(c.member.f.State())
+		return
+	}
 	c.adopt(st)
 }
 
@@ -316,10 +320,16 @@ func (c *Control) saveState(st *admin.State) error {
 		adminMemory.Store(a.Addr, st)
 		return nil
 	}
+	var err error
 	if c.admin == nil {
-		return write()
+		err = write()
+	} else {
+		err = c.admin.Save(st, write)
 	}
-	return c.admin.Save(st, write)
+	if err == nil {
+		c.shareState(st)
+	}
+	return err
 }
 
 // saveFailures logs the state file's failed writes (a full disk, a
@@ -379,7 +389,7 @@ func (b *adminBackend) Nodes() []admin.Node {
 func (b *adminBackend) nodesLocked() []admin.Node {
 	c := b.c
 	v := c.view.Load()
-	out := nodesOf(v, c.checker.Snapshot(), c.drains, "stable", nil)
+	out := c.nodesOf(v, c.checker.Snapshot(), c.drains, "stable", nil)
 	cn := c.canary.Load()
 	if cn == nil {
 		return out
@@ -392,7 +402,7 @@ func (b *adminBackend) nodesLocked() []admin.Node {
 	for i := range out {
 		at[out[i].ID] = i
 	}
-	for _, n := range nodesOf(cv, cn.Checker.Snapshot(), c.drains, "canary", at) {
+	for _, n := range c.nodesOf(cv, cn.Checker.Snapshot(), c.drains, "canary", at) {
 		if i, ok := at[n.ID]; ok {
 			out[i].Tables = append(out[i].Tables, "canary")
 			continue
@@ -403,7 +413,7 @@ func (b *adminBackend) nodesLocked() []admin.Node {
 }
 
 // nodesOf is the nodes of v, in table tbl, but those skip has.
-func nodesOf(v *policy.View, snap *health.Snapshot, drains map[string]policy.Drain, tbl string, skip map[string]int) []admin.Node {
+func (c *Control) nodesOf(v *policy.View, snap *health.Snapshot, drains map[string]policy.Drain, tbl string, skip map[string]int) []admin.Node {
 	records := map[int][]string{}
 	for _, name := range v.Table.Names {
 		r := v.Table.Records[name]
@@ -419,6 +429,7 @@ func nodesOf(v *policy.View, snap *health.Snapshot, drains map[string]policy.Dra
 		}
 		n := nodeInfo(v, snap, drains, i, records[i])
 		n.Tables = []string{tbl}
+		n.Origin = c.origin(drainPrefix + n.ID)
 		out = append(out, n)
 	}
 	return out
@@ -496,13 +507,13 @@ func (b *adminBackend) Pins() []admin.Pin {
 	c := b.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return pinsOf(c.pins)
+	return c.pinsOf(c.pins)
 }
 
-func pinsOf(pins []overrides.EntryYAML) []admin.Pin {
+func (c *Control) pinsOf(pins []overrides.EntryYAML) []admin.Pin {
 	out := make([]admin.Pin, 0, len(pins))
 	for _, p := range pins {
-		out = append(out, admin.Pin{EntryYAML: p})
+		out = append(out, admin.Pin{EntryYAML: p, Origin: c.origin(pinPrefix + pinKey(&p))})
 	}
 	return out
 }
@@ -562,7 +573,7 @@ func (b *adminBackend) AddPin(req admin.PinRequest, who string) ([]admin.Pin, er
 		until = " until " + y.Expires.Format(time.RFC3339)
 	}
 	log.Infof("admin: pinned %s to %s%s (by %s)", y.CIDR, what, until, who)
-	return pinsOf(c.pins), nil
+	return c.pinsOf(c.pins), nil
 }
 
 func (b *adminBackend) DeletePin(p netip.Prefix, who string) ([]admin.Pin, error) {
@@ -585,7 +596,7 @@ func (b *adminBackend) DeletePin(p netip.Prefix, who string) ([]admin.Pin, error
 	c.applyOverrides(time.Now())
 	c.publish()
 	log.Infof("admin: unpinned %s (by %s)", p, who)
-	return pinsOf(c.pins), nil
+	return c.pinsOf(c.pins), nil
 }
 
 func (b *adminBackend) Explain(ctx context.Context, addr, name, qtype string) (any, error) {

@@ -2,6 +2,7 @@ package control
 
 import (
 	"crypto/sha256"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -83,6 +84,12 @@ type Control struct {
 	wake                    chan struct{} // the next of them moved
 	serial                  uint32
 	files                   *watcher
+	// member is the fleet this instance belongs to (nil: none), and
+	// shared the admin state as the fleet last had it from here.
+	member *member
+	shared map[string]json.RawMessage
+	// sharedKey says what the fleet's verdicts were at the last publish.
+	sharedKey string
 
 	startOnce, stopOnce sync.Once
 	stopCh              chan struct{}
@@ -240,6 +247,7 @@ func loadControl(o *config.Options) (c *Control, option string, err error) {
 	if cn != nil {
 		cn.Checker = c.canaryChecker(cn)
 		cn.OnRollback = c.noteRollback
+		cn.Shared = o.Fleet != nil
 		c.canary.Store(cn)
 	}
 	c.restoreState()
@@ -333,7 +341,7 @@ func knownIn(t *table.Table) func(string) bool {
 // the checker still serves.
 func (c *Control) newChecker(t *table.Table, current func(ch *health.Checker) bool) *health.Checker {
 	var ch *health.Checker
-	ch = health.Shared().NewChecker(t.Probes, func(*health.Snapshot) {
+	ch = c.pool().NewChecker(t.Probes, func(*health.Snapshot) {
 		recovery.Do("publish", func() {
 			c.mu.Lock()
 			defer c.mu.Unlock()
@@ -367,9 +375,12 @@ func (c *Control) publish() {
 	snap := c.fixed
 	if snap == nil {
 		snap = c.checker.Snapshot()
+		c.reportFleet(snap)
 	}
+	sh, key := c.sharedVerdicts(c.table)
+	c.sharedKey = key
 	v, step := policy.NewView(policy.Inputs{Table: c.table, Snapshot: snap, Params: &c.opts.Params, Links: links,
-		Serial: c.serial, Now: now, Cooldown: c.opts.Cooldown, Cache: c.decisions, Drains: c.drains})
+		Serial: c.serial, Now: now, Cooldown: c.opts.Cooldown, Cache: c.decisions, Drains: c.drains, Shared: policyShared(sh)})
 	c.view.Store(v)
 	if cstep := c.publishCanary(now); !cstep.IsZero() && (step.IsZero() || cstep.Before(step)) {
 		step = cstep
@@ -459,7 +470,12 @@ func (c *Control) poke() {
 }
 
 func (c *Control) Start() error {
+	var err error
 	c.startOnce.Do(func() {
+		// The fleet's state first: the first answer has it.
+		c.mu.Lock()
+		err = c.joinFleet()
+		c.mu.Unlock()
 		c.locator.Start()
 		// Checkers start outside c.mu: a probe that reports meanwhile
 		// holds the checker's notify lock and waits for c.mu.
@@ -478,6 +494,9 @@ func (c *Control) Start() error {
 		c.mu.Unlock()
 		go c.watch()
 	})
+	if err != nil {
+		return err
+	}
 	if c.opts.Admin == nil {
 		return nil
 	}
@@ -497,6 +516,9 @@ func (c *Control) Start() error {
 	// refused and made here.
 	c.restoreState()
 	c.started = true
+	if c.member != nil {
+		c.saveLogged() // the fleet's state, as the last known copy
+	}
 	c.keepSalt()
 	c.applyOverrides(time.Now())
 	c.publish()
@@ -508,6 +530,9 @@ func (c *Control) Start() error {
 func (c *Control) Reclaim() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.member != nil {
+		c.member.ctl.Store(c) // the failed load's instance applied the fleet's state
+	}
 	if c.admin != nil {
 		c.admin.Reclaim()
 		c.restoreState() // what the failed load saved meanwhile
@@ -536,6 +561,7 @@ func (c *Control) Stop() error {
 		if cn := c.canary.Load(); cn != nil {
 			cn.Checker.Stop()
 		}
+		c.leaveFleet()
 		c.locator.Close()
 	})
 	return nil
@@ -680,6 +706,7 @@ func (c *Control) swapCanary(cn *canary.Rollout) *canary.Rollout {
 	defer c.mu.Unlock()
 	cn.Checker = c.canaryChecker(cn)
 	cn.OnRollback = c.noteRollback
+	cn.Shared = c.opts.Fleet != nil
 	old := c.canary.Swap(cn)
 	c.forgetRemoved(c.table) // nodes only the previous candidate had
 	c.saveLogged()           // the previous canary's share or rollback no longer holds

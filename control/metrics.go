@@ -49,7 +49,7 @@ var (
 )
 
 // Collectors are the package's metrics, for tests that list them.
-var Collectors = []prometheus.Collector{reloads, qualityRows, dbBuild, nodeDrained, adminStateOK}
+var Collectors = []prometheus.Collector{reloads, qualityRows, dbBuild, nodeDrained, adminStateOK, FleetCollector}
 
 func recordDBInfo(db *geo.DB) {
 	dbBuild.Reset()

@@ -86,10 +86,13 @@ type ExplainedTier struct {
 
 // ExplainedNode is one node of the record.
 type ExplainedNode struct {
-	ID     string `json:"id"`
-	Tier   string `json:"tier,omitempty"` // its best rung for this client
-	State  string `json:"state"`
-	Usable bool   `json:"usable"`
+	ID    string `json:"id"`
+	Tier  string `json:"tier,omitempty"` // its best rung for this client
+	State string `json:"state"`
+	// Vantage is the fleet vantage whose verdict State is (a carrier, or
+	// fleet); absent: this instance's probes.
+	Vantage string `json:"vantage,omitempty"`
+	Usable  bool   `json:"usable"`
 	// Reason: down, overloaded, lossy, shed (turned away or ramping), or
 	// family (no address of the queried type).
 	Reason     string             `json:"reason,omitempty"`
@@ -153,10 +156,11 @@ func (d *Decider) Explain(ctx context.Context, c Client, name string, qtype uint
 	}
 	x.Node = winner
 	seen := map[int]bool{}
+	status := v.StatusFor(policyQuery(&out).Client.ISP)
 	for _, t := range traces {
 		seen[t.Node] = true
 		n := &v.Nodes[t.Node]
-		en := ExplainedNode{ID: n.ID, Tier: t.Tier.String(), State: v.Status[t.Node].State, Usable: t.Usable,
+		en := ExplainedNode{ID: n.ID, Tier: t.Tier.String(), State: status[t.Node].State, Vantage: status[t.Node].Vantage, Usable: t.Usable,
 			Reason: t.Reason, Load: n.Load, Cost: n.Cost, Score: round(t.Score), Winner: n.ID == winner,
 			Terms: map[string]float64{}}
 		if t.DistanceKm >= 0 {
@@ -176,7 +180,7 @@ func (d *Decider) Explain(ctx context.Context, c Client, name string, qtype uint
 		if !seen[i] {
 			seen[i] = true
 			n := &v.Nodes[i]
-			x.Candidates = append(x.Candidates, ExplainedNode{ID: n.ID, State: v.Status[i].State, Reason: ReasonFamily,
+			x.Candidates = append(x.Candidates, ExplainedNode{ID: n.ID, State: status[i].State, Vantage: status[i].Vantage, Reason: ReasonFamily,
 				Load: n.Load, Cost: n.Cost})
 		}
 	}

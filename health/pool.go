@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gslbdns/gslb/internal/recovery"
@@ -17,11 +18,23 @@ import (
 // node whose spec changed keeps its verdict until its new probe reports.
 type Pool struct {
 	opts Options
+	gate atomic.Pointer[func(id string) bool] // nil: probe every node
 	sem  chan struct{}
 
 	mu     sync.Mutex
 	probes map[probeKey]*probe
 	latest map[string]*probe // per node: the newest probe, whose verdict a new spec inherits
+}
+
+// SetGate makes the pool probe node id only while gate(id) says so: a
+// fleet member that does not hold a node's probe lease leaves it to the one
+// that does. nil probes every node.
+func (p *Pool) SetGate(gate func(id string) bool) {
+	if gate == nil {
+		p.gate.Store(nil)
+		return
+	}
+	p.gate.Store(&gate)
 }
 
 // shared is the process's pool: what must survive a Corefile reload.
@@ -188,6 +201,9 @@ func (pr *probe) run(ctx context.Context) {
 
 // once runs one probe within the pool's concurrency bound and applies it.
 func (pr *probe) once(ctx context.Context) {
+	if g := pr.pool.gate.Load(); g != nil && !(*g)(pr.key.id) {
+		return
+	}
 	select {
 	case pr.pool.sem <- struct{}{}:
 	case <-ctx.Done():

@@ -121,6 +121,10 @@ func validCoords(lat, lon float64) bool {
 	return lat != 0 || lon != 0
 }
 
+// NewRedisClient is a client with the redis block's options and bounds,
+// for the other users of its server (a fleet).
+func NewRedisClient(c *RedisConfig) redis.UniversalClient { return newRedisClient(c) }
+
 func newRedisClient(c *RedisConfig) redis.UniversalClient {
 	setRedisLogger.Do(func() { redis.SetLogger(&redisLogger{}) })
 	o := &redis.UniversalOptions{

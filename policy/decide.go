@@ -26,8 +26,9 @@ type Query struct {
 // Decision is the answer to one query for a record.
 type Decision struct {
 	scoring.Decision
-	Winner *table.Node // nil when no node of the record has an address of the family
-	State  string      // the winner's state
+	Winner  *table.Node // nil when no node of the record has an address of the family
+	State   string      // the winner's state
+	Vantage string      // the fleet vantage whose verdict the winner's state is; "": own probes
 	// PerSubnet is set when the client's /24 (/48) picked the node among
 	// equals: the answer holds for that subnet, not for the whole network
 	// the location came from.
@@ -103,7 +104,8 @@ func (v *View) Decide(q *Query) Decision {
 	}
 	if d.Node >= 0 {
 		d.Winner = &v.Table.Nodes[d.Node]
-		d.State = v.Status[d.Node].State
+		st := &v.StatusFor(q.Client.ISP)[d.Node]
+		d.State, d.Vantage = st.State, st.Vantage
 	}
 	d.PerSubnet = d.Tied
 	d.Volatile = v.volatile(&d.Decision)
@@ -186,7 +188,8 @@ func (v *View) prepare(q *Query, cand []int, h uint64) *scoring.Prepared {
 // input copies the query's client, so that only a miss allocates.
 func (v *View) input(q *Query, cand []int) *scoring.Input {
 	c := q.Client
-	return &scoring.Input{Client: &c, Nodes: v.Nodes, Cand: cand, Topo: v.Table.Topology,
+	nodes, _ := v.nodesFor(c.ISP)
+	return &scoring.Input{Client: &c, Nodes: nodes, Cand: cand, Topo: v.Table.Topology,
 		Params: v.Params, Quality: v.Links, Key: q.Subnet, Priority: q.Record.Priority, V6: q.QType == dns.TypeAAAA}
 }
 
@@ -198,11 +201,12 @@ func (v *View) pinned(q *Query, cand []int) scoring.Decision {
 	}
 	var sub []int
 	for _, i := range cand {
-		if q.Pin.Pinned(v.Nodes[i].ID) {
+		if q.Pin.Pinned(v.Table.Nodes[i].ID) {
 			sub = append(sub, i)
 		}
 	}
-	d := scoring.Decide(&scoring.Input{Client: &q.Client, Nodes: v.Nodes, Cand: sub, Topo: v.Table.Topology,
+	nodes, _ := v.nodesFor(q.Client.ISP)
+	d := scoring.Decide(&scoring.Input{Client: &q.Client, Nodes: nodes, Cand: sub, Topo: v.Table.Topology,
 		Params: v.Params, Quality: v.Links, Key: q.Subnet, Priority: q.Record.Priority, V6: q.QType == dns.TypeAAAA})
 	if d.Tier == scoring.TierNone || d.Tier == scoring.TierFailOpen {
 		return scoring.Decision{Tier: scoring.TierNone}

@@ -34,6 +34,9 @@ type NodeStatus struct {
 	State  string
 	Reason string    // the failure that took the node down
 	Since  time.Time // its last transition; zero when unprobed
+	// Vantage is the fleet vantage whose verdict decided (a carrier, or
+	// "fleet"); "": this instance's probes.
+	Vantage string
 }
 
 // View is an immutable snapshot: the control plane builds a new one on
@@ -54,6 +57,9 @@ type View struct {
 	shedding []bool
 	anyShed  bool
 	anyFails bool // a node failed a probe in the health window
+	// carriers: the nodes as clients of a fleet vantage's carrier see
+	// them, where that differs; the cache keys on the carrier.
+	carriers map[string]*carrierView
 }
 
 // Inputs are what a view is built from.
@@ -73,6 +79,8 @@ type Inputs struct {
 	// Drains by node id: a drained node is not usable, and one undrained
 	// ramps back like a node back up.
 	Drains map[string]Drain
+	// Shared are the fleet's verdicts; nil: this instance's probes alone.
+	Shared Shared
 }
 
 // rampSteps is how many steps a cooldown ramp takes: the view is rebuilt
@@ -88,6 +96,7 @@ func NewView(in Inputs) (*View, time.Time) {
 		Params: in.Params, Links: in.Links, Serial: in.Serial, cache: in.Cache, gen: in.Cache.next(),
 		shedding: make([]bool, len(t.Nodes))}
 	var next time.Time
+	drained := make([]bool, len(t.Nodes))
 	for i := range t.Nodes {
 		v.Nodes[i] = t.Nodes[i].Node
 		v.Status[i] = NodeStatus{State: StateUnprobed}
@@ -105,6 +114,7 @@ func NewView(in Inputs) (*View, time.Time) {
 		}
 		if d, ok := in.Drains[t.Nodes[i].ID]; ok {
 			if d.Drained {
+				drained[i] = true
 				v.Nodes[i].Down = true
 				v.Status[i] = NodeStatus{State: StateDrained, Reason: StateDrained, Since: d.Since}
 			} else if !v.Nodes[i].Down {
@@ -114,6 +124,9 @@ func NewView(in Inputs) (*View, time.Time) {
 		n := &v.Nodes[i]
 		v.shedding[i] = n.Shed > 0 || in.Params.ShedHigh > 0 && n.Load > in.Params.ShedLow
 		v.anyShed = v.anyShed || v.shedding[i]
+	}
+	if in.Shared != nil {
+		v.applyShared(in, drained)
 	}
 	return v, next
 }

@@ -85,7 +85,8 @@ func TestDashboard(t *testing.T) {
 		}
 	}
 	for _, want := range []string{"Cross-province ratio", "Tier mix", "Geo database age", "Online geo API",
-		"Redis errors", "Nodes up and load", "Fail-open decisions", "Decision duration p99", "Policy: canary vs stable"} {
+		"Redis errors", "Nodes up and load", "Fail-open decisions", "Decision duration p99", "Policy: canary vs stable",
+		"Fleet: members and sync", "Fleet: changes and verdicts by vantage"} {
 		if !slices.Contains(titles, want) {
 			t.Errorf("Expected a panel %q, got %q", want, titles)
 		}
