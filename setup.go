@@ -55,6 +55,9 @@ func (g *GSLB) load() error {
 			return fmt.Errorf("%s:%d: %w", g.opts.File, g.opts.Lines["dnssec"], err)
 		}
 		g.signers = ss
+		if len(g.Fall.Zones) > 0 {
+			log.Warningf("dnssec with fallthrough in %s: gslb signs only its own answers; the names it passes on must be signed by the next plugins (the dnssec plugin with the same keys), or validating resolvers reject them", g.opts.File)
+		}
 	}
 	ctl, err := control.New(g.opts)
 	if err != nil {

@@ -241,3 +241,12 @@ func TestDNSSECThroughUnbound(t *testing.T) {
 		})
 	}
 }
+
+// dnssec with fallthrough is warned about: the names passed on are not
+// gslb's to sign.
+func TestDNSSECFallthroughWarns(t *testing.T) {
+	logs := captureLog(t)
+	base, _ := writeZoneKey(t, t.TempDir(), "example.org.", 257)
+	startServer(t, demoCorefile(t, "dnssec "+base+"\n        fallthrough"))
+	logs.line(t, "dnssec with fallthrough")
+}
