@@ -5,6 +5,7 @@ import (
 
 	"github.com/gslbdns/gslb/decide"
 	"github.com/gslbdns/gslb/policy"
+	"github.com/gslbdns/gslb/sign"
 
 	"github.com/miekg/dns"
 )
@@ -18,6 +19,10 @@ type answer struct {
 	v    *policy.View
 	zone string
 	ecs  *dns.EDNS0_SUBNET
+	// signer signs the reply: set when the query has the DO bit and the
+	// zone is signed.
+	signer *sign.Signer
+	server string
 }
 
 // reply is one answer's message with the parts it points to, so that a
@@ -71,6 +76,11 @@ func (a *answer) nonAddress(qname string, record bool, qtype uint16) (int, error
 		return a.write(0, a.g.soa(a.v, a.zone))
 	case apex && qtype == dns.TypeNS && len(a.v.Table.Nameservers) > 0:
 		return a.write(0, a.g.ns(a.v, a.zone)...)
+	case apex && qtype == dns.TypeDNSKEY && a.g.signers[a.zone] != nil:
+		// Signed (already) only for a query with the DO bit.
+		p := newReply(a.r)
+		a.g.signers[a.zone].DNSKEY(&p.m, a.signer != nil, a.server)
+		return a.sendSigned(p, 0, false)
 	case !record && !apex && !a.v.Table.ENTs[qname]:
 		return a.negative(dns.RcodeNameError, 0)
 	}
@@ -113,10 +123,17 @@ func (a *answer) addresses(name string, out *decide.Outcome) (int, error) {
 	return a.send(p, out.Scope)
 }
 
-// send adds the query's ECS option with its scope and writes the reply.
-// CoreDNS drops EDNS options it doesn't know unless the reply has its own
-// OPT.
+// send adds the query's ECS option with its scope, signs the reply when the
+// zone is signed and the query has the DO bit, and writes it. CoreDNS
+// drops EDNS options it doesn't know unless the reply has its own OPT.
 func (a *answer) send(p *reply, scope uint8) (int, error) {
+	return a.sendSigned(p, scope, a.signer != nil)
+}
+
+// sendSigned is send, signing the reply when sign is set (a DNSKEY answer
+// comes signed already). A signed NXDOMAIN goes out as a NODATA with an
+// NSEC covering the query name alone.
+func (a *answer) sendSigned(p *reply, scope uint8, sign bool) (int, error) {
 	if a.ecs != nil {
 		o := a.r.IsEdns0()
 		p.opt.Hdr = dns.RR_Header{Name: ".", Rrtype: dns.TypeOPT}
@@ -135,6 +152,9 @@ func (a *answer) send(p *reply, scope uint8) (int, error) {
 		p.opt.Option = p.opts[:]
 		p.extra[0] = &p.opt
 		p.m.Extra = p.extra[:]
+	}
+	if sign {
+		a.signer.Sign(&p.m, a.server)
 	}
 	a.w.WriteMsg(&p.m)
 	return dns.RcodeSuccess, nil

@@ -18,6 +18,7 @@ import (
 	"github.com/gslbdns/gslb/config"
 	"github.com/gslbdns/gslb/control"
 	"github.com/gslbdns/gslb/decide"
+	"github.com/gslbdns/gslb/sign"
 
 	"github.com/miekg/dns"
 )
@@ -39,6 +40,10 @@ type GSLB struct {
 	// the zone we fall through to; see followNext.
 	nextSOA atomic.Pointer[map[string]*dns.SOA]
 	soaOnce sync.Once
+
+	// signers sign each zone's answers to queries with the DO bit; nil
+	// without the dnssec option. Set at setup, read-only after.
+	signers map[string]*sign.Signer
 
 	warned map[string]bool // warnUnreachable's, under the control plane's lock
 }
@@ -88,6 +93,11 @@ func (g *GSLB) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.Msg) (
 	}
 
 	a := answer{g: g, w: w, r: r, v: v, zone: zone, ecs: ecs}
+	if g.signers != nil {
+		if o := r.IsEdns0(); o != nil && o.Do() {
+			a.signer, a.server = g.signers[zone], metrics.WithServer(ctx)
+		}
+	}
 	if rec == nil || qtype != dns.TypeA && qtype != dns.TypeAAAA {
 		return a.nonAddress(qname, rec != nil, qtype)
 	}

@@ -1,12 +1,15 @@
 package gslb
 
 import (
+	"fmt"
+
 	"github.com/coredns/caddy"
 	"github.com/coredns/coredns/core/dnsserver"
 	"github.com/coredns/coredns/plugin"
 
 	"github.com/gslbdns/gslb/config"
 	"github.com/gslbdns/gslb/control"
+	"github.com/gslbdns/gslb/sign"
 	"github.com/gslbdns/gslb/table"
 )
 
@@ -46,6 +49,16 @@ func parse(c *caddy.Controller) (*GSLB, error) {
 // load builds the control plane from the parsed options: it reads the node
 // table and the databases, and starts nothing.
 func (g *GSLB) load() error {
+	if c := g.opts.DNSSEC; c != nil {
+		ss, err := sign.Load(g.Zones, *c)
+		if err != nil {
+			return fmt.Errorf("%s:%d: %w", g.opts.File, g.opts.Lines["dnssec"], err)
+		}
+		g.signers = ss
+		if len(g.Fall.Zones) > 0 {
+			log.Warningf("dnssec with fallthrough in %s: gslb signs only its own answers; the names it passes on must be signed by the next plugins (the dnssec plugin with the same keys), or validating resolvers reject them", g.opts.File)
+		}
+	}
 	ctl, err := control.New(g.opts)
 	if err != nil {
 		return err

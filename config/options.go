@@ -12,6 +12,7 @@ import (
 	"github.com/gslbdns/gslb/admin"
 	"github.com/gslbdns/gslb/locate"
 	"github.com/gslbdns/gslb/scoring"
+	"github.com/gslbdns/gslb/sign"
 )
 
 // Name is the plugin's name, as the Corefile calls it.
@@ -62,7 +63,8 @@ type Options struct {
 	AdminTokenFile string
 	Canary         *Canary
 	SOA            SOA
-	Fleet          *Fleet // nil: a lone instance
+	Fleet          *Fleet       // nil: a lone instance
+	DNSSEC         *sign.Config // nil: answers are not signed
 }
 
 // Canary is the canary line: a candidate node table for a share of the

@@ -18,6 +18,7 @@ import (
 	"github.com/gslbdns/gslb/internal/yamlfile"
 	"github.com/gslbdns/gslb/locate"
 	"github.com/gslbdns/gslb/scoring"
+	"github.com/gslbdns/gslb/sign"
 )
 
 // Parse reads the gslb block at the dispenser: keys are the server block's
@@ -304,11 +305,17 @@ func Parse(c *caddyfile.Dispenser, keys []string, root string, seen Unique) (*Op
 				if err := parseSOA(c, &o.SOA); err != nil {
 					return nil, err
 				}
+			case "dnssec":
+				sc, err := sign.ParseArgs(root, c.RemainingArgs())
+				if err != nil {
+					return nil, c.Err(err.Error())
+				}
+				o.DNSSEC = &sc
 			default:
 				return nil, c.Errf("unknown property %q", c.Val())
 			}
 			switch prop {
-			case "fallthrough", "redis", "online", "admin", "canary", "soa", "trust_ecs", "fleet":
+			case "fallthrough", "redis", "online", "admin", "canary", "soa", "trust_ecs", "fleet", "dnssec":
 			default:
 				if args := c.RemainingArgs(); len(args) != 0 {
 					return nil, c.Errf("unexpected argument %q", args[0])

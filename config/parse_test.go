@@ -169,3 +169,33 @@ func TestParseSteeringOptions(t *testing.T) {
 		})
 	}
 }
+
+func TestParseDNSSEC(t *testing.T) {
+	tests := []struct {
+		block, wantErr string
+		keys, publish  int
+	}{
+		{"dnssec Kexample.org.+013+1", "", 1, 0},
+		{"dnssec /k/A /k/B publish /k/C", "", 2, 1},
+		{"dnssec", "no key file signs", 0, 0},
+		{"dnssec publish K", "no key file signs", 0, 0},
+		{"dnssec K publish", "publish without a key file", 0, 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.block, func(t *testing.T) {
+			g, err := parseBlock("gslb {\ngeoip g.mmdb\nnodes n.yaml\n" + tc.block + "\n}")
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) || !strings.Contains(err.Error(), "Testfile:4") {
+					t.Fatalf("Expected an error at Testfile:4 with %q, got %v", tc.wantErr, err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if g.DNSSEC == nil || len(g.DNSSEC.Keys) != tc.keys || len(g.DNSSEC.Publish) != tc.publish {
+				t.Fatalf("DNSSEC %+v, want %d keys, %d published", g.DNSSEC, tc.keys, tc.publish)
+			}
+		})
+	}
+}

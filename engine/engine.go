@@ -22,6 +22,7 @@ import (
 	"github.com/gslbdns/gslb/control"
 	"github.com/gslbdns/gslb/decide"
 	"github.com/gslbdns/gslb/health"
+	"github.com/gslbdns/gslb/sign"
 
 	"github.com/miekg/dns"
 )
@@ -136,6 +137,12 @@ func Check(cfg Config) (warnings []string, err error) {
 	}
 	for _, o := range gs {
 		cfg.apply(o)
+		if o.DNSSEC != nil {
+			// The key files, as the server loads them at setup.
+			if _, err := sign.Load(o.Zones, *o.DNSSEC); err != nil {
+				return nil, plugin.Error(config.Name, fmt.Errorf("%s:%d: %w", o.File, o.Lines["dnssec"], err))
+			}
+		}
 		ctl, err := control.New(o)
 		if err != nil {
 			return nil, plugin.Error(config.Name, err)

@@ -71,6 +71,8 @@ func TestCheckLikeServer(t *testing.T) {
 	}
 	rooted := strings.Replace(relative, "bind 127.0.0.1", "bind 127.0.0.1\n    root "+dir, 1)
 	elsewhere := strings.Replace(relative, "bind 127.0.0.1", "bind 127.0.0.1\n    root "+t.TempDir(), 1)
+	key, _ := writeZoneKey(t, dir, "example.org.", 257)
+	otherKey, _ := writeZoneKey(t, dir, "example.net.", 257)
 	for _, tc := range []struct {
 		name, corefile string
 		ok             bool
@@ -82,6 +84,9 @@ func TestCheckLikeServer(t *testing.T) {
 		{"plugin not built", strings.Replace(text, "metadata", "metadata\n    kubernetes", 1), false, "no action found for directive 'kubernetes'"},
 		{"bad stock plugin", strings.Replace(text, "metadata", "metadata\n    tls "+filepath.Join(dir, "missing.pem")+" "+filepath.Join(dir, "missing.key"), 1), false, "missing.pem"},
 		{"stock plugins", strings.Replace(text, "metadata", "metadata\n    any\n    chaos\n    nsid gslb\n    root "+dir, 1), true, ""},
+		{"dnssec key missing", strings.Replace(text, "nodes ", "dnssec "+filepath.Join(dir, "Kmissing")+"\n        nodes ", 1), false, "Kmissing"},
+		{"dnssec key of another zone", strings.Replace(text, "nodes ", "dnssec "+otherKey+"\n        nodes ", 1), false, "is none of the zones"},
+		{"dnssec", strings.Replace(text, "nodes ", "dnssec "+key+"\n        nodes ", 1), true, ""},
 	} {
 		conf := writeFile(t, dir, "Corefile."+strings.ReplaceAll(tc.name, " ", "-"), tc.corefile)
 		out, stderr, code := runTool(t, "check", "-conf", conf)

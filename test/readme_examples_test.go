@@ -209,6 +209,15 @@ ns1	3600 IN A 192.0.2.53
 mail	3600 IN A 192.0.2.25
 `, 0o644)
 	r.write("etc/coredns/gslb.token", r.token+"\n", 0o600)
+	// The DNSSEC example's key pair.
+	k := &dns.DNSKEY{Hdr: dns.RR_Header{Name: "example.org.", Rrtype: dns.TypeDNSKEY, Class: dns.ClassINET, Ttl: 3600},
+		Flags: 257, Protocol: 3, Algorithm: dns.ECDSAP256SHA256}
+	priv, err := k.Generate(256)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.write("etc/coredns/Kexample.org.+013+24680.key", k.String()+"\n", 0o644)
+	r.write("etc/coredns/Kexample.org.+013+24680.private", k.PrivateKeyString(priv), 0o600)
 	t.Setenv("REDIS_PASSWORD", "readme-example-password")
 	t.Setenv("GEO_API_KEY", "readme-example-key")
 	return r

@@ -1,0 +1,252 @@
+package test
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gslbdns/gslb/internal/testsupport"
+
+	"github.com/miekg/dns"
+)
+
+// writeZoneKey writes a new ECDSA P-256 key pair for zone in BIND format
+// and returns its base name and the DNSKEY.
+func writeZoneKey(t *testing.T, dir, zone string, flags uint16) (string, *dns.DNSKEY) {
+	t.Helper()
+	k := &dns.DNSKEY{Hdr: dns.RR_Header{Name: zone, Rrtype: dns.TypeDNSKEY, Class: dns.ClassINET, Ttl: 3600},
+		Flags: flags, Protocol: 3, Algorithm: dns.ECDSAP256SHA256}
+	priv, err := k.Generate(256)
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := filepath.Join(dir, fmt.Sprintf("K%s+%03d+%05d", zone, k.Algorithm, k.KeyTag()))
+	if err := os.WriteFile(base+".key", []byte(k.String()+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(base+".private", []byte(k.PrivateKeyString(priv)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return base, k
+}
+
+// startUnbound runs a validating unbound on loopback with ds as the trust
+// anchor of zone and stub as the zone's server, and returns its address.
+func startUnbound(t *testing.T, zone string, ds *dns.DS, stub string) string {
+	t.Helper()
+	bin, err := exec.LookPath("unbound")
+	if err != nil {
+		if _, serr := os.Stat("/usr/sbin/unbound"); serr != nil {
+			t.Fatalf("unbound not found: run `make test`, which installs it")
+		}
+		bin = "/usr/sbin/unbound"
+	}
+	host, port, _ := net.SplitHostPort(stub)
+	// The free port can be taken between probe and bind: try a few.
+	for range 3 {
+		pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		listen := pc.LocalAddr().(*net.UDPAddr).Port
+		pc.Close()
+		dir := t.TempDir()
+		conf := fmt.Sprintf(`server:
+  interface: 127.0.0.1
+  port: %d
+  do-ip6: no
+  username: ""
+  chroot: ""
+  directory: %q
+  pidfile: %q
+  use-syslog: no
+  logfile: ""
+  do-daemonize: no
+  verbosity: 1
+  val-log-level: 2
+  num-threads: 1
+  do-not-query-localhost: no
+  module-config: "validator iterator"
+  qname-minimisation: no
+  trust-anchor: "%s"
+stub-zone:
+  name: %q
+  stub-addr: %s@%s
+remote-control:
+  control-enable: no
+`, listen, dir, filepath.Join(dir, "unbound.pid"), strings.ReplaceAll(ds.String(), "\t", " "), zone, host, port)
+		cf := filepath.Join(dir, "unbound.conf")
+		if err := os.WriteFile(cf, []byte(conf), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		out := &testsupport.LogBuffer{}
+		cmd := exec.Command(bin, "-d", "-c", cf)
+		cmd.Stdout, cmd.Stderr = out, out
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		exited := make(chan struct{})
+		go func() { cmd.Wait(); close(exited) }()
+		t.Cleanup(func() {
+			cmd.Process.Kill()
+			<-exited
+			if t.Failed() {
+				t.Logf("unbound said:\n%s", out.String())
+			}
+		})
+		addr := fmt.Sprintf("127.0.0.1:%d", listen)
+		up := false
+		testsupport.WaitFor(t, "unbound to answer or exit", func() (bool, string) {
+			select {
+			case <-exited:
+				return true, ""
+			default:
+			}
+			m := new(dns.Msg)
+			m.SetQuestion("version.bind.", dns.TypeTXT)
+			m.Question[0].Qclass = dns.ClassCHAOS
+			if _, _, err := new(dns.Client).Exchange(m, addr); err != nil {
+				return false, err.Error()
+			}
+			up = true
+			return true, ""
+		})
+		if up {
+			return addr
+		}
+	}
+	t.Fatalf("Cannot start unbound")
+	return ""
+}
+
+// verifyRRSIGs checks every RRSIG of section against key and says how many
+// RRsets of the section (other than RRSIG) have one.
+func verifyRRSIGs(t *testing.T, key *dns.DNSKEY, section []dns.RR) {
+	t.Helper()
+	sets := map[uint16][]dns.RR{}
+	var sigs []*dns.RRSIG
+	for _, rr := range section {
+		if s, ok := rr.(*dns.RRSIG); ok {
+			sigs = append(sigs, s)
+			continue
+		}
+		sets[rr.Header().Rrtype] = append(sets[rr.Header().Rrtype], rr)
+	}
+	for typ, set := range sets {
+		ok := false
+		for _, s := range sigs {
+			if s.TypeCovered != typ {
+				continue
+			}
+			if err := s.Verify(key, set); err != nil {
+				t.Errorf("RRSIG over %s does not verify: %v", dns.TypeToString[typ], err)
+			}
+			if !s.ValidityPeriod(time.Now()) {
+				t.Errorf("RRSIG over %s is not valid now", dns.TypeToString[typ])
+			}
+			ok = true
+		}
+		if !ok {
+			t.Errorf("%s RRset has no RRSIG", dns.TypeToString[typ])
+		}
+	}
+}
+
+// With `dnssec KEYFILE`, gslb signs its answers: a validating unbound with
+// the zone's trust anchor in front returns them with the AD bit, positive
+// and negative, and each RRSIG verifies against the zone's key.
+func TestDNSSECThroughUnbound(t *testing.T) {
+	dir := t.TempDir()
+	base, key := writeZoneKey(t, dir, "example.org.", 257)
+	srv := startServer(t, demoCorefile(t, "dnssec "+base))
+
+	t.Run("direct", func(t *testing.T) {
+		do := func(name string, qtype uint16, ecs string) *dns.Msg {
+			m := newQuery(t, name, qtype, ecs)
+			if ecs == "" {
+				m.SetEdns0(1232, true)
+			} else {
+				m.IsEdns0().SetDo()
+			}
+			return exchange(t, "tcp", srv.tcp, m)
+		}
+		r := do("www.example.org", dns.TypeA, "202.101.172.0/24")
+		if r.Rcode != dns.RcodeSuccess || len(answers(r)) == 0 || replyECS(r) == nil {
+			t.Fatalf("Signed A: want addresses and the ECS option:\n%s", r)
+		}
+		verifyRRSIGs(t, key, r.Answer)
+		r = do("nothere.example.org", dns.TypeA, "")
+		if r.Rcode != dns.RcodeSuccess || len(r.Answer) != 0 {
+			t.Fatalf("Signed NXDOMAIN: want a NODATA black lie:\n%s", r)
+		}
+		verifyRRSIGs(t, key, r.Ns)
+		r = do("example.org", dns.TypeDNSKEY, "")
+		verifyRRSIGs(t, key, r.Answer)
+		// Without DO: the DNSKEY RRset, unsigned; other answers unsigned.
+		for _, q := range []struct {
+			name  string
+			qtype uint16
+		}{{"example.org", dns.TypeDNSKEY}, {"www.example.org", dns.TypeA}} {
+			r := exchange(t, "udp", srv.udp, newQuery(t, q.name, q.qtype, "202.101.172.0/24"))
+			if len(r.Answer) == 0 {
+				t.Fatalf("%s %s without DO: no answer:\n%s", q.name, dns.TypeToString[q.qtype], r)
+			}
+			for _, rr := range r.Answer {
+				if rr.Header().Rrtype == dns.TypeRRSIG {
+					t.Errorf("%s %s without DO is signed:\n%s", q.name, dns.TypeToString[q.qtype], r)
+				}
+			}
+		}
+		if r := ask(t, srv, "nothere.example.org", dns.TypeA, ""); r.Rcode != dns.RcodeNameError {
+			t.Errorf("NXDOMAIN without DO is %s", dns.RcodeToString[r.Rcode])
+		}
+	})
+
+	addr := startUnbound(t, "example.org.", key.ToDS(dns.SHA256), srv.udp)
+	tests := []struct {
+		name    string
+		qname   string
+		qtype   uint16
+		answers int // at least, RRSIGs not counted
+	}{
+		{"A", "www.example.org.", dns.TypeA, 1},
+		{"AAAA", "www.example.org.", dns.TypeAAAA, 1},
+		{"NODATA", "www.example.org.", dns.TypeTXT, 0},
+		{"NXDOMAIN as black lie", "nothere.example.org.", dns.TypeA, 0},
+		{"DNSKEY", "example.org.", dns.TypeDNSKEY, 1},
+		{"SOA", "example.org.", dns.TypeSOA, 1},
+	}
+	for _, tc := range tests {
+		t.Run("unbound/"+tc.name, func(t *testing.T) {
+			m := new(dns.Msg)
+			m.SetQuestion(tc.qname, tc.qtype)
+			m.SetEdns0(1232, true)
+			m.AuthenticatedData = true
+			r := exchange(t, "tcp", addr, m)
+			n := 0
+			for _, a := range r.Answer {
+				if a.Header().Rrtype != dns.TypeRRSIG {
+					n++
+				}
+			}
+			if r.Rcode != dns.RcodeSuccess || !r.AuthenticatedData || n < tc.answers || tc.answers == 0 && n != 0 {
+				t.Errorf("rcode %s AD %v %d answers, want NOERROR AD with %d:\n%s",
+					dns.RcodeToString[r.Rcode], r.AuthenticatedData, n, tc.answers, r)
+			}
+		})
+	}
+}
+
+// dnssec with fallthrough is warned about: the names passed on are not
+// gslb's to sign.
+func TestDNSSECFallthroughWarns(t *testing.T) {
+	logs := captureLog(t)
+	base, _ := writeZoneKey(t, t.TempDir(), "example.org.", 257)
+	startServer(t, demoCorefile(t, "dnssec "+base+"\n        fallthrough"))
+	logs.line(t, "dnssec with fallthrough")
+}
