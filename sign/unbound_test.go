@@ -3,14 +3,12 @@ package sign
 import (
 	"fmt"
 	"net"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
 
 	"github.com/gslbdns/gslb/internal/testsupport"
+	"github.com/gslbdns/gslb/internal/testunbound"
 
 	"github.com/miekg/dns"
 )
@@ -86,111 +84,11 @@ func authority(t *testing.T, cur *atomic.Pointer[Signer], ttl uint32) string {
 	return pc.LocalAddr().String()
 }
 
-func freePort(t *testing.T) int {
-	t.Helper()
-	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pc.Close()
-	return pc.LocalAddr().(*net.UDPAddr).Port
-}
-
 // unbound starts a validating unbound on loopback with the zone's DS as
 // its trust anchor and the authority as the zone's stub.
 func unbound(t *testing.T, s *Signer, auth string) string {
 	t.Helper()
-	bin, err := exec.LookPath("unbound")
-	if err != nil {
-		if _, serr := os.Stat("/usr/sbin/unbound"); serr != nil {
-			t.Fatalf("unbound not found: run `make test`, which installs it")
-		}
-		bin = "/usr/sbin/unbound"
-	}
-	host, port, _ := net.SplitHostPort(auth)
-	var anchors strings.Builder
-	for _, ds := range s.DS() {
-		fmt.Fprintf(&anchors, "  trust-anchor: \"%s\"\n", strings.ReplaceAll(ds.String(), "\t", " "))
-	}
-	// The free port can be taken between probe and bind: try a few.
-	for range 3 {
-		if addr, ok := startUnbound(t, bin, freePort(t), anchors.String(), host, port); ok {
-			return addr
-		}
-	}
-	t.Fatalf("Cannot start unbound")
-	return ""
-}
-
-// startUnbound runs unbound on port until the test ends, and says whether
-// it answers.
-func startUnbound(t *testing.T, bin string, listen int, anchors, host, port string) (string, bool) {
-	t.Helper()
-	dir := t.TempDir()
-	conf := fmt.Sprintf(`server:
-  interface: 127.0.0.1
-  port: %d
-  do-ip6: no
-  username: ""
-  chroot: ""
-  directory: %q
-  pidfile: %q
-  use-syslog: no
-  logfile: ""
-  do-daemonize: no
-  verbosity: 1
-  val-log-level: 2
-  num-threads: 1
-  do-not-query-localhost: no
-  module-config: "validator iterator"
-  qname-minimisation: no
-  local-zone: "test." nodefault
-%sstub-zone:
-  name: %q
-  stub-addr: %s@%s
-remote-control:
-  control-enable: no
-`, listen, dir, filepath.Join(dir, "unbound.pid"), anchors, zone, host, port)
-	cf := filepath.Join(dir, "unbound.conf")
-	if err := os.WriteFile(cf, []byte(conf), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	out := &testsupport.LogBuffer{}
-	cmd := exec.Command(bin, "-d", "-c", cf)
-	cmd.Stdout, cmd.Stderr = out, out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan struct{})
-	go func() { cmd.Wait(); close(exited) }()
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		<-exited
-		if t.Failed() {
-			t.Logf("unbound said:\n%s", out.String())
-		}
-	})
-	addr := fmt.Sprintf("127.0.0.1:%d", listen)
-	up := false
-	testsupport.WaitFor(t, "unbound to answer or exit", func() (bool, string) {
-		select {
-		case <-exited:
-			return true, ""
-		default:
-		}
-		m := new(dns.Msg)
-		m.SetQuestion("version.bind.", dns.TypeTXT)
-		m.Question[0].Qclass = dns.ClassCHAOS
-		if _, _, err := new(dns.Client).Exchange(m, addr); err != nil {
-			return false, err.Error() + "; " + out.String()
-		}
-		up = true
-		return true, ""
-	})
-	if !up {
-		t.Logf("unbound exited: %s", out.String())
-	}
-	return addr, up
+	return testunbound.Start(t, zone, s.DS(), auth)
 }
 
 // A validating resolver with the zone's trust anchor accepts the signed

@@ -2,15 +2,12 @@ package test
 
 import (
 	"fmt"
-	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
-	"github.com/gslbdns/gslb/internal/testsupport"
+	"github.com/gslbdns/gslb/internal/testunbound"
 
 	"github.com/miekg/dns"
 )
@@ -33,95 +30,6 @@ func writeZoneKey(t *testing.T, dir, zone string, flags uint16) (string, *dns.DN
 		t.Fatal(err)
 	}
 	return base, k
-}
-
-// startUnbound runs a validating unbound on loopback with ds as the trust
-// anchor of zone and stub as the zone's server, and returns its address.
-func startUnbound(t *testing.T, zone string, ds *dns.DS, stub string) string {
-	t.Helper()
-	bin, err := exec.LookPath("unbound")
-	if err != nil {
-		if _, serr := os.Stat("/usr/sbin/unbound"); serr != nil {
-			t.Fatalf("unbound not found: run `make test`, which installs it")
-		}
-		bin = "/usr/sbin/unbound"
-	}
-	host, port, _ := net.SplitHostPort(stub)
-	// The free port can be taken between probe and bind: try a few.
-	for range 3 {
-		pc, err := net.ListenPacket("udp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		listen := pc.LocalAddr().(*net.UDPAddr).Port
-		pc.Close()
-		dir := t.TempDir()
-		conf := fmt.Sprintf(`server:
-  interface: 127.0.0.1
-  port: %d
-  do-ip6: no
-  username: ""
-  chroot: ""
-  directory: %q
-  pidfile: %q
-  use-syslog: no
-  logfile: ""
-  do-daemonize: no
-  verbosity: 1
-  val-log-level: 2
-  num-threads: 1
-  do-not-query-localhost: no
-  module-config: "validator iterator"
-  qname-minimisation: no
-  trust-anchor: "%s"
-stub-zone:
-  name: %q
-  stub-addr: %s@%s
-remote-control:
-  control-enable: no
-`, listen, dir, filepath.Join(dir, "unbound.pid"), strings.ReplaceAll(ds.String(), "\t", " "), zone, host, port)
-		cf := filepath.Join(dir, "unbound.conf")
-		if err := os.WriteFile(cf, []byte(conf), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		out := &testsupport.LogBuffer{}
-		cmd := exec.Command(bin, "-d", "-c", cf)
-		cmd.Stdout, cmd.Stderr = out, out
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		exited := make(chan struct{})
-		go func() { cmd.Wait(); close(exited) }()
-		t.Cleanup(func() {
-			cmd.Process.Kill()
-			<-exited
-			if t.Failed() {
-				t.Logf("unbound said:\n%s", out.String())
-			}
-		})
-		addr := fmt.Sprintf("127.0.0.1:%d", listen)
-		up := false
-		testsupport.WaitFor(t, "unbound to answer or exit", func() (bool, string) {
-			select {
-			case <-exited:
-				return true, ""
-			default:
-			}
-			m := new(dns.Msg)
-			m.SetQuestion("version.bind.", dns.TypeTXT)
-			m.Question[0].Qclass = dns.ClassCHAOS
-			if _, _, err := new(dns.Client).Exchange(m, addr); err != nil {
-				return false, err.Error()
-			}
-			up = true
-			return true, ""
-		})
-		if up {
-			return addr
-		}
-	}
-	t.Fatalf("Cannot start unbound")
-	return ""
 }
 
 // verifyRRSIGs checks every RRSIG of section against key and says how many
@@ -207,7 +115,7 @@ func TestDNSSECThroughUnbound(t *testing.T) {
 		}
 	})
 
-	addr := startUnbound(t, "example.org.", key.ToDS(dns.SHA256), srv.udp)
+	addr := testunbound.Start(t, "example.org.", []*dns.DS{key.ToDS(dns.SHA256)}, srv.udp)
 	tests := []struct {
 		name    string
 		qname   string
