@@ -10,7 +10,7 @@
 # Usage: bench/scopes.sh      or   make bench-scopes [N=998270 SEED=1 OFFLINE=1]
 # A resolver's entries per /24 depend on how densely it sees the space: over
 # a 2% sample most scope networks hold one sampled /24, so N=20000 reports
-# ~0.45 where all the /24s report ~0.04.
+# ~0.5 where all the /24s report ~0.04.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)

@@ -126,7 +126,7 @@ func TestParseSteeringOptions(t *testing.T) {
 	}{
 		{"defaults", "", func(o *Options) bool {
 			return o.TTL == DefaultTTL && o.MinTTL == 0 && o.Params.Ladder == nil && o.Params.Ladder6 == nil &&
-				o.SpreadPrefix4 == 16 && o.SpreadPrefix6 == 40 && o.Params.Weights[4] == 0
+				o.SpreadPrefix4 == 20 && o.SpreadPrefix6 == 40 && o.Params.Weights[4] == 0
 		}, ""},
 		{"ttl max", "ttl 300", func(o *Options) bool { return o.TTL == 300 && o.MinTTL == 0 }, ""},
 		{"ttl max min", "ttl 300 20", func(o *Options) bool { return o.TTL == 300 && o.MinTTL == 20 }, ""},

@@ -64,12 +64,9 @@ func (k Key) Unit(bits uint8) Key {
 
 // DefaultSpreadPrefix4 and DefaultSpreadPrefix6 are spread_prefix's
 // defaults: the finest unit the spread hashes on when a client's network
-// is wider. /16 keeps China's carrier networks (mostly /16 to /18 once
-// merged) whole, so the spread costs resolvers about 1% more entries than
-// spread 0 on real data, where /20 cost 50%; a province still has tens of
-// /16s to balance over.
+// is wider.
 const (
-	DefaultSpreadPrefix4 = 16
+	DefaultSpreadPrefix4 = 20
 	DefaultSpreadPrefix6 = 40
 )
 

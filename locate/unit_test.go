@@ -28,7 +28,7 @@ func TestKeyUnit(t *testing.T) {
 
 // The unit is the client's network, cut to the spread prefix, never
 // finer than the key: every /24 of a /20 network shares one unit, and a
-// /12 network hashes per /16.
+// /16 network hashes per /20.
 func TestSpreadUnit(t *testing.T) {
 	for _, tc := range []struct {
 		addr  string
@@ -37,8 +37,7 @@ func TestSpreadUnit(t *testing.T) {
 		bits  uint8
 	}{
 		{"36.1.200.9", 20, "36.1.192.0/24", 20},
-		{"36.1.200.9", 16, "36.1.0.0/24", 16},
-		{"36.1.200.9", 12, "36.1.0.0/24", 16},   // wider than spread_prefix: per /16
+		{"36.1.200.9", 16, "36.1.192.0/24", 20}, // wider than spread_prefix: per /20
 		{"36.1.200.9", 22, "36.1.200.0/24", 22}, // an override or a narrower network
 		{"36.1.200.9", 24, "36.1.200.0/24", 24}, // refined per /24
 		{"36.1.200.9", 28, "36.1.200.0/24", 24},

@@ -83,7 +83,7 @@ records:
 
 // TestMergedScopesThroughCoreDNS: adjacent database networks with one
 // place answer with their merged scope; a spread answer with the spread's
-// unit, spread_prefix's /16 by default, not the /24.
+// unit, spread_prefix's /20 by default, not the /24.
 func TestMergedScopesThroughCoreDNS(t *testing.T) {
 	dir := t.TempDir()
 	city, asn := testsupport.WriteDBs(t, dir, []mmdbgen.City{
@@ -109,18 +109,18 @@ records:
 	}{
 		{"one.example.org", "59.0.1.0/24", 16},  // two /17s merged
 		{"one.example.org", "58.0.7.0/24", 12},  // the database's own network
-		{"www.example.org", "58.0.7.0/24", 16},  // the spread's unit
-		{"www.example.org", "58.9.77.0/24", 16}, // the spread's unit
+		{"www.example.org", "58.0.7.0/24", 20},  // the spread's unit
+		{"www.example.org", "58.9.77.0/24", 20}, // the spread's unit
 	} {
 		if e := replyECS(ask(t, s, tc.name, dns.TypeA, tc.ecs)); e == nil || e.SourceScope != tc.scope {
 			t.Errorf("%s for %s: scope %v, want /%d", tc.name, tc.ecs, e, tc.scope)
 		}
 	}
 	// Every /24 of a unit has the unit's answer.
-	first := answerOf(ask(t, s, "www.example.org", dns.TypeA, "58.3.0.0/24"))
-	for i := 1; i < 256; i += 15 {
-		if got := answerOf(ask(t, s, "www.example.org", dns.TypeA, fmt.Sprintf("58.3.%d.0/24", i))); got != first {
-			t.Errorf("58.3.%d.0/24 answers %s, 58.3.0.0/24 %s: one /16 unit, one answer", i, got, first)
+	first := answerOf(ask(t, s, "www.example.org", dns.TypeA, "58.0.16.0/24"))
+	for i := 17; i < 32; i++ {
+		if got := answerOf(ask(t, s, "www.example.org", dns.TypeA, fmt.Sprintf("58.0.%d.0/24", i))); got != first {
+			t.Errorf("58.0.%d.0/24 answers %s, 58.0.16.0/24 %s: one /20 unit, one answer", i, got, first)
 		}
 	}
 }
