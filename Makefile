@@ -72,6 +72,12 @@ bench-dns:
 bench-gain:
 	bench/gain.sh
 
+# make bench-scopes [N=998270 SEED=1 OFFLINE=1]: resolver entries per Chinese carrier /24 with the
+# defaults and spread 0, and the spread's distance check, see bench/scopes.sh.
+.PHONY: bench-scopes
+bench-scopes:
+	bench/scopes.sh
+
 # make test-zonemaster: Zonemaster and DNSViz against two gslb instances in a
 # loopback-only network namespace (root; installs the tools), see
 # test/zonemaster/run.sh.

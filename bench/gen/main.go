@@ -25,7 +25,7 @@ import (
 	"os"
 )
 
-const usage = `usage: gen asn|nodes|subnets|queries|peers|latency|scopes [flags]; gen CMD -h for flags`
+const usage = `usage: gen asn|nodes|subnets|queries|peers|latency|scopes|distance [flags]; gen CMD -h for flags`
 
 func main() {
 	if len(os.Args) < 2 {
@@ -33,13 +33,14 @@ func main() {
 		os.Exit(2)
 	}
 	cmds := map[string]func([]string) error{
-		"asn":     cmdASN,
-		"nodes":   cmdNodes,
-		"subnets": cmdSubnets,
-		"queries": cmdQueries,
-		"peers":   cmdPeers,
-		"latency": cmdLatency,
-		"scopes":  cmdScopes,
+		"asn":      cmdASN,
+		"nodes":    cmdNodes,
+		"subnets":  cmdSubnets,
+		"queries":  cmdQueries,
+		"peers":    cmdPeers,
+		"latency":  cmdLatency,
+		"scopes":   cmdScopes,
+		"distance": cmdDistance,
 	}
 	f, ok := cmds[os.Args[1]]
 	if !ok {
