@@ -114,6 +114,8 @@ func (g *GSLB) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.Msg) (
 		return a.negative(dns.RcodeSuccess, out.Scope)
 	case out.Servfail:
 		return dns.RcodeServerFailure, nil
+	case out.Decision.Winner.CNAME != "":
+		return a.cname(asked, out.Decision.Winner.CNAME, &out)
 	}
 	return a.addresses(asked, &out)
 }

@@ -187,13 +187,26 @@ func (o *Outcome) Policy() string {
 	return canary.PolicyStable
 }
 
+// CNAME is the answer's name when the winner is a cname node: the answer
+// is that CNAME alone; "" otherwise.
+func (o *Outcome) CNAME() string {
+	if w := o.Decision.Winner; w != nil && !o.Servfail {
+		return w.CNAME
+	}
+	return ""
+}
+
 // Addresses are the answer's addresses of the queried family, node by
-// node in the decision's order: the winner first.
+// node in the decision's order: the winner first. A cname node gives none:
+// a CNAME cannot stand beside other records.
 func (o *Outcome) Addresses() iter.Seq2[*table.Node, netip.Addr] {
 	return func(yield func(*table.Node, netip.Addr) bool) {
 		d := &o.Decision
 		for _, i := range d.Order[:d.NOrder] {
 			n := &o.View.Table.Nodes[i]
+			if n.CNAME != "" {
+				continue
+			}
 			addrs := n.V4
 			if o.QType == dns.TypeAAAA {
 				addrs = n.V6

@@ -23,6 +23,7 @@ type nodeEntry struct {
 	ID       string       `yaml:"id"`
 	IPv4     []string     `yaml:"ipv4"`
 	IPv6     []string     `yaml:"ipv6"`
+	CNAME    string       `yaml:"cname"`
 	Country  string       `yaml:"country"`
 	Province string       `yaml:"province"`
 	City     string       `yaml:"city"`

@@ -155,6 +155,10 @@ func report(w io.Writer, x *decide.Explanation) {
 
 	var addrs []string
 	for _, rr := range x.Answer {
+		if rr.CNAME != "" {
+			addrs = append(addrs, "CNAME "+rr.CNAME+" ("+rr.Node+")")
+			continue
+		}
 		addrs = append(addrs, rr.Address+" ("+rr.Node+")")
 	}
 	scope := "no ECS"
