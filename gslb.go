@@ -18,6 +18,7 @@ import (
 	"github.com/gslbdns/gslb/config"
 	"github.com/gslbdns/gslb/control"
 	"github.com/gslbdns/gslb/decide"
+	"github.com/gslbdns/gslb/scoring"
 	"github.com/gslbdns/gslb/sign"
 
 	"github.com/miekg/dns"
@@ -114,8 +115,8 @@ func (g *GSLB) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.Msg) (
 		return a.negative(dns.RcodeSuccess, out.Scope)
 	case out.Servfail:
 		return dns.RcodeServerFailure, nil
-	case out.Decision.Winner.CNAME != "":
-		return a.cname(asked, out.Decision.Winner.CNAME, &out)
+	case out.Decision.Winner.CNAME != "" || out.Decision.Tier == scoring.TierFallback:
+		return a.cname(asked, out.CNAME(), &out)
 	}
 	return a.addresses(asked, &out)
 }

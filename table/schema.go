@@ -41,6 +41,7 @@ type recordEntry struct {
 	TTL      *ttlPair `yaml:"ttl"`
 	Nodes    []string `yaml:"nodes"`
 	Priority string   `yaml:"priority"`
+	Fallback string   `yaml:"fallback"`
 }
 
 // ttlPair is a record's ttl: MAX, or [MAX, MIN] for answers that may

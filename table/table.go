@@ -43,6 +43,9 @@ type Record struct {
 	MinTTL   uint32
 	Priority scoring.Priority
 	V4, V6   []int
+	// Fallback, when set, is the CNAME answered when no node is usable,
+	// instead of fail_open's node.
+	Fallback string
 }
 
 // Table is an immutable, validated node table.
@@ -249,6 +252,15 @@ func (t *Table) addRecords(f *file, index map[string]int, lines []int, zones []s
 					return &entryError{i, at, fmt.Sprintf("field ttl: MIN %d is not in 1..MAX %d", e.TTL.min, e.TTL.max)}
 				}
 				r.MinTTL = e.TTL.min
+			}
+		}
+		if e.Fallback != "" {
+			if _, ok := dns.IsDomainName(e.Fallback); !ok {
+				return &entryError{i, at, fmt.Sprintf("field fallback: %q is not a domain name", e.Fallback)}
+			}
+			r.Fallback = strings.ToLower(dns.Fqdn(e.Fallback))
+			if r.Fallback == name {
+				return &entryError{i, at, "field fallback: the record's own name would loop"}
 			}
 		}
 		var err error

@@ -45,6 +45,8 @@ func TestParseTableErrors(t *testing.T) {
 		{"bad cname", "nodes:\n  - {id: a, cname: \"a..b\", country: CN}\n" + rec, `field cname: "a..b" is not a domain name`},
 		{"cname node with lat alone", "nodes:\n  - {id: a, cname: edge.cdn.example, country: CN, lat: 1}\n" + rec, "coordinates are required"},
 		{"cname-only node probed by address", "nodes:\n  - {id: a, cname: edge.cdn.example, country: CN, probe: {type: tcp}}\n" + rec, "a cname-only node has no address to probe"},
+		{"bad fallback", "nodes:\n" + node + rec + "    fallback: \"a..b\"\n", `field fallback: "a..b" is not a domain name`},
+		{"fallback loops", "nodes:\n" + node + rec + "    fallback: WWW.example.org\n", "field fallback: the record's own name would loop"},
 		{"not yaml", "nodes: [", "yaml"},
 		{"empty", "", "empty file"},
 	}
