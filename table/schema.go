@@ -42,6 +42,9 @@ type recordEntry struct {
 	Nodes    []string `yaml:"nodes"`
 	Priority string   `yaml:"priority"`
 	Fallback string   `yaml:"fallback"`
+	// HTTPS are the SvcParams of the record's HTTPS answer: key to a
+	// value or a list of values, in the dns library's presentation form.
+	HTTPS map[string]any `yaml:"https"`
 }
 
 // ttlPair is a record's ttl: MAX, or [MAX, MIN] for answers that may

@@ -8,8 +8,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -46,6 +48,9 @@ type Record struct {
 	// Fallback, when set, is the CNAME answered when no node is usable,
 	// instead of fail_open's node.
 	Fallback string
+	// HTTPS, when set, are the SvcParams of the record's HTTPS answer;
+	// the hints come from the decision.
+	HTTPS []dns.SVCBKeyValue
 }
 
 // Table is an immutable, validated node table.
@@ -264,6 +269,11 @@ func (t *Table) addRecords(f *file, index map[string]int, lines []int, zones []s
 			}
 		}
 		var err error
+		if e.HTTPS != nil {
+			if r.HTTPS, err = svcParams(e.HTTPS); err != nil {
+				return &entryError{i, at, "field https: " + err.Error()}
+			}
+		}
 		if r.Priority, err = scoring.ParsePriority(e.Priority); err != nil {
 			return &entryError{i, at, "field priority: " + err.Error()}
 		}
@@ -411,4 +421,40 @@ func (t *Table) Index(id string) (int, bool) {
 func sum(v any) [32]byte {
 	b, _ := json.Marshal(v) // maps are sorted, pointers followed
 	return sha256.Sum256(b)
+}
+
+// svcParams reads an HTTPS record's SvcParams with the dns library's
+// parser; the address hints are the decision's, not the table's.
+func svcParams(m map[string]any) ([]dns.SVCBKeyValue, error) {
+	var b strings.Builder
+	b.WriteString(". 1 IN HTTPS 1 .")
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		if k == "ipv4hint" || k == "ipv6hint" {
+			return nil, fmt.Errorf("%s: the hints are the answer's addresses, they cannot be set", k)
+		}
+		var vals []string
+		switch v := m[k].(type) {
+		case []any:
+			for _, x := range v {
+				vals = append(vals, fmt.Sprint(x))
+			}
+		case nil:
+		default:
+			vals = append(vals, fmt.Sprint(v))
+		}
+		for _, v := range vals {
+			if strings.ContainsAny(v, " \t\n\"=,") {
+				return nil, fmt.Errorf("%s: %q has a character the record cannot hold", k, v)
+			}
+		}
+		b.WriteString(" " + k)
+		if len(vals) > 0 {
+			b.WriteString("=" + strings.Join(vals, ","))
+		}
+	}
+	rr, err := dns.NewRR(b.String())
+	if err != nil {
+		return nil, errors.New(strings.TrimPrefix(err.Error(), "dns: "))
+	}
+	return rr.(*dns.HTTPS).Value, nil
 }

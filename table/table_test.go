@@ -47,6 +47,9 @@ func TestParseTableErrors(t *testing.T) {
 		{"cname-only node probed by address", "nodes:\n  - {id: a, cname: edge.cdn.example, country: CN, probe: {type: tcp}}\n" + rec, "a cname-only node has no address to probe"},
 		{"bad fallback", "nodes:\n" + node + rec + "    fallback: \"a..b\"\n", `field fallback: "a..b" is not a domain name`},
 		{"fallback loops", "nodes:\n" + node + rec + "    fallback: WWW.example.org\n", "field fallback: the record's own name would loop"},
+		{"https hint", "nodes:\n" + node + rec + "    https: {ipv4hint: [192.0.2.1]}\n", "field https: ipv4hint: the hints are the answer's addresses"},
+		{"https bad key", "nodes:\n" + node + rec + "    https: {colour: red}\n", "field https:"},
+		{"https bad port", "nodes:\n" + node + rec + "    https: {port: http}\n", "field https:"},
 		{"not yaml", "nodes: [", "yaml"},
 		{"empty", "", "empty file"},
 	}
