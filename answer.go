@@ -123,6 +123,14 @@ func (a *answer) addresses(name string, out *decide.Outcome) (int, error) {
 	return a.send(p, out.Scope)
 }
 
+// cname answers a cname node's name alone: the resolver follows it.
+func (a *answer) cname(name, target string, out *decide.Outcome) (int, error) {
+	p := newReply(a.r)
+	p.rrs[0] = &dns.CNAME{Hdr: dns.RR_Header{Name: name, Rrtype: dns.TypeCNAME, Class: dns.ClassINET, Ttl: out.TTL}, Target: target}
+	p.m.Answer = p.rrs[:1]
+	return a.send(p, out.Scope)
+}
+
 // send adds the query's ECS option with its scope, signs the reply when the
 // zone is signed and the query has the DO bit, and writes it. CoreDNS
 // drops EDNS options it doesn't know unless the reply has its own OPT.

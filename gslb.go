@@ -5,6 +5,7 @@ package gslb
 
 import (
 	"context"
+	"net"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -18,7 +19,9 @@ import (
 	"github.com/gslbdns/gslb/config"
 	"github.com/gslbdns/gslb/control"
 	"github.com/gslbdns/gslb/decide"
+	"github.com/gslbdns/gslb/scoring"
 	"github.com/gslbdns/gslb/sign"
+	"github.com/gslbdns/gslb/table"
 
 	"github.com/miekg/dns"
 )
@@ -98,6 +101,9 @@ func (g *GSLB) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.Msg) (
 			a.signer, a.server = g.signers[zone], metrics.WithServer(ctx)
 		}
 	}
+	if qtype == dns.TypeHTTPS && rec != nil && rec.HTTPS != nil {
+		return g.serveHTTPS(ctx, &a, asked, rec, ecs, mx)
+	}
 	if rec == nil || qtype != dns.TypeA && qtype != dns.TypeAAAA {
 		return a.nonAddress(qname, rec != nil, qtype)
 	}
@@ -114,6 +120,8 @@ func (g *GSLB) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.Msg) (
 		return a.negative(dns.RcodeSuccess, out.Scope)
 	case out.Servfail:
 		return dns.RcodeServerFailure, nil
+	case out.Decision.Winner.CNAME != "" || out.Decision.Tier == scoring.TierFallback:
+		return a.cname(asked, out.CNAME(), &out)
 	}
 	return a.addresses(asked, &out)
 }
@@ -150,4 +158,65 @@ func inZone(name, zone string) bool {
 		n++
 	}
 	return n%2 == 0
+}
+
+// serveHTTPS answers an HTTPS query with the decisions an A and an AAAA
+// query would get: one ServiceMode record whose hints are their
+// addresses, or an AliasMode record to a cname winner's (or the
+// fallback's) name. The A decision is the one counted and logged.
+func (g *GSLB) serveHTTPS(ctx context.Context, a *answer, asked string, rec *table.Record, ecs *dns.EDNS0_SUBNET, mx *serverMetrics) (int, error) {
+	start := time.Now()
+	var out4, out6 decide.Outcome
+	g.decider.Decide(ctx, &decide.Query{View: a.v, Record: rec, QType: dns.TypeA, Remote: a.w.RemoteAddr(), ECS: ecs}, &out4)
+	g.decider.Decide(ctx, &decide.Query{View: a.v, Record: rec, QType: dns.TypeAAAA, Remote: a.w.RemoteAddr(), ECS: ecs}, &out6)
+	mx.duration.Observe(time.Since(start).Seconds())
+	setMetadata(ctx, &out4)
+	mx.count(&out4, start)
+	if out4.Servfail || out6.Servfail {
+		return dns.RcodeServerFailure, nil
+	}
+	rr := HTTPSOf(asked, rec, &out4, &out6)
+	if rr == nil {
+		return a.negative(dns.RcodeSuccess, max(out4.Scope, out6.Scope))
+	}
+	return a.write(max(out4.Scope, out6.Scope), rr)
+}
+
+// HTTPSOf is the HTTPS record for the A and AAAA decisions out4 and out6;
+// nil when neither has a node.
+func HTTPSOf(name string, rec *table.Record, out4, out6 *decide.Outcome) *dns.HTTPS {
+	ttl, scoped := uint32(0), false
+	for _, o := range []*decide.Outcome{out4, out6} {
+		if o.Decision.Winner != nil && (!scoped || o.TTL < ttl) {
+			ttl, scoped = o.TTL, true
+		}
+	}
+	if !scoped {
+		return nil
+	}
+	rr := &dns.HTTPS{SVCB: dns.SVCB{Hdr: dns.RR_Header{Name: name, Rrtype: dns.TypeHTTPS, Class: dns.ClassINET, Ttl: ttl}}}
+	for _, o := range []*decide.Outcome{out4, out6} {
+		if c := o.CNAME(); c != "" {
+			rr.Target = c // AliasMode: priority 0, no params
+			return rr
+		}
+	}
+	rr.Priority, rr.Target = 1, "."
+	rr.Value = append(rr.Value, rec.HTTPS...)
+	var v4, v6 []net.IP
+	for _, a := range out4.Addresses() {
+		ip := a.As4()
+		v4 = append(v4, net.IP(ip[:]))
+	}
+	for _, a := range out6.Addresses() {
+		ip := a.As16()
+		v6 = append(v6, net.IP(ip[:]))
+	}
+	if len(v4) > 0 {
+		rr.Value = append(rr.Value, &dns.SVCBIPv4Hint{Hint: v4})
+	}
+	if len(v6) > 0 {
+		rr.Value = append(rr.Value, &dns.SVCBIPv6Hint{Hint: v6})
+	}
+	return rr
 }

@@ -84,7 +84,7 @@ var labels = []struct {
 	}},
 	{"candidates", func(o *decide.Outcome) string { return strconv.Itoa(o.Decision.Candidates) }},
 	{"node", func(o *decide.Outcome) string {
-		if o.Decision.Winner == nil {
+		if o.Decision.Winner == nil || o.Decision.Tier == scoring.TierFallback {
 			return ""
 		}
 		return o.Decision.Winner.ID

@@ -150,7 +150,9 @@ func (m *serverMetrics) count(out *decide.Outcome, now time.Time) {
 	if out.Servfail {
 		return
 	}
-	m.node(d.Winner.ID).Inc()
+	if d.Tier != scoring.TierFallback { // no node answered
+		m.node(d.Winner.ID).Inc()
+	}
 	if out.Located {
 		if out.Same {
 			m.same.Inc()

@@ -168,9 +168,13 @@ func (d *Decider) choose(v *policy.View, rec *table.Record, qtype uint16, out *O
 	if out.FromECS {
 		out.Scope = out.replyScope(out.ECS.Family, out.ECS.SourceNetmask, canaried)
 	}
+	if out.Decision.Tier == scoring.TierFailOpen && out.Record.Fallback != "" {
+		out.Decision.Tier = scoring.TierFallback
+	}
 	w := out.Decision.Winner
 	out.Servfail = w != nil && out.Decision.Tier == scoring.TierFailOpen && d.opts.AllDownServfail
-	out.Located = w != nil && !out.Servfail && out.Loc.Province != ""
+	// A fallback answer is no node's: it counts in no province.
+	out.Located = w != nil && !out.Servfail && out.Decision.Tier != scoring.TierFallback && out.Loc.Province != ""
 	out.Same = out.Located && out.Loc.Province == w.Province && out.Loc.Country == w.Country
 }
 
@@ -187,13 +191,30 @@ func (o *Outcome) Policy() string {
 	return canary.PolicyStable
 }
 
+// CNAME is the answer's name when it is a CNAME alone: the record's
+// fallback, or the winner's when it is a cname node; "" otherwise.
+func (o *Outcome) CNAME() string {
+	w := o.Decision.Winner
+	switch {
+	case w == nil || o.Servfail:
+		return ""
+	case o.Decision.Tier == scoring.TierFallback:
+		return o.Record.Fallback
+	}
+	return w.CNAME
+}
+
 // Addresses are the answer's addresses of the queried family, node by
-// node in the decision's order: the winner first.
+// node in the decision's order: the winner first. A cname node gives none:
+// a CNAME cannot stand beside other records.
 func (o *Outcome) Addresses() iter.Seq2[*table.Node, netip.Addr] {
 	return func(yield func(*table.Node, netip.Addr) bool) {
 		d := &o.Decision
 		for _, i := range d.Order[:d.NOrder] {
 			n := &o.View.Table.Nodes[i]
+			if n.CNAME != "" {
+				continue
+			}
 			addrs := n.V4
 			if o.QType == dns.TypeAAAA {
 				addrs = n.V6

@@ -108,7 +108,8 @@ type ExplainedNode struct {
 // ExplainedRR is one address of the answer.
 type ExplainedRR struct {
 	Node    string `json:"node"`
-	Address string `json:"address"`
+	Address string `json:"address,omitempty"`
+	CNAME   string `json:"cname,omitempty"` // a cname node's answer
 }
 
 // ReasonFamily: the node has no address of the queried type.
@@ -198,6 +199,11 @@ func (d *Decider) Explain(ctx context.Context, c Client, name string, qtype uint
 		x.Notes = append(x.Notes, "no node of the record has an address of this type: NODATA")
 	case out.Servfail:
 		x.Rcode = dns.RcodeToString[dns.RcodeServerFailure]
+	case dc.Tier == scoring.TierFallback:
+		x.Notes = append(x.Notes, "no node of the record is usable: the record's fallback answers")
+		x.Answer = append(x.Answer, ExplainedRR{CNAME: out.CNAME()})
+	case out.CNAME() != "":
+		x.Answer = append(x.Answer, ExplainedRR{Node: dc.Winner.ID, CNAME: out.CNAME()})
 	default:
 		for n, a := range out.Addresses() {
 			x.Answer = append(x.Answer, ExplainedRR{Node: n.ID, Address: a.String()})
@@ -210,7 +216,7 @@ func (d *Decider) Explain(ctx context.Context, c Client, name string, qtype uint
 // to the one that answered, each with the nodes whose best rung it is.
 func explainedTiers(traces []scoring.NodeTrace, nodes []scoring.Node, won scoring.Tier, l *scoring.Ladder) []ExplainedTier {
 	tiers := l.Tiers()
-	if won == scoring.TierFailOpen {
+	if won == scoring.TierFailOpen || won == scoring.TierFallback {
 		tiers = append(tiers, won)
 	}
 	var out []ExplainedTier

@@ -22,6 +22,7 @@ import (
 	"github.com/gslbdns/gslb/control"
 	"github.com/gslbdns/gslb/decide"
 	"github.com/gslbdns/gslb/health"
+	"github.com/gslbdns/gslb/scoring"
 	"github.com/gslbdns/gslb/sign"
 
 	"github.com/miekg/dns"
@@ -272,6 +273,10 @@ func outcomeOf(out *decide.Outcome) Outcome {
 	if out.Servfail {
 		o.DistanceKm = -1
 		return o
+	}
+	if d.Tier == scoring.TierFallback {
+		o.DistanceKm = -1
+		return o // no node's answer
 	}
 	o.Node, o.Located, o.Same = d.Winner.ID, out.Located, out.Same
 	return o

@@ -23,6 +23,7 @@ const (
 	TierContinent               // same continent
 	TierAll                     // every node of the record
 	TierFailOpen                // no usable node: least-loaded node
+	TierFallback                // no usable node: the record's fallback CNAME
 	TierOverride                // an override or pin named the nodes
 )
 
@@ -185,6 +186,8 @@ func (t Tier) String() string {
 		return "none"
 	case t == TierFailOpen:
 		return "fail_open"
+	case t == TierFallback:
+		return "fallback"
 	case t == TierOverride:
 		return "override"
 	case int(t) <= len(ladder):
@@ -200,7 +203,7 @@ func Tiers() []string {
 	for _, r := range ladder {
 		names = append(names, r.name)
 	}
-	return append(names, TierFailOpen.String(), TierOverride.String())
+	return append(names, TierFailOpen.String(), TierFallback.String(), TierOverride.String())
 }
 
 // ladderClient holds what the ladder needs of the client, looked up once

@@ -46,7 +46,7 @@ type scorer struct {
 func (s *scorer) values(i int, n *Node, v *[NumTerms]float64) float64 {
 	km := -1.0
 	v[Distance] = 0
-	if s.withDist {
+	if s.withDist && !n.NoCoords {
 		if s.c.ProvinceLevel && n.Province == s.c.Province && n.Country == s.c.Country {
 			km = 0
 		} else {

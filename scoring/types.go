@@ -23,6 +23,7 @@ type Node struct {
 	ID                                string
 	Country, Continent, Province, ISP string // normalized like Client
 	Lat, Lon                          float64
+	NoCoords                          bool    // no Lat/Lon: distance plays no part
 	Cost                              float64 // >= 0
 	Load                              float64 // 0..1, live or static
 	Down                              bool    // health probes removed it

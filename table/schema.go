@@ -23,6 +23,7 @@ type nodeEntry struct {
 	ID       string       `yaml:"id"`
 	IPv4     []string     `yaml:"ipv4"`
 	IPv6     []string     `yaml:"ipv6"`
+	CNAME    string       `yaml:"cname"`
 	Country  string       `yaml:"country"`
 	Province string       `yaml:"province"`
 	City     string       `yaml:"city"`
@@ -40,6 +41,10 @@ type recordEntry struct {
 	TTL      *ttlPair `yaml:"ttl"`
 	Nodes    []string `yaml:"nodes"`
 	Priority string   `yaml:"priority"`
+	Fallback string   `yaml:"fallback"`
+	// HTTPS are the SvcParams of the record's HTTPS answer: key to a
+	// value or a list of values, in the dns library's presentation form.
+	HTTPS map[string]any `yaml:"https"`
 }
 
 // ttlPair is a record's ttl: MAX, or [MAX, MIN] for answers that may

@@ -8,8 +8,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -28,6 +30,9 @@ type Node struct {
 	scoring.Node
 	City   string
 	V4, V6 []netip.Addr
+	// CNAME, when set, is what the node answers for A and AAAA: a name
+	// (another CDN's edge) the resolver follows.
+	CNAME string
 }
 
 // Record is one name the plugin answers, with its candidates per family:
@@ -40,6 +45,12 @@ type Record struct {
 	MinTTL   uint32
 	Priority scoring.Priority
 	V4, V6   []int
+	// Fallback, when set, is the CNAME answered when no node is usable,
+	// instead of fail_open's node.
+	Fallback string
+	// HTTPS, when set, are the SvcParams of the record's HTTPS answer;
+	// the hints come from the decision.
+	HTTPS []dns.SVCBKeyValue
 }
 
 // Table is an immutable, validated node table.
@@ -199,7 +210,11 @@ func (t *Table) addNodes(f *file, lines []int) (map[string]int, error) {
 				first = n.V6[0].String()
 			}
 			s := e.Probe.WithDefaults(f.ProbeDefaults).ForNode(first)
-			if err := s.Validate(); err != nil {
+			err := s.Validate()
+			if err != nil && first == "" && n.CNAME != "" {
+				err = fmt.Errorf("%w (a cname-only node has no address to probe: give the probe a url or an address, or leave the probe out)", err)
+			}
+			if err != nil {
 				return nil, &entryError{i, at, err.Error()}
 			}
 			t.Probes = append(t.Probes, health.Target{ID: n.ID, Spec: s})
@@ -244,7 +259,21 @@ func (t *Table) addRecords(f *file, index map[string]int, lines []int, zones []s
 				r.MinTTL = e.TTL.min
 			}
 		}
+		if e.Fallback != "" {
+			if _, ok := dns.IsDomainName(e.Fallback); !ok {
+				return &entryError{i, at, fmt.Sprintf("field fallback: %q is not a domain name", e.Fallback)}
+			}
+			r.Fallback = strings.ToLower(dns.Fqdn(e.Fallback))
+			if r.Fallback == name {
+				return &entryError{i, at, "field fallback: the record's own name would loop"}
+			}
+		}
 		var err error
+		if e.HTTPS != nil {
+			if r.HTTPS, err = svcParams(e.HTTPS); err != nil {
+				return &entryError{i, at, "field https: " + err.Error()}
+			}
+		}
 		if r.Priority, err = scoring.ParsePriority(e.Priority); err != nil {
 			return &entryError{i, at, "field priority: " + err.Error()}
 		}
@@ -270,10 +299,11 @@ func (t *Table) addRecords(f *file, index map[string]int, lines []int, zones []s
 			members = append(members, j)
 		}
 		for _, j := range members {
-			if len(t.Nodes[j].V4) > 0 {
+			cname := t.Nodes[j].CNAME != ""
+			if len(t.Nodes[j].V4) > 0 || cname {
 				r.V4 = append(r.V4, j)
 			}
-			if len(t.Nodes[j].V6) > 0 {
+			if len(t.Nodes[j].V6) > 0 || cname {
 				r.V6 = append(r.V6, j)
 			}
 		}
@@ -317,8 +347,14 @@ func buildNode(e *nodeEntry) (Node, error) {
 		}
 		n.V6 = append(n.V6, a)
 	}
-	if len(n.V4)+len(n.V6) == 0 {
-		return n, errors.New("field ipv4/ipv6: the node has no address")
+	if e.CNAME != "" {
+		if _, ok := dns.IsDomainName(e.CNAME); !ok {
+			return n, fmt.Errorf("field cname: %q is not a domain name", e.CNAME)
+		}
+		n.CNAME = strings.ToLower(dns.Fqdn(e.CNAME))
+	}
+	if len(n.V4)+len(n.V6) == 0 && n.CNAME == "" {
+		return n, errors.New("field ipv4/ipv6: the node has no address and no cname")
 	}
 	if strings.TrimSpace(e.Country) == "" {
 		return n, errors.New("field country: missing; country is required, an ISO 3166-1 alpha-2 code such as CN")
@@ -329,8 +365,13 @@ func buildNode(e *nodeEntry) (Node, error) {
 	}
 	n.City = e.City
 	n.ISP = geo.NormalizeCarrier(e.ISP)
-	if e.Lat == nil || e.Lon == nil {
-		return n, errors.New("field lat/lon: coordinates are required")
+	if (e.Lat == nil) != (e.Lon == nil) || e.Lat == nil && n.CNAME == "" {
+		return n, errors.New("field lat/lon: coordinates are required (only a cname node may leave both out)")
+	}
+	if e.Lat == nil {
+		// Distance plays no part for it.
+		n.NoCoords = true
+		return n, buildRest(e, &n)
 	}
 	if lat := *e.Lat; math.IsNaN(lat) || lat < -90 || lat > 90 {
 		return n, fmt.Errorf("field lat: %v is outside -90..90", lat)
@@ -339,26 +380,31 @@ func buildNode(e *nodeEntry) (Node, error) {
 		return n, fmt.Errorf("field lon: %v is outside -180..180", lon)
 	}
 	n.Lat, n.Lon = *e.Lat, *e.Lon
+	return n, buildRest(e, &n)
+}
+
+// buildRest reads a node's cost, load and weight.
+func buildRest(e *nodeEntry, n *Node) error {
 	if e.Cost != nil {
 		if c := *e.Cost; math.IsNaN(c) || math.IsInf(c, 0) || c < 0 {
-			return n, fmt.Errorf("field cost: %v must be >= 0", c)
+			return fmt.Errorf("field cost: %v must be >= 0", c)
 		}
 		n.Cost = *e.Cost
 	}
 	if e.Load != nil {
 		if l := *e.Load; math.IsNaN(l) || l < 0 || l > 1 {
-			return n, fmt.Errorf("field load: %v is outside 0..1", l)
+			return fmt.Errorf("field load: %v is outside 0..1", l)
 		}
 		n.Load = *e.Load
 	}
 	n.Weight = 1
 	if e.Weight != nil {
 		if w := *e.Weight; math.IsNaN(w) || math.IsInf(w, 0) || w <= 0 {
-			return n, fmt.Errorf("field weight: %v must be > 0", w)
+			return fmt.Errorf("field weight: %v must be > 0", w)
 		}
 		n.Weight = *e.Weight
 	}
-	return n, nil
+	return nil
 }
 
 // Index returns the index of the node with that id.
@@ -375,4 +421,40 @@ func (t *Table) Index(id string) (int, bool) {
 func sum(v any) [32]byte {
 	b, _ := json.Marshal(v) // maps are sorted, pointers followed
 	return sha256.Sum256(b)
+}
+
+// svcParams reads an HTTPS record's SvcParams with the dns library's
+// parser; the address hints are the decision's, not the table's.
+func svcParams(m map[string]any) ([]dns.SVCBKeyValue, error) {
+	var b strings.Builder
+	b.WriteString(". 1 IN HTTPS 1 .")
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		if k == "ipv4hint" || k == "ipv6hint" {
+			return nil, fmt.Errorf("%s: the hints are the answer's addresses, they cannot be set", k)
+		}
+		var vals []string
+		switch v := m[k].(type) {
+		case []any:
+			for _, x := range v {
+				vals = append(vals, fmt.Sprint(x))
+			}
+		case nil:
+		default:
+			vals = append(vals, fmt.Sprint(v))
+		}
+		for _, v := range vals {
+			if strings.ContainsAny(v, " \t\n\"=,") {
+				return nil, fmt.Errorf("%s: %q has a character the record cannot hold", k, v)
+			}
+		}
+		b.WriteString(" " + k)
+		if len(vals) > 0 {
+			b.WriteString("=" + strings.Join(vals, ","))
+		}
+	}
+	rr, err := dns.NewRR(b.String())
+	if err != nil {
+		return nil, errors.New(strings.TrimPrefix(err.Error(), "dns: "))
+	}
+	return rr.(*dns.HTTPS).Value, nil
 }

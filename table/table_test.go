@@ -42,6 +42,14 @@ func TestParseTableErrors(t *testing.T) {
 		{"neighbor abroad", "nodes:\n" + node + rec + "neighbors:\n  ZJ: [US-CA]\n", "another country"},
 		{"region mixes countries", "nodes:\n" + node + rec + "regions:\n  mixed: [ZJ, US-CA]\n", "another country"},
 		{"bad probe", "nodes:\n  - {id: a, ipv4: [192.0.2.1], country: CN, lat: 1, lon: 1, probe: {type: icmp}}\n" + rec, "(id a): probe"},
+		{"bad cname", "nodes:\n  - {id: a, cname: \"a..b\", country: CN}\n" + rec, `field cname: "a..b" is not a domain name`},
+		{"cname node with lat alone", "nodes:\n  - {id: a, cname: edge.cdn.example, country: CN, lat: 1}\n" + rec, "coordinates are required"},
+		{"cname-only node probed by address", "nodes:\n  - {id: a, cname: edge.cdn.example, country: CN, probe: {type: tcp}}\n" + rec, "a cname-only node has no address to probe"},
+		{"bad fallback", "nodes:\n" + node + rec + "    fallback: \"a..b\"\n", `field fallback: "a..b" is not a domain name`},
+		{"fallback loops", "nodes:\n" + node + rec + "    fallback: WWW.example.org\n", "field fallback: the record's own name would loop"},
+		{"https hint", "nodes:\n" + node + rec + "    https: {ipv4hint: [192.0.2.1]}\n", "field https: ipv4hint: the hints are the answer's addresses"},
+		{"https bad key", "nodes:\n" + node + rec + "    https: {colour: red}\n", "field https:"},
+		{"https bad port", "nodes:\n" + node + rec + "    https: {port: http}\n", "field https:"},
 		{"not yaml", "nodes: [", "yaml"},
 		{"empty", "", "empty file"},
 	}
@@ -225,5 +233,27 @@ func TestParseTableCarriers(t *testing.T) {
 	ext = node("examplenet") + rec + "carriers:\n  names: {Example Net: examplenet}\n"
 	if _, err := Parse("nodes.yaml", []byte(ext), testZones, 60); err != nil {
 		t.Errorf("a carrier of carriers.names: %v", err)
+	}
+}
+
+// TestCNAMENodes: a cname node may have no address and no coordinates; it
+// is a candidate for A and AAAA, and may be probed by url.
+func TestCNAMENodes(t *testing.T) {
+	y := "nodes:\n  - {id: a, ipv4: [192.0.2.1], country: CN, province: ZJ, lat: 30, lon: 120}\n" +
+		"  - {id: v, cname: Edge.CDN.example, country: CN, province: SC, probe: {type: http, url: \"http://edge.cdn.example/health\"}}\n" +
+		"records:\n  - name: www.example.org\n"
+	tb, err := parse([]byte(y), testZones, 60)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := tb.Nodes[1]
+	if v.CNAME != "edge.cdn.example." || !v.NoCoords || len(v.V4)+len(v.V6) != 0 {
+		t.Errorf("Node v: %+v, want cname edge.cdn.example. without coordinates or addresses", v)
+	}
+	if r := tb.Records["www.example.org."]; len(r.V4) != 2 || len(r.V6) != 1 || r.V6[0] != 1 {
+		t.Errorf("Candidates v4 %v v6 %v, want [0 1] and [1]", r.V4, r.V6)
+	}
+	if len(tb.Probes) != 1 || tb.Probes[0].ID != "v" {
+		t.Errorf("Probes %+v, want v's", tb.Probes)
 	}
 }

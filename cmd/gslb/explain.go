@@ -124,10 +124,11 @@ func report(w io.Writer, x *decide.Explanation) {
 		}
 		fmt.Fprintf(w, "  %-13s %s%s\n", t.Tier, list, mark)
 	}
-	if x.Tier == "override" || x.Tier == "fail_open" || x.Tier == "none" {
+	if x.Tier == "override" || x.Tier == "fail_open" || x.Tier == "fallback" || x.Tier == "none" {
 		fmt.Fprintf(w, "  %-13s %s\n", x.Tier, map[string]string{
 			"override":  "an override pinned the nodes",
 			"fail_open": "no usable node: the least loaded answers",
+			"fallback":  "no usable node: the record's fallback CNAME answers",
 			"none":      "no node of the record has an address of this type",
 		}[x.Tier])
 	}
@@ -155,6 +156,14 @@ func report(w io.Writer, x *decide.Explanation) {
 
 	var addrs []string
 	for _, rr := range x.Answer {
+		if rr.CNAME != "" && rr.Node == "" {
+			addrs = append(addrs, "CNAME "+rr.CNAME+" (fallback)")
+			continue
+		}
+		if rr.CNAME != "" {
+			addrs = append(addrs, "CNAME "+rr.CNAME+" ("+rr.Node+")")
+			continue
+		}
 		addrs = append(addrs, rr.Address+" ("+rr.Node+")")
 	}
 	scope := "no ECS"
