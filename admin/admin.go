@@ -22,6 +22,7 @@ import (
 
 	clog "github.com/coredns/coredns/plugin/pkg/log"
 
+	"github.com/gslbdns/gslb/internal/ratelog"
 	"github.com/gslbdns/gslb/internal/recovery"
 	"github.com/gslbdns/gslb/overrides"
 )
@@ -144,7 +145,7 @@ type server struct {
 	// the switch of cur: a save either lands before a later block takes
 	// over (and is in the state it restores) or is refused.
 	save         sync.Mutex
-	unauthorized limitedLog
+	unauthorized ratelog.Limit
 }
 
 // Handle is a block's hold on its address.
@@ -297,7 +298,7 @@ func (s *server) guard(next http.Handler) http.Handler {
 		if t.token != "" && !authorized(r, t.token) {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="gslb"`)
 			writeError(w, http.StatusUnauthorized, "a valid bearer token is required")
-			s.unauthorized.log(r)
+			logUnauthorized(&s.unauthorized, r)
 			return
 		}
 		next.ServeHTTP(w, r)
@@ -324,32 +325,16 @@ func checkHost(host string, token bool) error {
 	return nil
 }
 
-// limitedLog logs a refused request at most once per interval, with the
-// count of those it left out: a flood of bad tokens is one line, not one
-// per request.
-type limitedLog struct {
-	mu      sync.Mutex
-	last    time.Time
-	dropped int
+// logUnauthorized logs a refused request at most once per logInterval,
+// with the count of those it left out: a flood of bad tokens is one line,
+// not one per request.
+func logUnauthorized(l *ratelog.Limit, r *http.Request) {
+	if ok, dropped := l.Allow(logInterval); ok {
+		log.Warningf("admin: unauthorized %s %q from %s%s", r.Method, r.URL.Path, r.RemoteAddr, ratelog.Note(dropped))
+	}
 }
 
 const logInterval = 10 * time.Second
-
-func (l *limitedLog) log(r *http.Request) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	now := time.Now()
-	if now.Sub(l.last) < logInterval {
-		l.dropped++
-		return
-	}
-	more := ""
-	if l.dropped > 0 {
-		more = fmt.Sprintf(" (and %d more since the last such line)", l.dropped)
-	}
-	l.last, l.dropped = now, 0
-	log.Warningf("admin: unauthorized %s %q from %s%s", r.Method, r.URL.Path, r.RemoteAddr, more)
-}
 
 // hostPort makes a Host header HOST:PORT for Loopback.
 func hostPort(h string) string {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/gslbdns/gslb/admin"
 	"github.com/gslbdns/gslb/config"
+	"github.com/gslbdns/gslb/internal/splitmix"
 )
 
 // Keys key the canary's hashes of a subnet: pick chooses the subnets in
@@ -28,16 +29,7 @@ func KeysOf(salt string) Keys {
 // round keeps x's structure (neighbouring subnets) from showing through
 // the key.
 func keyedHash(x, key uint64) uint64 {
-	return mix(mix(x^key) ^ bits.RotateLeft64(key, 32))
-}
-
-func mix(x uint64) uint64 {
-	x ^= x >> 30
-	x *= 0xbf58476d1ce4e5b9
-	x ^= x >> 27
-	x *= 0x94d049bb133111eb
-	x ^= x >> 31
-	return x
+	return splitmix.Mix(splitmix.Mix(x^key) ^ bits.RotateLeft64(key, 32))
 }
 
 // SaltSource is where a canary salt comes from.

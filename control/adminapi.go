@@ -15,6 +15,7 @@ import (
 	"github.com/gslbdns/gslb/canary"
 	"github.com/gslbdns/gslb/decide"
 	"github.com/gslbdns/gslb/health"
+	"github.com/gslbdns/gslb/internal/ratelog"
 	"github.com/gslbdns/gslb/internal/yamlfile"
 	"github.com/gslbdns/gslb/overrides"
 	"github.com/gslbdns/gslb/policy"
@@ -311,7 +312,9 @@ func (c *Control) saveState(st *admin.State) error {
 			if err := st.Write(a.State, c.opts.MaxFileSize); err != nil {
 				err = fmt.Errorf("admin state %s: %w", a.State, err)
 				if !errors.As(err, new(*admin.TooLarge)) {
-					saveFailures.errorf("admin: the change is not made: %v", err)
+					if ok, dropped := saveFailures.Allow(10 * time.Second); ok {
+						log.Errorf("admin: the change is not made: %v%s", err, ratelog.Note(dropped))
+					}
 					return &loggedError{err}
 				}
 				return err
@@ -334,35 +337,12 @@ func (c *Control) saveState(st *admin.State) error {
 
 // saveFailures logs the state file's failed writes (a full disk, a
 // removed directory) at most once per 10s, with the count it left out.
-var saveFailures limitedLog
+var saveFailures ratelog.Limit
 
 // loggedError is an error saveFailures logged already.
 type loggedError struct{ error }
 
 func (e *loggedError) Unwrap() error { return e.error }
-
-// limitedLog logs at Error at most once per interval.
-type limitedLog struct {
-	mu      sync.Mutex
-	last    time.Time
-	dropped int
-}
-
-func (l *limitedLog) errorf(format string, a ...any) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	now := time.Now()
-	if !l.last.IsZero() && now.Sub(l.last) < 10*time.Second {
-		l.dropped++
-		return
-	}
-	msg := fmt.Sprintf(format, a...)
-	if l.dropped > 0 {
-		msg += fmt.Sprintf(" (and %d more since the last such line)", l.dropped)
-	}
-	l.last, l.dropped = now, 0
-	log.Error(msg)
-}
 
 // saveLogged saves the state for a change the API did not ask for (an
 // expiry, a node leaving the table, a rollback). Callers hold c.mu.

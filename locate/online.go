@@ -14,6 +14,7 @@ import (
 	"sync"
 
 	"github.com/gslbdns/gslb/geo"
+	"github.com/gslbdns/gslb/internal/ratelog"
 	"github.com/gslbdns/gslb/internal/recovery"
 
 	"golang.org/x/time/rate"
@@ -252,7 +253,7 @@ type onlineSource struct {
 	limiter     *rate.Limiter
 	breaker     breaker
 	maxInflight int
-	authLog     everyLog
+	authLog     ratelog.Limit
 
 	ctx    context.Context // cancelled by close: aborts online calls
 	cancel context.CancelFunc
@@ -339,7 +340,9 @@ func (o *onlineSource) ask(q *Query, known geo.Location) {
 	case errors.Is(err, errAuth):
 		onlineAuth.Inc()
 		onlineLookupAuth.Inc()
-		o.authLog.warningf("Online geo API at %s refused the credentials (check the online block's header): %v", hostOf(o.cfg.URL), err)
+		if ok, _ := o.authLog.Allow(authLogEvery); ok {
+			log.Warningf("Online geo API at %s refused the credentials (check the online block's header): %v", hostOf(o.cfg.URL), err)
+		}
 	case errors.Is(err, errInvalid):
 		onlineInvalid.Inc()
 		onlineMiss.Inc()

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/gslbdns/gslb/geo"
+	"github.com/gslbdns/gslb/internal/ratelog"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -154,7 +155,7 @@ type redisSource struct {
 	cfg     RedisConfig
 	client  atomic.Pointer[redisConn]
 	breaker breaker
-	authLog everyLog
+	authLog ratelog.Limit
 }
 
 type redisConn struct{ c redis.UniversalClient }
@@ -194,7 +195,9 @@ func (r *redisSource) Locate(ctx context.Context, q *Query) bool {
 		RedisErrors.Inc()
 		if isRedisAuth(err) {
 			redisAuth.Inc()
-			r.authLog.warningf("Redis refused the password (check the redis block's password): %v", err)
+			if ok, _ := r.authLog.Allow(authLogEvery); ok {
+				log.Warningf("Redis refused the password (check the redis block's password): %v", err)
+			}
 			return false
 		}
 		redisError.Inc()
@@ -237,7 +240,9 @@ func (r *redisSource) Learn(ctx context.Context, q *Query, final bool) {
 	if err != nil {
 		RedisErrors.Inc()
 		if isRedisAuth(err) {
-			r.authLog.warningf("Redis refused the password (check the redis block's password): %v", err)
+			if ok, _ := r.authLog.Allow(authLogEvery); ok {
+				log.Warningf("Redis refused the password (check the redis block's password): %v", err)
+			}
 			return
 		}
 		log.Debugf("Redis HSET %s %s: %v", k, field, err)

@@ -3,6 +3,8 @@ package scoring
 import (
 	"math"
 	"slices"
+
+	"github.com/gslbdns/gslb/internal/splitmix"
 )
 
 // tieEpsilon is how close to the best score a node must be to tie with it.
@@ -429,11 +431,11 @@ const (
 
 // unit is a uniform number in (0, 1) for a subnet and a node.
 func unit(key uint64, id string, salt uint64) float64 {
-	return (float64(mix64(key^fnv1a(id)^salt)>>11) + 0.5) / (1 << 53)
+	return (float64(splitmix.Mix(key^fnv1a(id)^salt)>>11) + 0.5) / (1 << 53)
 }
 
 // tieHash is the rendezvous weight of a node for a client subnet.
-func tieHash(key uint64, id string) uint64 { return mix64(key ^ fnv1a(id)) }
+func tieHash(key uint64, id string) uint64 { return splitmix.Mix(key ^ fnv1a(id)) }
 
 func fnv1a(s string) uint64 {
 	h := uint64(14695981039346656037)
@@ -442,15 +444,4 @@ func fnv1a(s string) uint64 {
 		h *= 1099511628211
 	}
 	return h
-}
-
-// mix64 is the splitmix64 finalizer: every bit of x moves every bit of
-// the result.
-func mix64(x uint64) uint64 {
-	x ^= x >> 30
-	x *= 0xbf58476d1ce4e5b9
-	x ^= x >> 27
-	x *= 0x94d049bb133111eb
-	x ^= x >> 31
-	return x
 }

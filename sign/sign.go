@@ -17,6 +17,8 @@ import (
 	"github.com/coredns/coredns/plugin/pkg/response"
 	"github.com/coredns/coredns/request"
 
+	"github.com/gslbdns/gslb/internal/ratelog"
+
 	"github.com/miekg/dns"
 )
 
@@ -334,7 +336,9 @@ func (s *Signer) rrsetSigs(c *cache.Cache[*entry], rrs []dns.RR, i int, now time
 	s.d.Sign(request.Request{Req: scratch, Zone: s.zone}, now, server)
 	sigs := scratch.Answer[len(set):]
 	if len(sigs) == 0 {
-		failed.warningf("Cannot sign %s %s in %s: answers for it will not validate", h.Name, dns.TypeToString[h.Rrtype], s.zone)
+		if ok, _ := failed.Allow(time.Minute); ok {
+			log.Warningf("Cannot sign %s %s in %s: answers for it will not validate", h.Name, dns.TypeToString[h.Rrtype], s.zone)
+		}
 	}
 	if ok && len(sigs) > 0 {
 		c.Add(k1, &entry{k2: k2, n: n, until: until(sigs), sigs: sigs})
@@ -435,24 +439,7 @@ func clone(rr dns.RR) dns.RR {
 var log = clog.NewWithPlugin("gslb")
 
 // failed bounds the warnings of signing failures, which repeat per query.
-var failed everyLog
-
-type everyLog struct {
-	mu   sync.Mutex
-	last time.Time
-}
-
-func (e *everyLog) warningf(format string, v ...any) {
-	e.mu.Lock()
-	now := time.Now()
-	if !e.last.IsZero() && now.Sub(e.last) < time.Minute {
-		e.mu.Unlock()
-		return
-	}
-	e.last = now
-	e.mu.Unlock()
-	log.Warningf(format, v...)
-}
+var failed ratelog.Limit
 
 var bufPool = sync.Pool{New: func() any { b := make([]byte, 1024); return &b }}
 
