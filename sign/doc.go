@@ -3,13 +3,18 @@
 // It loads a zone's BIND-format key files (as CoreDNS's dnssec plugin takes
 // them), answers the apex DNSKEY RRset, and adds RRSIGs to every RRset of a
 // reply, denying existence with NSEC black lies: an NXDOMAIN becomes a
-// NODATA whose NSEC covers only the query name. The signing itself and the
-// choice of key (KSK for DNSKEY, ZSK for the rest when both exist) are
-// CoreDNS's plugin/dnssec. The black lies follow it too, with HTTPS and
+// NODATA whose NSEC covers only the query name. The signing follows
+// CoreDNS's plugin/dnssec (the same RRSIG fields, validity and choice of
+// key: KSK for DNSKEY, ZSK for the rest when both exist) but for the
+// RRSIG's original TTL, which is the RRset's own TTL rather than a fixed
+// 3600, so that a validating resolver keeps a longer TTL intact. The black
+// lies follow plugin/dnssec too, with HTTPS and
 // SVCB added to the NSEC type bitmap (a resolver keeping an NSEC denies
 // every type it does not name) and no delegation bitmap for DS. This
 // package adds a per-RRset signature cache keyed without allocating, so an
-// answer whose RRsets were signed before costs no signing.
+// answer whose RRsets were signed before costs no signing. The key covers
+// the TTL: with an adaptive ttl (MAX MIN) an RRset is signed once per TTL
+// it goes out with.
 //
 // Signatures run from 3 hours before signing to 8 days after it and are
 // refreshed once fewer than 47 hours remain. A Signer is shared process-wide

@@ -112,6 +112,10 @@ func verify(t testing.TB, s *Signer, m *dns.Msg, want map[uint16][]uint16) map[u
 				if err := sig.Verify(k, set); err != nil {
 					t.Errorf("RRSIG %s by key %d does not verify: %v", dns.TypeToString[typ], sig.KeyTag, err)
 				}
+				// A resolver caps the RRset's TTL at the original TTL.
+				if ttl := set[0].Header().Ttl; sig.OrigTtl != ttl || sig.Hdr.Ttl != ttl {
+					t.Errorf("RRSIG %s has original TTL %d and TTL %d, want the RRset's %d", dns.TypeToString[typ], sig.OrigTtl, sig.Hdr.Ttl, ttl)
+				}
 				if !sig.ValidityPeriod(time.Now()) {
 					t.Errorf("RRSIG %s is not valid now: %s", dns.TypeToString[typ], sig)
 				}

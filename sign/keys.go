@@ -1,14 +1,14 @@
 package sign
 
 import (
+	"bytes"
+	"crypto"
 	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"strings"
-
-	"github.com/coredns/coredns/plugin/dnssec"
 
 	"github.com/miekg/dns"
 )
@@ -19,7 +19,9 @@ const maxKeyFile = 64 << 10
 // key is one parsed key pair and the digest of its files' contents.
 type key struct {
 	base string
-	k    *dnssec.DNSKEY
+	pub  *dns.DNSKEY
+	priv crypto.Signer
+	tag  uint16
 	sum  [sha256.Size]byte
 }
 
@@ -35,47 +37,67 @@ func keyBase(f string) string {
 	return f
 }
 
-// loadKey reads base.key and base.private.
+// loadKey reads base.key and base.private, as plugin/dnssec's ParseKeyFile
+// does, but keeps the private key: plugin/dnssec's is unexported, and the
+// signing here sets the RRSIG's original TTL itself (see signSet). The
+// digest is over the very bytes parsed.
 func loadKey(f string) (*key, error) {
 	base := keyBase(f)
-	h := sha256.New()
-	for _, p := range []string{base + ".key", base + ".private"} {
-		if err := digest(h, p); err != nil {
-			return nil, err
-		}
+	pubText, err := readKeyFile(base + ".key")
+	if err != nil {
+		return nil, err
 	}
-	k, err := dnssec.ParseKeyFile(base+".key", base+".private")
+	privText, err := readKeyFile(base + ".private")
+	if err != nil {
+		return nil, err
+	}
+	rr, err := dns.ReadRR(bytes.NewReader(pubText), base+".key")
 	if err != nil {
 		return nil, fmt.Errorf("key %s: %w", base, err)
 	}
-	if k.K.Flags&dns.ZONE == 0 {
-		return nil, fmt.Errorf("key %s.key: flags %d: not a zone key (flag 256 unset)", base, k.K.Flags)
+	pub, ok := rr.(*dns.DNSKEY)
+	if !ok {
+		return nil, fmt.Errorf("key %s.key: no public key found", base)
 	}
-	if k.K.Flags&dns.REVOKE != 0 {
-		return nil, fmt.Errorf("key %s.key: flags %d: key is revoked", base, k.K.Flags)
+	p, err := pub.ReadPrivateKey(bytes.NewReader(privText), base+".private")
+	if err != nil {
+		return nil, fmt.Errorf("key %s: %w", base, err)
 	}
-	kk := &key{base: base, k: k}
-	h.Sum(kk.sum[:0])
-	return kk, nil
+	priv, ok := p.(crypto.Signer) // RSA, ECDSA and Ed25519 keys are
+	if !ok {
+		return nil, fmt.Errorf("key %s.private: no private key found", base)
+	}
+	if pub.Flags&dns.ZONE == 0 {
+		return nil, fmt.Errorf("key %s.key: flags %d: not a zone key (flag 256 unset)", base, pub.Flags)
+	}
+	if pub.Flags&dns.REVOKE != 0 {
+		return nil, fmt.Errorf("key %s.key: flags %d: key is revoked", base, pub.Flags)
+	}
+	k := &key{base: base, pub: pub, priv: priv, tag: pub.KeyTag()}
+	h := sha256.New()
+	h.Write(pubText)
+	h.Write(privText)
+	h.Sum(k.sum[:0])
+	return k, nil
 }
 
-// digest adds file p's contents to h, refusing files over maxKeyFile.
-func digest(h io.Writer, p string) error {
+// readKeyFile reads file p, refusing files over maxKeyFile.
+func readKeyFile(p string) ([]byte, error) {
 	f, err := os.Open(p)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer f.Close()
-	n, err := io.Copy(h, io.LimitReader(f, maxKeyFile+1))
+	b, err := io.ReadAll(io.LimitReader(f, maxKeyFile+1))
 	if err != nil {
-		return fmt.Errorf("%s: %w", p, err)
+		return nil, fmt.Errorf("%s: %w", p, err)
 	}
-	if n > maxKeyFile {
-		return fmt.Errorf("%s: larger than %d bytes, not a key file", p, maxKeyFile)
+	if len(b) > maxKeyFile {
+		return nil, fmt.Errorf("%s: larger than %d bytes, not a key file", p, maxKeyFile)
 	}
-	return nil
+	return b, nil
 }
 
-func isKSK(k *dnssec.DNSKEY) bool { return k.K.Flags&dns.SEP != 0 }
+func (k *key) ksk() bool { return k.pub.Flags&dns.SEP != 0 }
 
 var errNoKeys = errors.New("dnssec: no key files")

@@ -11,11 +11,9 @@ import (
 	"time"
 	"weak"
 
-	"github.com/coredns/coredns/plugin/dnssec"
 	"github.com/coredns/coredns/plugin/pkg/cache"
 	clog "github.com/coredns/coredns/plugin/pkg/log"
 	"github.com/coredns/coredns/plugin/pkg/response"
-	"github.com/coredns/coredns/request"
 
 	"github.com/gslbdns/gslb/internal/ratelog"
 
@@ -32,8 +30,8 @@ type Config struct {
 	Publish []string
 	// DNSKEYTTL is the DNSKEY RRset's TTL; 0 means 3600.
 	DNSKEYTTL uint32
-	// Capacity bounds each signature cache (RRsets, NSECs, and
-	// plugin/dnssec's own); 0 means 10000.
+	// Capacity bounds each signature cache (RRsets, and NSECs); 0
+	// means 10000.
 	Capacity int
 }
 
@@ -41,16 +39,22 @@ const (
 	defaultTTL      = 3600
 	defaultCapacity = 10000
 	// refreshBefore is how long before expiry a cached signature is
-	// replaced. It is under the 48 hours at which plugin/dnssec's own
-	// cache lets a signature go, so a refresh always signs afresh.
+	// replaced.
 	refreshBefore = 47 * time.Hour
+	// A signature is valid from 3 hours before signing (clock skew) to 8
+	// days after, as plugin/dnssec signs.
+	validBefore = 3 * time.Hour
+	validFor    = 8 * 24 * time.Hour
 )
 
 // Signer signs one zone's answers. It is safe for concurrent use.
 type Signer struct {
 	zone   string
 	labels int
-	d      dnssec.Dnssec
+	keys   []*key // the signing keys
+	// split: with KSKs and ZSKs, the KSKs sign DNSKEY and the ZSKs the
+	// rest, as plugin/dnssec does; else every key signs everything.
+	split  bool
 	dnskey []dns.DNSKEY
 	ds     []*dns.DS
 	pos    *cache.Cache[*entry] // RRsets but NSEC
@@ -102,19 +106,19 @@ func Load(zones []string, c Config) (map[string]*Signer, error) {
 			if err != nil {
 				return err
 			}
-			owner := dns.CanonicalName(k.k.K.Hdr.Name)
+			owner := dns.CanonicalName(k.pub.Hdr.Name)
 			zk, ok := per[owner]
 			if !ok {
 				return fmt.Errorf("key %s: owner %s is none of the zones %s", k.base, owner, strings.Join(zones, " "))
 			}
-			pub := k.k.K.PublicKey
-			if seen[k.k.K.KeyTag()] == nil {
-				seen[k.k.K.KeyTag()] = map[string]string{}
+			pub := k.pub.PublicKey
+			if seen[k.tag] == nil {
+				seen[k.tag] = map[string]string{}
 			}
-			if prev, dup := seen[k.k.K.KeyTag()][owner+pub]; dup {
+			if prev, dup := seen[k.tag][owner+pub]; dup {
 				return fmt.Errorf("key %s: the same key as %s", k.base, prev)
 			}
-			seen[k.k.K.KeyTag()][owner+pub] = k.base
+			seen[k.tag][owner+pub] = k.base
 			if publish {
 				zk.publish = append(zk.publish, k)
 			} else {
@@ -168,11 +172,9 @@ func identity(zone string, c Config, signing, publish []*key) string {
 }
 
 func newSigner(zone string, signing, publish []*key, ttl uint32, capacity int) *Signer {
-	keys := make([]*dnssec.DNSKEY, len(signing))
 	ksk, zsk := 0, 0
-	for i, k := range signing {
-		keys[i] = k.k
-		if isKSK(k.k) {
+	for _, k := range signing {
+		if k.ksk() {
 			ksk++
 		} else {
 			zsk++
@@ -181,20 +183,19 @@ func newSigner(zone string, signing, publish []*key, ttl uint32, capacity int) *
 	s := &Signer{
 		zone:   zone,
 		labels: dns.CountLabel(zone),
-		// With KSKs and ZSKs, plugin/dnssec signs DNSKEY with the KSKs
-		// and the rest with the ZSKs.
-		d:     dnssec.New([]string{zone}, keys, ksk > 0 && zsk > 0, nil, cache.New[[]dns.RR](capacity)),
-		pos:   cache.New[*entry](capacity),
-		neg:   cache.New[*entry](capacity),
-		seed1: maphash.MakeSeed(),
-		seed2: maphash.MakeSeed(),
-		now:   time.Now,
+		keys:   signing,
+		split:  ksk > 0 && zsk > 0,
+		pos:    cache.New[*entry](capacity),
+		neg:    cache.New[*entry](capacity),
+		seed1:  maphash.MakeSeed(),
+		seed2:  maphash.MakeSeed(),
+		now:    time.Now,
 	}
 	for _, k := range append(append([]*key(nil), signing...), publish...) {
-		dk := *k.k.K
+		dk := *k.pub
 		dk.Hdr = dns.RR_Header{Name: zone, Rrtype: dns.TypeDNSKEY, Class: dns.ClassINET, Ttl: ttl}
 		s.dnskey = append(s.dnskey, dk)
-		if isKSK(k.k) {
+		if k.ksk() {
 			s.ds = append(s.ds, dk.ToDS(dns.SHA256))
 		}
 	}
@@ -222,13 +223,16 @@ func (s *Signer) Stats() (hits, misses uint64) { return s.hits.Load(), s.misses.
 
 // DNSKEY puts the zone's DNSKEY RRset into m, a reply to a DNSKEY query
 // for the apex, with its signatures when do (the query's DO bit) is set.
+// server, the CoreDNS server's address, is unused since the signing is no
+// longer plugin/dnssec's (it labelled that plugin's cache metrics); it
+// stays so that callers need not change.
 func (s *Signer) DNSKEY(m *dns.Msg, do bool, server string) {
 	for i := range s.dnskey {
 		k := s.dnskey[i]
 		m.Answer = append(m.Answer, &k)
 	}
 	if do {
-		m.Answer = s.section(m.Answer, s.now(), server)
+		m.Answer = s.section(m.Answer, s.now())
 	}
 }
 
@@ -236,22 +240,22 @@ func (s *Signer) DNSKEY(m *dns.Msg, do bool, server string) {
 // A negative answer (NXDOMAIN or NODATA, with the SOA alone in the
 // authority section) becomes a NODATA proven by an NSEC black lie. m's own
 // RRs are not changed; what Sign adds is m's own copy. The OPT record is
-// left as it is.
+// left as it is. server is unused, as for DNSKEY.
 func (s *Signer) Sign(m *dns.Msg, server string) {
 	now := s.now()
 	mt, _ := response.Typify(m, now)
 	switch mt {
 	case response.NoError:
-		m.Answer = s.section(m.Answer, now, server)
-		m.Ns = s.section(m.Ns, now, server)
-		m.Extra = s.section(m.Extra, now, server)
+		m.Answer = s.section(m.Answer, now)
+		m.Ns = s.section(m.Ns, now)
+		m.Extra = s.section(m.Extra, now)
 	case response.NameError, response.NoData:
-		s.deny(m, now, server)
+		s.deny(m, now)
 	}
 }
 
 // section appends the signatures of each RRset of rrs in s's zone.
-func (s *Signer) section(rrs []dns.RR, now time.Time, server string) []dns.RR {
+func (s *Signer) section(rrs []dns.RR, now time.Time) []dns.RR {
 	n := len(rrs)
 	for i := 0; i < n; i++ {
 		h := rrs[i].Header()
@@ -272,7 +276,7 @@ func (s *Signer) section(rrs []dns.RR, now time.Time, server string) []dns.RR {
 		if h.Rrtype == dns.TypeNSEC {
 			c = s.neg
 		}
-		for _, sig := range s.rrsetSigs(c, rrs[:n], i, now, server) {
+		for _, sig := range s.rrsetSigs(c, rrs[:n], i, now) {
 			rrs = append(rrs, clone(sig))
 		}
 	}
@@ -297,7 +301,7 @@ func sameSet(a, b *dns.RR_Header) bool {
 
 // rrsetSigs returns the signatures of the RRset rrs[i] starts, from the
 // cache or signed now.
-func (s *Signer) rrsetSigs(c *cache.Cache[*entry], rrs []dns.RR, i int, now time.Time, server string) []dns.RR {
+func (s *Signer) rrsetSigs(c *cache.Cache[*entry], rrs []dns.RR, i int, now time.Time) []dns.RR {
 	h := rrs[i].Header()
 	var k1, k2 uint64
 	n := 0
@@ -331,10 +335,7 @@ func (s *Signer) rrsetSigs(c *cache.Cache[*entry], rrs []dns.RR, i int, now time
 			set = append(set, rr)
 		}
 	}
-	scratch := &dns.Msg{Answer: set}
-	scratch.Response = true
-	s.d.Sign(request.Request{Req: scratch, Zone: s.zone}, now, server)
-	sigs := scratch.Answer[len(set):]
+	sigs := s.signSet(set, now)
 	if len(sigs) == 0 {
 		if ok, _ := failed.Allow(time.Minute); ok {
 			log.Warningf("Cannot sign %s %s in %s: answers for it will not validate", h.Name, dns.TypeToString[h.Rrtype], s.zone)
@@ -346,10 +347,38 @@ func (s *Signer) rrsetSigs(c *cache.Cache[*entry], rrs []dns.RR, i int, now time
 	return sigs
 }
 
+// signSet signs the RRset set with each key that signs its type. It is
+// plugin/dnssec's signing (the same RRSIG fields, keys and validity) but
+// for the original TTL: plugin/dnssec fixes it at 3600, and a validating
+// resolver caps an RRset's TTL at its signature's original TTL, so a
+// record with a longer ttl would be cached shorter. Here it is the RRset's
+// TTL; a set with another TTL is another cache entry (the key covers it).
+func (s *Signer) signSet(set []dns.RR, now time.Time) []dns.RR {
+	h := set[0].Header()
+	dnskey := h.Rrtype == dns.TypeDNSKEY
+	incep, expir := uint32(now.Add(-validBefore).Unix()), uint32(now.Add(validFor).Unix()) // #nosec G115 -- the RRSIG's serial arithmetic
+	sigs := make([]dns.RR, 0, len(s.keys))
+	for _, k := range s.keys {
+		if s.split && k.ksk() != dnskey {
+			continue
+		}
+		sig := &dns.RRSIG{
+			Hdr:       dns.RR_Header{Rrtype: dns.TypeRRSIG, Ttl: h.Ttl},
+			Algorithm: k.pub.Algorithm, KeyTag: k.tag, SignerName: s.zone,
+			OrigTtl: h.Ttl, Inception: incep, Expiration: expir,
+		}
+		if err := sig.Sign(k.priv, set); err != nil {
+			return nil
+		}
+		sigs = append(sigs, sig)
+	}
+	return sigs
+}
+
 // deny turns a negative answer into a NODATA proven by an NSEC black
 // lie, as plugin/dnssec does: the NSEC's owner is the query name, the next
 // name its immediate successor, so it covers no other name.
-func (s *Signer) deny(m *dns.Msg, now time.Time, server string) {
+func (s *Signer) deny(m *dns.Msg, now time.Time) {
 	if len(m.Question) == 0 || len(m.Ns) != 1 || m.Ns[0].Header().Rrtype != dns.TypeSOA {
 		return
 	}
@@ -365,10 +394,10 @@ func (s *Signer) deny(m *dns.Msg, now time.Time, server string) {
 	m.Rcode = dns.RcodeSuccess
 	if q.Qtype == dns.TypeNSEC { // the NSEC is the answer
 		m.Ns = nil
-		m.Answer = s.section(append(m.Answer, nsec), now, server)
+		m.Answer = s.section(append(m.Answer, nsec), now)
 		return
 	}
-	m.Ns = s.section(append(m.Ns, nsec), now, server)
+	m.Ns = s.section(append(m.Ns, nsec), now)
 }
 
 // The NSEC bitmaps are plugin/dnssec's with HTTPS and SVCB added: a

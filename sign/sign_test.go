@@ -482,3 +482,33 @@ func TestRegistryForgets(t *testing.T) {
 		}
 	}
 }
+
+// The RRSIG's original TTL is the RRset's, also above an hour, and the
+// same RRset under another TTL (an adaptive ttl's MAX and MIN) gets its
+// own signature, cached like the first.
+func TestOrigTTL(t *testing.T) {
+	s := signer(t, 257)
+	a := func(ttl uint32) *dns.Msg {
+		m := reply("www.example.test.", dns.TypeA, dns.RcodeSuccess, []dns.RR{rr(t, "www.example.test. 30 IN A 192.0.2.1")}, nil)
+		m.Answer[0].Header().Ttl = ttl
+		return m
+	}
+	want := map[uint16][]uint16{dns.TypeA: {s.dnskey[0].KeyTag()}}
+	for _, ttl := range []uint32{7200, 60, 86400} {
+		m := a(ttl)
+		s.Sign(m, "")
+		sig := verify(t, s, m, want)[dns.TypeA][0]
+		if sig.OrigTtl != ttl || sig.Hdr.Ttl != ttl {
+			t.Errorf("TTL %d: RRSIG original TTL %d, TTL %d", ttl, sig.OrigTtl, sig.Hdr.Ttl)
+		}
+	}
+	_, misses := s.Stats()
+	for _, ttl := range []uint32{60, 7200, 60, 86400} {
+		m := a(ttl)
+		s.Sign(m, "")
+		verify(t, s, m, want)
+	}
+	if _, after := s.Stats(); after != misses {
+		t.Errorf("%d signings for TTLs signed before, want none", after-misses)
+	}
+}
