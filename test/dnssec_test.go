@@ -2,6 +2,7 @@ package test
 
 import (
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"testing"
@@ -157,4 +158,66 @@ func TestDNSSECFallthroughWarns(t *testing.T) {
 	base, _ := writeZoneKey(t, t.TempDir(), "example.org.", 257)
 	startServer(t, demoCorefile(t, "dnssec "+base+"\n        fallthrough"))
 	logs.line(t, "dnssec with fallthrough")
+}
+
+// A record's ttl above an hour reaches a validating resolver intact: the
+// RRSIG's original TTL is the RRset's, not a fixed 3600 that unbound
+// would cap the TTL at. The same RRset with the adaptive ttl's MIN (here
+// for a client whose pin expires soon) validates too, signed apart.
+func TestDNSSECTTL(t *testing.T) {
+	dir := t.TempDir()
+	base, key := writeZoneKey(t, dir, "example.org.", 257)
+	nodes := writeFile(t, dir, "nodes.yaml", `nodes:
+  - {id: hz-telecom, ipv4: [192.0.2.10], country: CN, province: ZJ, isp: telecom, lat: 30.27, lon: 120.16}
+records:
+  - name: www.example.org
+    ttl: [7200, 600]
+`)
+	// 127.0.0.2's pin ends in 5 minutes: its answers get MIN.
+	overrides := writeFile(t, dir, "overrides.yaml", fmt.Sprintf("overrides:\n  - cidr: 127.0.0.2/32\n    nodes: [hz-telecom]\n    expires: %s\n",
+		time.Now().Add(5*time.Minute).UTC().Format(time.RFC3339)))
+	srv := startServer(t, gslbCorefile(t, nodes, "dnssec "+base+"\n        overrides "+overrides))
+
+	for _, tc := range []struct {
+		from string
+		ttl  uint32
+	}{{"127.0.0.1", 7200}, {"127.0.0.2", 600}} {
+		t.Run("direct/"+tc.from, func(t *testing.T) {
+			m := new(dns.Msg)
+			m.SetQuestion("www.example.org.", dns.TypeA)
+			m.SetEdns0(1232, true)
+			c := &dns.Client{Net: "tcp", Dialer: &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(tc.from)}}}
+			r, _, err := c.Exchange(m, srv.tcp)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(r.Answer) != 2 || r.Answer[0].Header().Ttl != tc.ttl {
+				t.Fatalf("Want the A record with TTL %d and its RRSIG:\n%s", tc.ttl, r)
+			}
+			verifyRRSIGs(t, key, r.Answer)
+			if sig := r.Answer[1].(*dns.RRSIG); sig.OrigTtl != tc.ttl || sig.Hdr.Ttl != tc.ttl {
+				t.Errorf("RRSIG original TTL %d, TTL %d, want %d", sig.OrigTtl, sig.Hdr.Ttl, tc.ttl)
+			}
+		})
+		t.Run("unbound/"+tc.from, func(t *testing.T) {
+			addr := testunbound.StartFrom(t, "example.org.", []*dns.DS{key.ToDS(dns.SHA256)}, srv.udp, tc.from)
+			// The second answer comes from unbound's cache.
+			for i := range 2 {
+				m := new(dns.Msg)
+				m.SetQuestion("www.example.org.", dns.TypeA)
+				m.SetEdns0(1232, true)
+				r := exchange(t, "tcp", addr, m)
+				if r.Rcode != dns.RcodeSuccess || !r.AuthenticatedData || len(answers(r)) != 1 {
+					t.Fatalf("Query %d: want one validated A record:\n%s", i, r)
+				}
+				low := uint32(0)
+				if tc.ttl > 3600 {
+					low = 3600
+				}
+				if ttl := r.Answer[0].Header().Ttl; ttl > tc.ttl || ttl <= low || ttl < tc.ttl-60 {
+					t.Errorf("Query %d: unbound's TTL %d, want about %d", i, ttl, tc.ttl)
+				}
+			}
+		})
+	}
 }

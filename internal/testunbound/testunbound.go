@@ -21,6 +21,14 @@ import (
 // returns its address.
 func Start(t testing.TB, zone string, ds []*dns.DS, stub string) string {
 	t.Helper()
+	return StartFrom(t, zone, ds, stub, "")
+}
+
+// StartFrom is Start with unbound's queries to stub sent from the loopback
+// address from (127.0.0.2, say), so that the server sees another client;
+// "" is the default.
+func StartFrom(t testing.TB, zone string, ds []*dns.DS, stub, from string) string {
+	t.Helper()
 	bin, err := exec.LookPath("unbound")
 	if err != nil {
 		if _, serr := os.Stat("/usr/sbin/unbound"); serr != nil {
@@ -35,7 +43,7 @@ func Start(t testing.TB, zone string, ds []*dns.DS, stub string) string {
 	}
 	// The free port can be taken between probe and bind: try a few.
 	for range 3 {
-		if addr, ok := start(t, bin, freePort(t), anchors.String(), zone, host, port); ok {
+		if addr, ok := start(t, bin, freePort(t), anchors.String(), zone, host, port, from); ok {
 			return addr
 		}
 	}
@@ -54,9 +62,12 @@ func freePort(t testing.TB) int {
 }
 
 // start runs unbound on port, and says whether it answers.
-func start(t testing.TB, bin string, listen int, anchors, zone, host, port string) (string, bool) {
+func start(t testing.TB, bin string, listen int, anchors, zone, host, port, from string) (string, bool) {
 	t.Helper()
 	dir := t.TempDir()
+	if from != "" {
+		anchors += fmt.Sprintf("  outgoing-interface: %s\n", from)
+	}
 	// "test." is one of unbound's default local zones: the tests' zones
 	// under it must be looked up.
 	conf := fmt.Sprintf(`server:
