@@ -26,6 +26,18 @@ deps:
 			exit 1; \
 		fi; \
 	fi
+	@missing=""; \
+	command -v delv >/dev/null 2>&1 || missing="$$missing bind9-dnsutils"; \
+	command -v kdig >/dev/null 2>&1 || missing="$$missing knot-dnsutils"; \
+	if [ -n "$$missing" ]; then \
+		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+			echo "installing$$missing (delv, kdig) for the DNSSEC tests"; \
+			apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
+		else \
+			echo "delv or kdig is missing: install$$missing (e.g. sudo apt-get install$$missing) and run make test again" >&2; \
+			exit 1; \
+		fi; \
+	fi
 
 vet:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))" || { echo "gofmt needed:"; gofmt -l .; exit 1; }
