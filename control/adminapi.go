@@ -587,8 +587,8 @@ func (b *adminBackend) Explain(ctx context.Context, addr, name, qtype string) (a
 	t := dns.TypeA
 	if qtype != "" {
 		var ok bool
-		if t, ok = dns.StringToType[strings.ToUpper(qtype)]; !ok || t != dns.TypeA && t != dns.TypeAAAA {
-			return nil, admin.Badf("type: %q: gslb answers A and AAAA", qtype)
+		if t, ok = dns.StringToType[strings.ToUpper(qtype)]; !ok || t != dns.TypeA && t != dns.TypeAAAA && t != dns.TypeHTTPS {
+			return nil, admin.Badf("type: %q: gslb answers A, AAAA and HTTPS", qtype)
 		}
 	}
 	x, err := b.c.decider.Explain(ctx, cl, name, t, nil)

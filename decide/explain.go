@@ -3,10 +3,13 @@ package decide
 import (
 	"context"
 	"math"
+	"slices"
 
 	"github.com/gslbdns/gslb/geo"
 	"github.com/gslbdns/gslb/locate"
+	"github.com/gslbdns/gslb/policy"
 	"github.com/gslbdns/gslb/scoring"
+	"github.com/gslbdns/gslb/table"
 
 	"github.com/miekg/dns"
 )
@@ -34,6 +37,22 @@ type Explanation struct {
 	Notes      []string      `json:"notes,omitempty"`
 
 	TTLReason string `json:"ttl_reason"` // why this ttl: stable, ramping, shedding, probe_failed, fail_open, expiry
+
+	// HTTPS is set for an HTTPS query of a record with https.
+	HTTPS *ExplainedHTTPS `json:"https,omitempty"`
+}
+
+// ExplainedHTTPS is how an HTTPS answer came about: the A and the AAAA
+// decision, each explained as for its own query, and the record.
+type ExplainedHTTPS struct {
+	// Record is the answer in presentation form; "" for NODATA (no node
+	// of either family) and SERVFAIL.
+	Record string `json:"record"`
+	// Mode is service (ServiceMode with hints) or alias (AliasMode to a
+	// cname winner or the fallback); "" without a record.
+	Mode string       `json:"mode"`
+	A    *Explanation `json:"a"`
+	AAAA *Explanation `json:"aaaa"`
 }
 
 // ExplainedClient is the address the decision is for.
@@ -118,19 +137,33 @@ const ReasonFamily = "family"
 // Explain decides one query for client c like For and says why: every
 // source's location, every rung tried, every node's terms and score, the
 // answer. notes head the explanation's notes.
+//
+// An HTTPS query is explained as the server answers it: the A and the
+// AAAA decision, each explained in full under HTTPS, and the record their
+// addresses make; the top level is the decision the query counts as (see
+// Counted) with the record's hints as its answer.
 func (d *Decider) Explain(ctx context.Context, c Client, name string, qtype uint16, notes []string) (*Explanation, error) {
 	v := d.src.View()
 	rec, err := Record(v, name)
 	if err != nil {
 		return nil, err
 	}
+	if qtype == dns.TypeHTTPS {
+		return d.explainHTTPS(ctx, v, rec, c, notes), nil
+	}
+	x, _ := d.explain(ctx, v, rec, c, qtype, notes)
+	return x, nil
+}
+
+// explain explains one A or AAAA decision and returns its outcome too.
+func (d *Decider) explain(ctx context.Context, v *policy.View, rec *table.Record, c Client, qtype uint16, notes []string) (*Explanation, *Outcome) {
 	ecs, remote := c.query()
-	var out Outcome
+	out := new(Outcome)
 	var steps []locate.Step
-	d.decide(ctx, &Query{View: v, Record: rec, QType: qtype, Remote: remote, ECS: ecs}, &out, &steps)
+	d.decide(ctx, &Query{View: v, Record: rec, QType: qtype, Remote: remote, ECS: ecs}, out, &steps)
 	loc := out.Loc
 	v, rec = out.View, out.Record
-	dc, traces := &out.Decision, v.Trace(policyQuery(&out))
+	dc, traces := &out.Decision, v.Trace(policyQuery(out))
 
 	x := &Explanation{Name: rec.Name, Type: dns.TypeToString[qtype], Tier: dc.Tier.String(), TTL: out.TTL, TTLReason: out.TTLReason, Policy: out.Policy(),
 		Contenders: dc.Candidates, PerSubnet: dc.PerSubnet, Notes: append([]string(nil), notes...)}
@@ -157,7 +190,7 @@ func (d *Decider) Explain(ctx context.Context, c Client, name string, qtype uint
 	}
 	x.Node = winner
 	seen := map[int]bool{}
-	status := v.StatusFor(policyQuery(&out).Client.ISP)
+	status := v.StatusFor(policyQuery(out).Client.ISP)
 	for _, t := range traces {
 		seen[t.Node] = true
 		n := &v.Nodes[t.Node]
@@ -209,7 +242,77 @@ func (d *Decider) Explain(ctx context.Context, c Client, name string, qtype uint
 			x.Answer = append(x.Answer, ExplainedRR{Node: n.ID, Address: a.String()})
 		}
 	}
-	return x, nil
+	return x, out
+}
+
+// explainHTTPS explains an HTTPS query.
+func (d *Decider) explainHTTPS(ctx context.Context, v *policy.View, rec *table.Record, c Client, notes []string) *Explanation {
+	x4, out4 := d.explain(ctx, v, rec, c, dns.TypeA, notes)
+	x6, out6 := d.explain(ctx, v, rec, c, dns.TypeAAAA, notes)
+	if rec.HTTPS == nil {
+		// The server answers NODATA without deciding.
+		x := &Explanation{Name: rec.Name, Type: dns.TypeToString[dns.TypeHTTPS], Client: x4.Client, Location: x4.Location,
+			Tiers: []ExplainedTier{}, Candidates: []ExplainedNode{}, Policy: x4.Policy, Tier: scoring.TierNone.String(),
+			Answer: []ExplainedRR{}, Rcode: dns.RcodeToString[dns.RcodeSuccess],
+			Notes: append(append([]string(nil), notes...), "the record has no https: NODATA")}
+		if x4.Scope != nil {
+			zero := uint8(0)
+			x.Scope = &zero
+		}
+		return x
+	}
+	counted := x4
+	if Counted(out4, out6) == out6 {
+		counted = x6
+	}
+	x := *counted
+	x.Type = dns.TypeToString[dns.TypeHTTPS]
+	x.Notes = append([]string(nil), notes...)
+	for _, part := range []*Explanation{x4, x6} {
+		for _, n := range part.Notes[len(notes):] {
+			if !slices.Contains(x.Notes, n) {
+				x.Notes = append(x.Notes, n)
+			}
+		}
+	}
+	if x.Scope != nil {
+		scope := HTTPSScope(out4, out6)
+		x.Scope = &scope
+	}
+	h := &ExplainedHTTPS{A: x4, AAAA: x6}
+	x.HTTPS = h
+	x.Answer = []ExplainedRR{}
+	rr := HTTPS(rec.Name, rec, out4, out6)
+	switch {
+	case out4.Servfail || out6.Servfail:
+		x.Rcode = dns.RcodeToString[dns.RcodeServerFailure]
+		return &x
+	case rr == nil:
+		x.Rcode = dns.RcodeToString[dns.RcodeSuccess]
+		return &x
+	}
+	x.Rcode = dns.RcodeToString[dns.RcodeSuccess]
+	h.Record = rr.String()
+	x.TTL = rr.Hdr.Ttl
+	for _, p := range []*Explanation{x4, x6} {
+		if p.Node != "" && p.TTL == x.TTL {
+			x.TTLReason = p.TTLReason
+			break
+		}
+	}
+	if rr.Priority == 0 {
+		h.Mode = "alias"
+		for _, p := range []*Explanation{x4, x6} {
+			if len(p.Answer) == 1 && p.Answer[0].CNAME == rr.Target {
+				x.Answer = append(x.Answer, p.Answer[0])
+				break
+			}
+		}
+		return &x
+	}
+	h.Mode = "service"
+	x.Answer = append(append(x.Answer, x4.Answer...), x6.Answer...)
+	return &x
 }
 
 // explainedTiers lists the rungs of the ladder in use from the top down

@@ -247,16 +247,58 @@ type Outcome struct {
 	// resolver keeps the answer for.
 	Scope  uint8
 	Client netip.Addr
+	// Answer tells answers apart for an ECS-caching resolver's entries:
+	// the node, or for HTTPS the A and the AAAA decision's nodes (the
+	// cname for an AliasMode record).
+	Answer string
 }
 
 // Decide decides one query the way the server does; name "" is the first
-// record.
+// record. An HTTPS query counts as its A decision (its AAAA one when the
+// A decision has no node), with the reply's scope, and as NODATA for a
+// record without https.
 func (e *Engine) Decide(ctx context.Context, c decide.Client, name string, qtype uint16) (Outcome, error) {
+	if qtype == dns.TypeHTTPS {
+		return e.decideHTTPS(ctx, c, name)
+	}
 	var out decide.Outcome
 	if err := e.ctl.Decider().For(ctx, c, name, qtype, &out); err != nil {
 		return Outcome{}, err
 	}
-	return outcomeOf(&out), nil
+	o := outcomeOf(&out)
+	o.Answer = o.Node
+	return o, nil
+}
+
+func (e *Engine) decideHTTPS(ctx context.Context, c decide.Client, name string) (Outcome, error) {
+	var out4, out6 decide.Outcome
+	rec, err := e.ctl.Decider().ForHTTPS(ctx, c, name, &out4, &out6)
+	if err != nil {
+		return Outcome{}, err
+	}
+	if rec.HTTPS == nil {
+		// NODATA, undecided, with scope 0.
+		return Outcome{Subnet: out4.Loc.Key.Prefix(), DistanceKm: -1, Policy: out4.Policy(), Client: out4.Client}, nil
+	}
+	o := outcomeOf(decide.Counted(&out4, &out6))
+	if out4.FromECS {
+		o.Scope = decide.HTTPSScope(&out4, &out6)
+	} else {
+		o.Scope = max(out4.KeyScope, out6.KeyScope)
+	}
+	if rr := decide.HTTPS(rec.Name, rec, &out4, &out6); rr != nil && rr.Priority == 0 {
+		o.Answer = rr.Target
+	} else if rr != nil {
+		o.Answer = winnerID(&out4) + " " + winnerID(&out6)
+	}
+	return o, nil
+}
+
+func winnerID(o *decide.Outcome) string {
+	if w := o.Decision.Winner; w != nil {
+		return w.ID
+	}
+	return "-"
 }
 
 func outcomeOf(out *decide.Outcome) Outcome {

@@ -356,7 +356,7 @@ func TestExplainReport(t *testing.T) {
 	}{
 		{[]string{"1.1.1.0/24", "nope.example.org"}, "unknown name nope.example.org.: node table"},
 		{[]string{"1.1.1.0/33"}, `client "1.1.1.0/33"`},
-		{[]string{"1.1.1.0/24", "www.example.org", "MX"}, "gslb answers A and AAAA"},
+		{[]string{"1.1.1.0/24", "www.example.org", "MX"}, "gslb answers A, AAAA and HTTPS"},
 	} {
 		_, stderr, code := runTool(t, append([]string{"explain", "-conf", conf}, tc.args...)...)
 		if code != 1 || !strings.Contains(stderr, tc.want) {
@@ -740,7 +740,7 @@ func TestReplayDnstap(t *testing.T) {
 	for i := range 5 {
 		r := ask(t, s, "www.example.org", dns.TypeA, fmt.Sprintf("1.%d.0.0/16", 1+i))
 		wantNodes[nodeProvince[inOrder(r)[0]][0]]++
-		ask(t, s, "www.example.org", dns.TypeHTTPS, "1.1.1.0/24")
+		ask(t, s, "www.example.org", dns.TypeTXT, "1.1.1.0/24")
 	}
 	// The tap is asynchronous: stop the server once every answer is in it.
 	want := int64(len(v4) + 10)
@@ -771,7 +771,7 @@ func TestReplayDnstap(t *testing.T) {
 		t.Errorf("Expected a cross-province ratio of %v, got %v", wantCross, got.CrossProvinceRatio)
 	}
 	if !strings.Contains(out, `"other_types": 5`) {
-		t.Errorf("Expected the 5 HTTPS queries counted apart, got %s", out)
+		t.Errorf("Expected the 5 TXT queries counted apart, got %s", out)
 	}
 
 	// A file cut inside a frame is an error, not a silent short count. (Cut

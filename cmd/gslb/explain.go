@@ -22,7 +22,7 @@ func explain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	c.register(fs, true)
 	asJSON := fs.Bool("json", false, "print JSON")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: gslb explain [flags] ADDRESS[/PREFIX] [NAME] [TYPE]\n\nNAME defaults to the node table's first record, TYPE to A.")
+		fmt.Fprintln(stderr, "usage: gslb explain [flags] ADDRESS[/PREFIX] [NAME] [TYPE]\n\nNAME defaults to the node table's first record, TYPE (A, AAAA or HTTPS) to A.")
 		fs.PrintDefaults()
 	}
 	if ok, st := parse(fs, args, stderr); !ok {
@@ -39,8 +39,8 @@ func explain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	qtype := dns.TypeA
 	if fs.NArg() == 3 {
 		t, ok := dns.StringToType[strings.ToUpper(fs.Arg(2))]
-		if !ok || t != dns.TypeA && t != dns.TypeAAAA {
-			return fail(stderr, fmt.Errorf("type %q: gslb answers A and AAAA", fs.Arg(2)))
+		if !ok || t != dns.TypeA && t != dns.TypeAAAA && t != dns.TypeHTTPS {
+			return fail(stderr, fmt.Errorf("type %q: gslb answers A, AAAA and HTTPS", fs.Arg(2)))
 		}
 		qtype = t
 	}
@@ -104,6 +104,49 @@ func report(w io.Writer, x *decide.Explanation) {
 		fmt.Fprintf(w, "  %-8s %s%s\n", s.Source, what, won)
 	}
 
+	switch {
+	case x.HTTPS != nil:
+		for _, part := range []struct {
+			x    *decide.Explanation
+			hint string
+		}{{x.HTTPS.A, "ipv4hint"}, {x.HTTPS.AAAA, "ipv6hint"}} {
+			fmt.Fprintf(w, "%s decision, for the %s\n", part.x.Type, part.hint)
+			reportDecision(w, part.x)
+		}
+		scope := "no ECS"
+		if x.Scope != nil {
+			scope = fmt.Sprintf("/%d", *x.Scope)
+		}
+		switch {
+		case x.Rcode != "NOERROR":
+			fmt.Fprintf(w, "HTTPS     %s (all_down_servfail), scope %s\n", x.Rcode, scope)
+		case x.HTTPS.Record == "":
+			fmt.Fprintf(w, "HTTPS     NODATA, scope %s\n", scope)
+		default:
+			counted := "A"
+			if x.HTTPS.A.Node == "" && x.HTTPS.AAAA.Node != "" {
+				counted = "AAAA"
+			}
+			fmt.Fprintf(w, "HTTPS     %s (%s), TTL %d (%s), scope %s, counted as the %s decision\n", strings.Join(strings.Fields(x.HTTPS.Record), " "),
+				x.HTTPS.Mode, x.TTL, x.TTLReason, scope, counted)
+		}
+	case x.Type == "HTTPS":
+		scope := "no ECS"
+		if x.Scope != nil {
+			scope = fmt.Sprintf("/%d", *x.Scope)
+		}
+		fmt.Fprintf(w, "HTTPS     NODATA, scope %s\n", scope)
+	default:
+		reportDecision(w, x)
+	}
+	for _, n := range x.Notes {
+		fmt.Fprintf(w, "Note      %s\n", n)
+	}
+}
+
+// reportDecision prints one A or AAAA decision: the ladder, the nodes and
+// the answer.
+func reportDecision(w io.Writer, x *decide.Explanation) {
 	fmt.Fprintln(w, "Ladder")
 	for _, t := range x.Tiers {
 		var ns []string
@@ -181,9 +224,6 @@ func report(w io.Writer, x *decide.Explanation) {
 			pick = fmt.Sprintf(", picked by the subnet among %d contenders", x.Contenders)
 		}
 		fmt.Fprintf(w, "Answer    %s, TTL %d (%s), scope %s, winner %s%s\n", strings.Join(addrs, " "), x.TTL, x.TTLReason, scope, x.Node, pick)
-	}
-	for _, n := range x.Notes {
-		fmt.Fprintf(w, "Note      %s\n", n)
 	}
 }
 

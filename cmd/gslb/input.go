@@ -60,7 +60,7 @@ const (
 // ignored counts what an input held that is not a gslb decision to replay.
 type ignored struct {
 	other    int // log lines of no query (startup, errors), or of a query gslb did not decide (client=-)
-	types    int // queries of another type than A and AAAA
+	types    int // queries of another type than A, AAAA and HTTPS
 	noQuery  int // dnstap frames without the query message (recorded without "full")
 	response int // dnstap frames of responses and of other message types
 }
@@ -119,13 +119,16 @@ func readInput(path string, fn func(query), bad func(*lineError) error, ign *ign
 			}
 			continue
 		}
-		if q.qtype != dns.TypeA && q.qtype != dns.TypeAAAA {
+		if !decided(q.qtype) {
 			ign.types += q.count
 			continue
 		}
 		fn(q)
 	}
 }
+
+// decided reports whether gslb decides queries of type t.
+func decided(t uint16) bool { return t == dns.TypeA || t == dns.TypeAAAA || t == dns.TypeHTTPS }
 
 // firstLines is the start of b up to its n-th newline.
 func firstLines(b []byte, n int) []byte {
@@ -271,7 +274,7 @@ func readDnstap(path string, r io.Reader, fn func(query), bad func(*lineError) e
 		if !ok {
 			continue
 		}
-		if q.qtype != dns.TypeA && q.qtype != dns.TypeAAAA {
+		if !decided(q.qtype) {
 			ign.types++
 			continue
 		}

@@ -69,7 +69,7 @@ func (s *stats) add(o engine.Outcome, name string, qtype uint16, n int) {
 	if o.Client.IsValid() {
 		s.Scopes["/"+strconv.Itoa(int(o.Scope))] += n
 		net, _ := o.Client.Prefix(int(o.Scope))
-		s.entries[scopeEntry{net, name, qtype, o.Node}] = true
+		s.entries[scopeEntry{net, name, qtype, o.Answer}] = true
 		s.subnets[scopeEntry{o.Subnet, name, qtype, ""}] = true
 	}
 	if o.Tier == "" {
@@ -131,7 +131,7 @@ type replayResult struct {
 // ignoredJ is what the inputs held that was not replayed.
 type ignoredJ struct {
 	OtherNames int `json:"other_names"` // queries for names that are not records
-	OtherTypes int `json:"other_types"` // queries of other types than A and AAAA
+	OtherTypes int `json:"other_types"` // queries of other types than A, AAAA and HTTPS
 	OtherLines int `json:"other_lines"` // log lines of no gslb decision
 	NoQuery    int `json:"no_query"`    // dnstap frames without the query message
 }
@@ -287,7 +287,7 @@ format is detected.`)
 		notes = append(notes, fmt.Sprintf("%d dnstap queries without their message were not decided: record with `dnstap ... full`", ign.noQuery))
 	}
 	if ign.types > 0 {
-		notes = append(notes, fmt.Sprintf("%d queries of other types than A and AAAA were not decided", ign.types))
+		notes = append(notes, fmt.Sprintf("%d queries of other types than A, AAAA and HTTPS were not decided", ign.types))
 	}
 
 	res := replayResult{stats: cur, Skipped: skipped, Notes: notes,
