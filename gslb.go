@@ -5,7 +5,6 @@ package gslb
 
 import (
 	"context"
-	"net"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -183,40 +182,7 @@ func (g *GSLB) serveHTTPS(ctx context.Context, a *answer, asked string, rec *tab
 }
 
 // HTTPSOf is the HTTPS record for the A and AAAA decisions out4 and out6;
-// nil when neither has a node.
+// nil when neither has a node. The tools build it with the same code.
 func HTTPSOf(name string, rec *table.Record, out4, out6 *decide.Outcome) *dns.HTTPS {
-	ttl, scoped := uint32(0), false
-	for _, o := range []*decide.Outcome{out4, out6} {
-		if o.Decision.Winner != nil && (!scoped || o.TTL < ttl) {
-			ttl, scoped = o.TTL, true
-		}
-	}
-	if !scoped {
-		return nil
-	}
-	rr := &dns.HTTPS{SVCB: dns.SVCB{Hdr: dns.RR_Header{Name: name, Rrtype: dns.TypeHTTPS, Class: dns.ClassINET, Ttl: ttl}}}
-	for _, o := range []*decide.Outcome{out4, out6} {
-		if c := o.CNAME(); c != "" {
-			rr.Target = c // AliasMode: priority 0, no params
-			return rr
-		}
-	}
-	rr.Priority, rr.Target = 1, "."
-	rr.Value = append(rr.Value, rec.HTTPS...)
-	var v4, v6 []net.IP
-	for _, a := range out4.Addresses() {
-		ip := a.As4()
-		v4 = append(v4, net.IP(ip[:]))
-	}
-	for _, a := range out6.Addresses() {
-		ip := a.As16()
-		v6 = append(v6, net.IP(ip[:]))
-	}
-	if len(v4) > 0 {
-		rr.Value = append(rr.Value, &dns.SVCBIPv4Hint{Hint: v4})
-	}
-	if len(v6) > 0 {
-		rr.Value = append(rr.Value, &dns.SVCBIPv6Hint{Hint: v6})
-	}
-	return rr
+	return decide.HTTPS(name, rec, out4, out6)
 }
