@@ -162,15 +162,17 @@ func inZone(name, zone string) bool {
 // serveHTTPS answers an HTTPS query with the decisions an A and an AAAA
 // query would get: one ServiceMode record whose hints are their
 // addresses, or an AliasMode record to a cname winner's (or the
-// fallback's) name. The A decision is the one counted and logged.
+// fallback's) name. The A decision is the one counted and logged (the
+// AAAA one when the A decision has no node), as the tools count it.
 func (g *GSLB) serveHTTPS(ctx context.Context, a *answer, asked string, rec *table.Record, ecs *dns.EDNS0_SUBNET, mx *serverMetrics) (int, error) {
 	start := time.Now()
 	var out4, out6 decide.Outcome
 	g.decider.Decide(ctx, &decide.Query{View: a.v, Record: rec, QType: dns.TypeA, Remote: a.w.RemoteAddr(), ECS: ecs}, &out4)
 	g.decider.Decide(ctx, &decide.Query{View: a.v, Record: rec, QType: dns.TypeAAAA, Remote: a.w.RemoteAddr(), ECS: ecs}, &out6)
 	mx.duration.Observe(time.Since(start).Seconds())
-	setMetadata(ctx, &out4)
-	mx.count(&out4, start)
+	counted := decide.Counted(&out4, &out6)
+	setMetadata(ctx, counted)
+	mx.count(counted, start)
 	if out4.Servfail || out6.Servfail {
 		return dns.RcodeServerFailure, nil
 	}

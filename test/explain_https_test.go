@@ -287,3 +287,53 @@ func TestReplayHTTPS(t *testing.T) {
 		t.Errorf("Expected resolver entries, got %v", got.ResolverEntries)
 	}
 }
+
+// An HTTPS query for a record whose nodes have IPv6 addresses only counts
+// as its AAAA decision, in the server's log and metrics and in explain
+// and replay alike, not as an undecided query.
+func TestHTTPSCountedAAAA(t *testing.T) {
+	logs := captureLog(t)
+	dir := t.TempDir()
+	nodes := writeFile(t, dir, "nodes.yaml", `nodes:
+  - {id: hz6, ipv6: ["2001:db8::10"], country: CN, province: ZJ, isp: telecom, lat: 30.27, lon: 120.16}
+records:
+  - name: v6.example.org
+    https: {alpn: [h3]}
+`)
+	text := gslbCorefile(t, nodes, "")
+	conf := writeFile(t, dir, "Corefile", text)
+	s := startServer(t, text)
+	before := counterValue(t, "coredns_gslb_node_answers_total", "node", "hz6")
+	r, l := queryLabels(t, s, logs, newQuery(t, "v6.example.org", dns.TypeHTTPS, "202.101.172.0/24"))
+	if len(r.Answer) != 1 || !strings.Contains(r.Answer[0].String(), `ipv6hint="2001:db8::10"`) {
+		t.Fatalf("HTTPS: %s, want hz6's ipv6hint", r)
+	}
+	if l["gslb/node"] != "hz6" || l["gslb/tier"] != "province_isp" {
+		t.Errorf("Labels gslb/node=%s gslb/tier=%s, want hz6 on province_isp", l["gslb/node"], l["gslb/tier"])
+	}
+	if n := counterValue(t, "coredns_gslb_node_answers_total", "node", "hz6") - before; n != 1 {
+		t.Errorf("node_answers_total{node=hz6} grew by %v, want 1", n)
+	}
+	x := explainAll(t, conf, "v6.example.org", "HTTPS", []string{"202.101.172.0/24"})[0]
+	if x.Node != "hz6" || x.Tier != "province_isp" || x.HTTPS == nil || x.HTTPS.Record != r.Answer[0].String() {
+		t.Errorf("explain: node %s tier %s %+v, want hz6 and CoreDNS's %s", x.Node, x.Tier, x.HTTPS, r.Answer[0])
+	}
+	// The replay reads a log in the README's format, from a server that
+	// writes it.
+	lt := fmt.Sprintf(`example.org:0 {
+    bind 127.0.0.1
+    metadata
+    log . %s
+    gslb {
+        geoip %s
+        nodes %s
+    }
+}`, readmeLogFormat(t), repoFile(t, "demo/gslb-demo-City.mmdb"), nodes)
+	ask(t, startServer(t, lt), "v6.example.org", dns.TypeHTTPS, "202.101.172.0/24")
+	in := writeFile(t, dir, "clients.log", logs.line(t, "HTTPS v6.example.org. ")+"\n")
+	out, stderr, code := runTool(t, "replay", "-conf", conf, "-json", "-strict", in)
+	var got replayJSON
+	if err := json.Unmarshal([]byte(out), &got); code != 0 || err != nil || got.Queries != 1 || got.Nodes["hz6"] != 1 || got.Tiers["province_isp"] != 1 {
+		t.Errorf("replay: exit %d %v %s: %s, want hz6 on province_isp once", code, err, stderr, out)
+	}
+}
