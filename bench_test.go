@@ -121,8 +121,8 @@ func (w *connWriter) Write(b []byte) (int, error) {
 	w.rcode = int(b[3] & 0xf)
 	return len(b), nil
 }
-func (*connWriter) RemoteAddr() net.Addr        { return resolver }
-func (*connWriter) wire()                       {}
+func (*connWriter) RemoteAddr() net.Addr { return resolver }
+func (*connWriter) wireConn()            {}
 
 // BenchmarkServeDNSGoroutine serves each query as the server does: on a
 // goroutine of its own, which starts on a small stack and grows it, behind

@@ -43,6 +43,7 @@ type GSLB struct {
 	// the zone we fall through to; see followNext.
 	nextSOA atomic.Pointer[map[string]*dns.SOA]
 	soaOnce sync.Once
+	soaWire atomic.Pointer[soaWire] // the last negative answer's SOA, packed
 
 	// signers sign each zone's answers to queries with the DO bit; nil
 	// without the dnssec option. Set at setup, read-only after.
@@ -108,12 +109,25 @@ func (g *GSLB) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.Msg) (
 		return a.nonAddress(qname, rec != nil, qtype)
 	}
 
+	return g.serveAddress(ctx, &a, asked, rec, qtype, mx)
+}
+
+// outcomes hold the decisions in flight: an Outcome on the query's stack
+// would make it grow (by copying) once more on the way down.
+var outcomes = sync.Pool{New: func() any { return new(decide.Outcome) }}
+
+// serveAddress decides an A or AAAA query for rec and answers it.
+func (g *GSLB) serveAddress(ctx context.Context, a *answer, asked string, rec *table.Record, qtype uint16, mx *serverMetrics) (int, error) {
+	out := outcomes.Get().(*decide.Outcome)
+	defer func() {
+		*out = decide.Outcome{}
+		outcomes.Put(out)
+	}()
 	start := time.Now()
-	var out decide.Outcome
-	g.decider.Decide(ctx, &decide.Query{View: v, Record: rec, QType: qtype, Remote: w.RemoteAddr(), ECS: ecs}, &out)
+	g.decider.Decide(ctx, &decide.Query{View: a.v, Record: rec, QType: qtype, Remote: a.w.RemoteAddr(), ECS: a.ecs}, out)
 	mx.duration.Observe(time.Since(start).Seconds())
-	setMetadata(ctx, &out)
-	mx.count(&out, start)
+	setMetadata(ctx, out)
+	mx.count(out, start)
 	switch {
 	case out.Decision.Winner == nil:
 		// No node of the record has an address of this family.
@@ -121,9 +135,9 @@ func (g *GSLB) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.Msg) (
 	case out.Servfail:
 		return dns.RcodeServerFailure, nil
 	case out.Decision.Winner.CNAME != "" || out.Decision.Tier == scoring.TierFallback:
-		return a.cname(asked, out.CNAME(), &out)
+		return a.cname(asked, out.CNAME(), out)
 	}
-	return a.addresses(asked, &out)
+	return a.addresses(asked, out)
 }
 
 // zoneOf is plugin.Zones.Matches without its allocations: the longest zone

@@ -1,0 +1,267 @@
+package gslb
+
+import (
+	"encoding/binary"
+	"net"
+	"reflect"
+	"sync"
+	"sync/atomic"
+
+	"github.com/coredns/coredns/request"
+
+	"github.com/gslbdns/gslb/decide"
+	"github.com/gslbdns/gslb/policy"
+
+	"github.com/miekg/dns"
+)
+
+// An address or negative answer is written as bytes when nothing but
+// CoreDNS's scrubbing writer stands between us and the connection: the
+// bytes are the ones the scrubbing writer would have sent for the message
+// the other path builds. A plugin that wraps the writer (log, dnstap,
+// prometheus, cache) reads the message: it gets the message path.
+
+// udpUncompressed is the longest UDP reply the scrubbing writer sends
+// uncompressed for both families; a longer one takes the message path.
+const udpUncompressed = 1220
+
+// wireConn is implemented by a test's writer that stands for the
+// connection.
+type wireConn interface{ wireConn() }
+
+// connType is the DNS library's own writer type, learnt from its name
+// the first time it is seen.
+var connType atomic.Value
+
+// conn returns the connection's writer when w is the scrubbing writer
+// over it and the reply may be bytes: not signed, no TSIG.
+func (a *answer) conn() (dns.ResponseWriter, bool) {
+	if a.signer != nil {
+		return nil, false
+	}
+	sw, ok := a.w.(*request.ScrubWriter)
+	if !ok {
+		return nil, false
+	}
+	inner := sw.ResponseWriter
+	if !isConn(inner) || a.r.IsTsig() != nil {
+		return nil, false
+	}
+	return inner, true
+}
+
+func isConn(w dns.ResponseWriter) bool {
+	t := reflect.TypeOf(w)
+	if t == nil {
+		return false
+	}
+	if known, _ := connType.Load().(reflect.Type); known == t {
+		return true
+	}
+	if _, ok := w.(wireConn); ok {
+		return true
+	}
+	if t.Kind() == reflect.Pointer && t.Elem().PkgPath() == "github.com/miekg/dns" && t.Elem().Name() == "response" {
+		connType.Store(t)
+		return true
+	}
+	return false
+}
+
+var wireBufs = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
+
+// wire is one reply's bytes under construction.
+type wire struct {
+	bp   *[]byte // the pooled buffer b came from
+	b    []byte
+	name []byte // the question's name, packed: the answers' owner
+}
+
+// start writes the header and the question. The flags are newReply's;
+// the counts are set by finish.
+func (a *answer) start(wr *wire, rcode int) bool {
+	wr.bp = wireBufs.Get().(*[]byte)
+	b := (*wr.bp)[:12]
+	r := a.r
+	binary.BigEndian.PutUint16(b, r.Id)
+	f := uint16(0x8000 | 0x0400) // QR, AA; opcode QUERY
+	if r.RecursionDesired {
+		f |= 0x0100
+	}
+	if r.CheckingDisabled {
+		f |= 0x0010
+	}
+	f |= uint16(rcode) & 0xf
+	binary.BigEndian.PutUint16(b[2:], f)
+	clear(b[4:12])
+	q := &r.Question[0]
+	off, err := dns.PackDomainName(q.Name, b[:cap(b)], 12, nil, false)
+	if err != nil {
+		wr.release()
+		return false
+	}
+	wr.name = b[12:off]
+	b = binary.BigEndian.AppendUint16(b[:off], q.Qtype)
+	wr.b = binary.BigEndian.AppendUint16(b, q.Qclass)
+	return true
+}
+
+func (wr *wire) release() {
+	if cap(wr.b) <= 4096 {
+		*wr.bp = wr.b[:0]
+		wireBufs.Put(wr.bp)
+	}
+}
+
+// rr appends an answer of the question's name.
+func (wr *wire) rr(qtype uint16, ttl uint32, rdata []byte) {
+	b := append(wr.b, wr.name...)
+	b = binary.BigEndian.AppendUint16(b, qtype)
+	b = binary.BigEndian.AppendUint16(b, dns.ClassINET)
+	b = binary.BigEndian.AppendUint32(b, ttl)
+	b = binary.BigEndian.AppendUint16(b, uint16(len(rdata)))
+	wr.b = append(b, rdata...)
+}
+
+// finish sets the counts, appends the OPT the scrubbing writer would
+// have left, and writes the reply when it fits the client's size without
+// the compression or truncation the message path would apply.
+func (a *answer) finish(w dns.ResponseWriter, wr *wire, an, ns int, scope uint8) bool {
+	defer wr.release()
+	b := wr.b
+	size, ar := 0, 0 // the client's size (0: no EDNS), the OPT
+	if o := a.r.IsEdns0(); o != nil {
+		ttl := o.Hdr.Ttl & 0xff00 // the query's DO and Z, version 0
+		if a.ecs != nil {
+			ttl = 0
+			if o.Do() {
+				ttl = 0x8000
+			}
+		} else if len(o.Option) > 0 {
+			return false // the scrubbing writer echoes those it supports
+		}
+		b = append(b, 0)
+		b = binary.BigEndian.AppendUint16(b, dns.TypeOPT)
+		b = binary.BigEndian.AppendUint16(b, o.Hdr.Class)
+		b = binary.BigEndian.AppendUint32(b, ttl)
+		if a.ecs == nil {
+			b = binary.BigEndian.AppendUint16(b, 0)
+		} else if b = appendECS(b, a.ecs, scope); b == nil {
+			return false
+		}
+		size, ar = int(o.Hdr.Class), 1
+	}
+	wr.b = b
+	binary.BigEndian.PutUint16(b[4:], 1)
+	binary.BigEndian.PutUint16(b[6:], uint16(an))
+	binary.BigEndian.PutUint16(b[8:], uint16(ns))
+	binary.BigEndian.PutUint16(b[10:], uint16(ar))
+	limit := max(size, dns.MinMsgSize)
+	if _, tcp := w.RemoteAddr().(*net.TCPAddr); tcp {
+		limit = dns.MaxMsgSize
+	} else {
+		limit = min(limit, udpUncompressed)
+	}
+	if len(b) > limit {
+		return false
+	}
+	w.Write(b)
+	return true
+}
+
+// appendECS appends the OPT's rdata: the query's ECS option with the
+// scope, its address cut to the source prefix; nil when the address does
+// not fit the family.
+func appendECS(b []byte, e *dns.EDNS0_SUBNET, scope uint8) []byte {
+	var ip net.IP
+	switch e.Family {
+	case 1:
+		ip = e.Address.To4()
+	case 2:
+		ip = e.Address.To16()
+	}
+	n := (int(e.SourceNetmask) + 7) / 8
+	if e.Family != 0 && len(ip) < n || e.Family == 0 && n != 0 {
+		return nil
+	}
+	b = binary.BigEndian.AppendUint16(b, uint16(8+n))
+	b = binary.BigEndian.AppendUint16(b, dns.EDNS0SUBNET)
+	b = binary.BigEndian.AppendUint16(b, uint16(4+n))
+	b = binary.BigEndian.AppendUint16(b, e.Family)
+	b = append(b, e.SourceNetmask, scope)
+	b = append(b, ip[:n]...)
+	if r := e.SourceNetmask % 8; r != 0 {
+		b[len(b)-1] &= 0xff << (8 - r)
+	}
+	return b
+}
+
+// wireAddresses writes addresses' reply as bytes; false: take the
+// message path.
+func (a *answer) wireAddresses(out *decide.Outcome) bool {
+	w, ok := a.conn()
+	if !ok {
+		return false
+	}
+	var wr wire
+	if !a.start(&wr, dns.RcodeSuccess) {
+		return false
+	}
+	n := 0
+	for _, addr := range out.Addresses() {
+		if out.QType == dns.TypeA {
+			ip := addr.As4()
+			wr.rr(dns.TypeA, out.TTL, ip[:])
+		} else {
+			ip := addr.As16()
+			wr.rr(dns.TypeAAAA, out.TTL, ip[:])
+		}
+		n++
+	}
+	return a.finish(w, &wr, n, 0, out.Scope)
+}
+
+// soaWire is the zone's SOA packed for one view and one set of the next
+// plugin's SOAs.
+type soaWire struct {
+	v    *policy.View
+	next *map[string]*dns.SOA
+	zone string
+	b    []byte
+}
+
+// wireNegative writes negative's reply as bytes; false: take the message
+// path.
+func (a *answer) wireNegative(rcode int, scope uint8) bool {
+	w, ok := a.conn()
+	if !ok {
+		return false
+	}
+	soa := a.g.soaPacked(a.v, a.zone)
+	if soa == nil {
+		return false
+	}
+	var wr wire
+	if !a.start(&wr, rcode) {
+		return false
+	}
+	wr.b = append(wr.b, soa...)
+	return a.finish(w, &wr, 0, 1, scope)
+}
+
+// soaPacked is soa packed, kept while the view and the next plugin's
+// SOAs are the same.
+func (g *GSLB) soaPacked(v *policy.View, zone string) []byte {
+	next := g.nextSOA.Load()
+	if c := g.soaWire.Load(); c != nil && c.v == v && c.next == next && c.zone == zone {
+		return c.b
+	}
+	rr := g.soa(v, zone)
+	b := make([]byte, dns.Len(rr)+16)
+	off, err := dns.PackRR(rr, b, 0, nil, false)
+	if err != nil {
+		return nil
+	}
+	g.soaWire.Store(&soaWire{v: v, next: next, zone: zone, b: b[:off]})
+	return b[:off]
+}
