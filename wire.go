@@ -16,7 +16,8 @@ import (
 )
 
 // An address or negative answer is written as bytes when nothing but
-// CoreDNS's scrubbing writer stands between us and the connection: the
+// CoreDNS's scrubbing writer (and its hops from plugin to plugin, which
+// pass the bytes on) stands between us and the connection: the
 // bytes are the ones the scrubbing writer would have sent for the message
 // the other path builds. A plugin that wraps the writer (log, dnstap,
 // prometheus, cache) reads the message: it gets the message path.
@@ -33,21 +34,54 @@ type wireConn interface{ wireConn() }
 // the first time it is seen.
 var connType atomic.Value
 
-// conn returns the connection's writer when w is the scrubbing writer
-// over it and the reply may be bytes: not signed, no TSIG.
-func (a *answer) conn() (dns.ResponseWriter, bool) {
-	if a.signer != nil {
-		return nil, false
+// hopType is CoreDNS's writer of one plugin's hop to the next, learnt
+// from its name: it only notes which plugin wrote the reply.
+var hopType atomic.Value
+
+var writerType = reflect.TypeFor[dns.ResponseWriter]()
+
+// conn reports whether the reply may be bytes: w is the scrubbing writer
+// over the connection, behind CoreDNS's hops only; not signed, no TSIG.
+func (a *answer) conn() bool {
+	if a.signer != nil || a.r.IsTsig() != nil {
+		return false
 	}
-	sw, ok := a.w.(*request.ScrubWriter)
-	if !ok {
-		return nil, false
+	w := a.w
+	for range 64 {
+		if sw, ok := w.(*request.ScrubWriter); ok {
+			return isConn(sw.ResponseWriter)
+		}
+		var ok bool
+		if w, ok = unhop(w); !ok {
+			return false
+		}
 	}
-	inner := sw.ResponseWriter
-	if !isConn(inner) || a.r.IsTsig() != nil {
-		return nil, false
+	return false
+}
+
+// unhop is the writer a plugin hop wraps; false when w is not a hop.
+func unhop(w dns.ResponseWriter) (dns.ResponseWriter, bool) {
+	t := reflect.TypeOf(w)
+	if known, _ := hopType.Load().(reflect.Type); known != t {
+		if !isHop(t) {
+			return nil, false
+		}
+		hopType.Store(t)
 	}
-	return inner, true
+	// The hop's first field, at its start, is the writer it wraps.
+	return *(*dns.ResponseWriter)(reflect.ValueOf(w).UnsafePointer()), true
+}
+
+func isHop(t reflect.Type) bool {
+	if t == nil || t.Kind() != reflect.Pointer {
+		return false
+	}
+	e := t.Elem()
+	if e.Kind() != reflect.Struct || e.PkgPath() != "github.com/coredns/coredns/plugin" || e.Name() != "pluginWriter" || e.NumField() == 0 {
+		return false
+	}
+	f := e.Field(0)
+	return f.Anonymous && f.Offset == 0 && f.Type == writerType
 }
 
 func isConn(w dns.ResponseWriter) bool {
@@ -126,7 +160,7 @@ func (wr *wire) rr(qtype uint16, ttl uint32, rdata []byte) {
 // finish sets the counts, appends the OPT the scrubbing writer would
 // have left, and writes the reply when it fits the client's size without
 // the compression or truncation the message path would apply.
-func (a *answer) finish(w dns.ResponseWriter, wr *wire, an, ns int, scope uint8) bool {
+func (a *answer) finish(wr *wire, an, ns int, scope uint8) bool {
 	defer wr.release()
 	b := wr.b
 	size, ar := 0, 0 // the client's size (0: no EDNS), the OPT
@@ -157,7 +191,7 @@ func (a *answer) finish(w dns.ResponseWriter, wr *wire, an, ns int, scope uint8)
 	binary.BigEndian.PutUint16(b[8:], uint16(ns))
 	binary.BigEndian.PutUint16(b[10:], uint16(ar))
 	limit := max(size, dns.MinMsgSize)
-	if _, tcp := w.RemoteAddr().(*net.TCPAddr); tcp {
+	if _, tcp := a.w.RemoteAddr().(*net.TCPAddr); tcp {
 		limit = dns.MaxMsgSize
 	} else {
 		limit = min(limit, udpUncompressed)
@@ -165,7 +199,7 @@ func (a *answer) finish(w dns.ResponseWriter, wr *wire, an, ns int, scope uint8)
 	if len(b) > limit {
 		return false
 	}
-	w.Write(b)
+	a.w.Write(b)
 	return true
 }
 
@@ -199,8 +233,7 @@ func appendECS(b []byte, e *dns.EDNS0_SUBNET, scope uint8) []byte {
 // wireAddresses writes addresses' reply as bytes; false: take the
 // message path.
 func (a *answer) wireAddresses(out *decide.Outcome) bool {
-	w, ok := a.conn()
-	if !ok {
+	if !a.conn() {
 		return false
 	}
 	var wr wire
@@ -218,7 +251,7 @@ func (a *answer) wireAddresses(out *decide.Outcome) bool {
 		}
 		n++
 	}
-	return a.finish(w, &wr, n, 0, out.Scope)
+	return a.finish(&wr, n, 0, out.Scope)
 }
 
 // soaWire is the zone's SOA packed for one view and one set of the next
@@ -233,8 +266,7 @@ type soaWire struct {
 // wireNegative writes negative's reply as bytes; false: take the message
 // path.
 func (a *answer) wireNegative(rcode int, scope uint8) bool {
-	w, ok := a.conn()
-	if !ok {
+	if !a.conn() {
 		return false
 	}
 	soa := a.g.soaPacked(a.v, a.zone)
@@ -246,7 +278,7 @@ func (a *answer) wireNegative(rcode int, scope uint8) bool {
 		return false
 	}
 	wr.b = append(wr.b, soa...)
-	return a.finish(w, &wr, 0, 1, scope)
+	return a.finish(&wr, 0, 1, scope)
 }
 
 // soaPacked is soa packed, kept while the view and the next plugin's

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coredns/coredns/plugin"
 	"github.com/coredns/coredns/plugin/metadata"
 	"github.com/coredns/coredns/plugin/pkg/dnstest"
 	"github.com/coredns/coredns/request"
@@ -31,7 +32,7 @@ func (w *recordingConn) WriteMsg(m *dns.Msg) error {
 	return err
 }
 
-// TestWireMatchesMessage: behind the scrubbing writer alone, an answer is
+// TestWireMatchesMessage: behind the scrubbing writer and plugin hops, an answer is
 // written as bytes, and they are the bytes the message path sends through
 // the same writer; a writer another plugin wrapped gets the message, and
 // the metadata is set either way.
@@ -59,7 +60,8 @@ func TestWireMatchesMessage(t *testing.T) {
 			wire := &recordingConn{}
 			ctx := metadata.ContextWithMetadata(context.Background())
 			ctx = g.Metadata(ctx, request.Request{Req: m, W: wire})
-			g.ServeDNS(ctx, request.NewScrubWriter(m.Copy(), wire), m.Copy())
+			// Through a plugin's hop to gslb, as in a server block.
+			plugin.NextOrFailure("metadata", g, ctx, request.NewScrubWriter(m.Copy(), wire), m.Copy())
 			if wire.msgs != 0 || wire.bytes == nil {
 				t.Fatalf("Expected the reply as bytes, got %d messages", wire.msgs)
 			}
