@@ -91,38 +91,53 @@ func (g *GSLB) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.Msg) (
 
 	ecs, err := parseECS(r)
 	if err != nil {
-		mx.invalid.Inc()
-		log.Debugf("FORMERR for %s from %s: %v", qname, decide.RemoteAddr(w.RemoteAddr()), err)
-		return dns.RcodeFormatError, nil
+		return g.formErr(mx, qname, w, err)
 	}
+	q := inflights.Get().(*inflight)
+	q.a = answer{g: g, w: w, r: r, v: v, zone: zone, ecs: ecs}
+	rc, err := g.serve(ctx, q, asked, qname, rec, qtype, mx)
+	*q = inflight{}
+	inflights.Put(q)
+	return rc, err
+}
 
-	a := answer{g: g, w: w, r: r, v: v, zone: zone, ecs: ecs}
+// inflight is one query's answer and decision. Pooled: on the stack, they
+// would make the query's goroutine grow its stack (by copying it) once more
+// on the way down.
+type inflight struct {
+	a   answer
+	out decide.Outcome
+}
+
+var inflights = sync.Pool{New: func() any { return new(inflight) }}
+
+// formErr answers a query whose EDNS is malformed.
+//
+//go:noinline
+func (g *GSLB) formErr(mx *serverMetrics, qname string, w dns.ResponseWriter, err error) (int, error) {
+	mx.invalid.Inc()
+	log.Debugf("FORMERR for %s from %s: %v", qname, decide.RemoteAddr(w.RemoteAddr()), err)
+	return dns.RcodeFormatError, nil
+}
+
+func (g *GSLB) serve(ctx context.Context, q *inflight, asked, qname string, rec *table.Record, qtype uint16, mx *serverMetrics) (int, error) {
+	a := &q.a
 	if g.signers != nil {
-		if o := r.IsEdns0(); o != nil && o.Do() {
-			a.signer, a.server = g.signers[zone], metrics.WithServer(ctx)
+		if o := a.r.IsEdns0(); o != nil && o.Do() {
+			a.signer, a.server = g.signers[a.zone], metrics.WithServer(ctx)
 		}
 	}
 	if qtype == dns.TypeHTTPS && rec != nil && rec.HTTPS != nil {
-		return g.serveHTTPS(ctx, &a, asked, rec, ecs, mx)
+		return g.serveHTTPS(ctx, a, asked, rec, a.ecs, mx)
 	}
 	if rec == nil || qtype != dns.TypeA && qtype != dns.TypeAAAA {
 		return a.nonAddress(qname, rec != nil, qtype)
 	}
-
-	return g.serveAddress(ctx, &a, asked, rec, qtype, mx)
+	return g.serveAddress(ctx, a, &q.out, asked, rec, qtype, mx)
 }
 
-// outcomes hold the decisions in flight: an Outcome on the query's stack
-// would make it grow (by copying) once more on the way down.
-var outcomes = sync.Pool{New: func() any { return new(decide.Outcome) }}
-
 // serveAddress decides an A or AAAA query for rec and answers it.
-func (g *GSLB) serveAddress(ctx context.Context, a *answer, asked string, rec *table.Record, qtype uint16, mx *serverMetrics) (int, error) {
-	out := outcomes.Get().(*decide.Outcome)
-	defer func() {
-		*out = decide.Outcome{}
-		outcomes.Put(out)
-	}()
+func (g *GSLB) serveAddress(ctx context.Context, a *answer, out *decide.Outcome, asked string, rec *table.Record, qtype uint16, mx *serverMetrics) (int, error) {
 	start := time.Now()
 	g.decider.Decide(ctx, &decide.Query{View: a.v, Record: rec, QType: qtype, Remote: a.w.RemoteAddr(), ECS: a.ecs}, out)
 	mx.duration.Observe(time.Since(start).Seconds())
