@@ -66,6 +66,37 @@ func (g *GSLB) stop() error { return g.ctl.Stop() }
 
 // ServeDNS implements plugin.Handler.
 func (g *GSLB) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.Msg) (int, error) {
+	q := inflights.Get().(*inflight)
+	rc, err := g.route(ctx, w, r, q)
+	if q.decide {
+		rc, err = g.serveAddress(ctx, q)
+	}
+	*q = inflight{}
+	inflights.Put(q)
+	return rc, err
+}
+
+// inflight is one query: its question, answer and decision. Pooled: on
+// the stack, they would make the query's goroutine grow its stack (by
+// copying it) once more on the way down to the decision.
+type inflight struct {
+	a     answer
+	asked string // the question's name as the wire gave it
+	rec   *table.Record
+	mx    *serverMetrics
+	// decide: route left the question to serveAddress.
+	decide bool
+	q      decide.Query
+	out    decide.Outcome
+}
+
+var inflights = sync.Pool{New: func() any { return new(inflight) }}
+
+// route answers what is not an A or AAAA question for a record; for one,
+// it fills q and sets q.decide, to decide on a short stack.
+//
+//go:noinline
+func (g *GSLB) route(ctx context.Context, w dns.ResponseWriter, r *dns.Msg, q *inflight) (int, error) {
 	// The server drops queries without a question. The name is used as the
 	// wire gave it, already in presentation form: the answer echoes its case.
 	asked := r.Question[0].Name
@@ -91,55 +122,33 @@ func (g *GSLB) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.Msg) (
 
 	ecs, err := parseECS(r)
 	if err != nil {
-		return g.formErr(mx, qname, w, err)
+		mx.invalid.Inc()
+		log.Debugf("FORMERR for %s from %s: %v", qname, decide.RemoteAddr(w.RemoteAddr()), err)
+		return dns.RcodeFormatError, nil
 	}
-	q := inflights.Get().(*inflight)
-	q.a = answer{g: g, w: w, r: r, v: v, zone: zone, ecs: ecs}
-	rc, err := g.serve(ctx, q, asked, qname, rec, qtype, mx)
-	*q = inflight{}
-	inflights.Put(q)
-	return rc, err
-}
-
-// inflight is one query's answer and decision. Pooled: on the stack, they
-// would make the query's goroutine grow its stack (by copying it) once more
-// on the way down.
-type inflight struct {
-	a   answer
-	out decide.Outcome
-}
-
-var inflights = sync.Pool{New: func() any { return new(inflight) }}
-
-// formErr answers a query whose EDNS is malformed.
-//
-//go:noinline
-func (g *GSLB) formErr(mx *serverMetrics, qname string, w dns.ResponseWriter, err error) (int, error) {
-	mx.invalid.Inc()
-	log.Debugf("FORMERR for %s from %s: %v", qname, decide.RemoteAddr(w.RemoteAddr()), err)
-	return dns.RcodeFormatError, nil
-}
-
-func (g *GSLB) serve(ctx context.Context, q *inflight, asked, qname string, rec *table.Record, qtype uint16, mx *serverMetrics) (int, error) {
 	a := &q.a
+	*a = answer{g: g, w: w, r: r, v: v, zone: zone, ecs: ecs}
 	if g.signers != nil {
-		if o := a.r.IsEdns0(); o != nil && o.Do() {
-			a.signer, a.server = g.signers[a.zone], metrics.WithServer(ctx)
+		if o := r.IsEdns0(); o != nil && o.Do() {
+			a.signer, a.server = g.signers[zone], metrics.WithServer(ctx)
 		}
 	}
 	if qtype == dns.TypeHTTPS && rec != nil && rec.HTTPS != nil {
-		return g.serveHTTPS(ctx, a, asked, rec, a.ecs, mx)
+		return g.serveHTTPS(ctx, a, asked, rec, ecs, mx)
 	}
 	if rec == nil || qtype != dns.TypeA && qtype != dns.TypeAAAA {
 		return a.nonAddress(qname, rec != nil, qtype)
 	}
-	return g.serveAddress(ctx, a, &q.out, asked, rec, qtype, mx)
+	q.asked, q.rec, q.mx, q.decide = asked, rec, mx, true
+	q.q = decide.Query{View: v, Record: rec, QType: qtype, Remote: w.RemoteAddr(), ECS: ecs}
+	return 0, nil
 }
 
-// serveAddress decides an A or AAAA query for rec and answers it.
-func (g *GSLB) serveAddress(ctx context.Context, a *answer, out *decide.Outcome, asked string, rec *table.Record, qtype uint16, mx *serverMetrics) (int, error) {
+// serveAddress decides q, an A or AAAA query for a record, and answers it.
+func (g *GSLB) serveAddress(ctx context.Context, q *inflight) (int, error) {
+	a, out, mx := &q.a, &q.out, q.mx
 	start := time.Now()
-	g.decider.Decide(ctx, &decide.Query{View: a.v, Record: rec, QType: qtype, Remote: a.w.RemoteAddr(), ECS: a.ecs}, out)
+	g.decider.Decide(ctx, &q.q, out)
 	mx.duration.Observe(time.Since(start).Seconds())
 	setMetadata(ctx, out)
 	mx.count(out, start)
@@ -150,9 +159,9 @@ func (g *GSLB) serveAddress(ctx context.Context, a *answer, out *decide.Outcome,
 	case out.Servfail:
 		return dns.RcodeServerFailure, nil
 	case out.Decision.Winner.CNAME != "" || out.Decision.Tier == scoring.TierFallback:
-		return a.cname(asked, out.CNAME(), out)
+		return a.cname(q.asked, out.CNAME(), out)
 	}
-	return a.addresses(asked, out)
+	return a.addresses(q.asked, out)
 }
 
 // zoneOf is plugin.Zones.Matches without its allocations: the longest zone
