@@ -131,6 +131,9 @@ func (a *answer) addresses(name string, out *decide.Outcome) (int, error) {
 
 // cname answers a cname node's name alone: the resolver follows it.
 func (a *answer) cname(name, target string, out *decide.Outcome) (int, error) {
+	if a.wireCNAME(target, out) {
+		return dns.RcodeSuccess, nil
+	}
 	p := newReply(a.r)
 	p.rrs[0] = &dns.CNAME{Hdr: dns.RR_Header{Name: name, Rrtype: dns.TypeCNAME, Class: dns.ClassINET, Ttl: out.TTL}, Target: target}
 	p.m.Answer = p.rrs[:1]

@@ -15,7 +15,7 @@ import (
 	"github.com/miekg/dns"
 )
 
-// An address or negative answer is written as bytes when nothing but
+// An address, CNAME or negative answer is written as bytes when nothing but
 // CoreDNS's scrubbing writer (and its hops from plugin to plugin, which
 // pass the bytes on) stands between us and the connection: the
 // bytes are the ones the scrubbing writer would have sent for the message
@@ -252,6 +252,35 @@ func (a *answer) wireAddresses(out *decide.Outcome) bool {
 		n++
 	}
 	return a.finish(&wr, n, 0, out.Scope)
+}
+
+// wireCNAME writes cname's reply as bytes; false: take the message path.
+func (a *answer) wireCNAME(target string, out *decide.Outcome) bool {
+	if !a.conn() {
+		return false
+	}
+	var wr wire
+	if !a.start(&wr, dns.RcodeSuccess) {
+		return false
+	}
+	b := append(wr.b, wr.name...)
+	b = binary.BigEndian.AppendUint16(b, dns.TypeCNAME)
+	b = binary.BigEndian.AppendUint16(b, dns.ClassINET)
+	b = binary.BigEndian.AppendUint32(b, out.TTL)
+	rdlen := len(b)
+	b = append(b, 0, 0)
+	if cap(b)-len(b) < 256 {
+		b = append(b, make([]byte, 256)...)[:len(b)]
+	}
+	end, err := dns.PackDomainName(target, b[:cap(b)], len(b), nil, false)
+	if err != nil {
+		wr.b = b[:0]
+		wr.release()
+		return false
+	}
+	binary.BigEndian.PutUint16(b[rdlen:], uint16(end-len(b)))
+	wr.b = b[:end]
+	return a.finish(&wr, 1, 0, out.Scope)
 }
 
 // soaWire is the zone's SOA packed for one view and one set of the next

@@ -2,6 +2,7 @@ package gslb
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -32,12 +33,20 @@ func (w *recordingConn) WriteMsg(m *dns.Msg) error {
 	return err
 }
 
+// wireNodes is the fixture's table with a record answered by a cname
+// node.
+var wireNodes = strings.Replace(fixtureNodes, "records:\n", `  - {id: edge, cname: edge.vendor-cdn.example., country: CN, province: ZJ}
+records:
+  - name: cdn.example.org
+    nodes: [edge]
+`, 1)
+
 // TestWireMatchesMessage: behind the scrubbing writer and plugin hops, an answer is
 // written as bytes, and they are the bytes the message path sends through
 // the same writer; a writer another plugin wrapped gets the message, and
 // the metadata is set either way.
 func TestWireMatchesMessage(t *testing.T) {
-	g := newFixtureGSLB(t, fixtureNodes, "answers 2\n")
+	g := newFixtureGSLB(t, wireNodes, "answers 2\n")
 	noEDNS := query("www.example.org", dns.TypeA, nil)
 	plainEDNS := query("WwW.Example.ORG", dns.TypeA, nil)
 	plainEDNS.SetEdns0(1400, true)
@@ -53,6 +62,8 @@ func TestWireMatchesMessage(t *testing.T) {
 		"nodata":    query("www.example.org", dns.TypeMX, subnet("1.0.1.0/24")),
 		"nov4":      query("v6.example.org", dns.TypeA, subnet("2400::/48")),
 		"noedns":    noEDNS,
+		"cname":     query("cdn.example.org", dns.TypeA, subnet("1.0.1.0/24")),
+		"cname6":    query("cdn.example.org", dns.TypeAAAA, nil),
 		"plainedns": plainEDNS,
 		"small":     small,
 	} {
@@ -73,6 +84,12 @@ func TestWireMatchesMessage(t *testing.T) {
 			g.ServeDNS(context.Background(), rec, m.Copy())
 			if ref.msgs != 1 || rec.Msg == nil {
 				t.Fatalf("Expected a wrapped writer to get the message, got %d", ref.msgs)
+			}
+			if strings.HasPrefix(name, "cname") {
+				var got dns.Msg
+				if err := got.Unpack(wire.bytes); err != nil || len(got.Answer) != 1 || got.Answer[0].Header().Rrtype != dns.TypeCNAME {
+					t.Fatalf("Expected a CNAME answer, got %v (%v)", &got, err)
+				}
 			}
 			if string(wire.bytes) != string(ref.bytes) {
 				var a, b dns.Msg
