@@ -71,7 +71,10 @@ func (g *GSLB) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.Msg) (
 	if q.decide {
 		rc, err = g.serveAddress(ctx, q)
 	}
-	*q = inflight{}
+	// Not cleared: route and the decision set every field a query reads,
+	// and clearing would pay the write barrier on every pointer. What it
+	// still points to is kept only until the pool drops it at a GC.
+	q.decide = false
 	inflights.Put(q)
 	return rc, err
 }
@@ -126,8 +129,10 @@ func (g *GSLB) route(ctx context.Context, w dns.ResponseWriter, r *dns.Msg, q *i
 		log.Debugf("FORMERR for %s from %s: %v", qname, decide.RemoteAddr(w.RemoteAddr()), err)
 		return dns.RcodeFormatError, nil
 	}
+	// Field by field, as below: q is on the heap, where a whole-struct
+	// write pays the garbage collector's bulk write barrier.
 	a := &q.a
-	*a = answer{g: g, w: w, r: r, v: v, zone: zone, ecs: ecs}
+	a.g, a.w, a.r, a.v, a.zone, a.ecs, a.signer, a.server = g, w, r, v, zone, ecs, nil, ""
 	if g.signers != nil {
 		if o := r.IsEdns0(); o != nil && o.Do() {
 			a.signer, a.server = g.signers[zone], metrics.WithServer(ctx)
@@ -140,7 +145,8 @@ func (g *GSLB) route(ctx context.Context, w dns.ResponseWriter, r *dns.Msg, q *i
 		return a.nonAddress(qname, rec != nil, qtype)
 	}
 	q.asked, q.rec, q.mx, q.decide = asked, rec, mx, true
-	q.q = decide.Query{View: v, Record: rec, QType: qtype, Remote: w.RemoteAddr(), ECS: ecs}
+	dq := &q.q
+	dq.View, dq.Record, dq.QType, dq.Remote, dq.ECS = v, rec, qtype, w.RemoteAddr(), ecs
 	return 0, nil
 }
 

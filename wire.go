@@ -30,15 +30,74 @@ const udpUncompressed = 1220
 // connection.
 type wireConn interface{ wireConn() }
 
-// connType is the DNS library's own writer type, learnt from its name
-// the first time it is seen.
-var connType atomic.Value
+// What a writer type is to the byte path.
+const (
+	writerOther = iota // another plugin's: it reads the message
+	writerHop          // CoreDNS's hop from one plugin to the next: it passes bytes on
+	writerScrub        // CoreDNS's scrubbing writer
+	writerConn         // the DNS library's writer of the connection
+)
 
-// hopType is CoreDNS's writer of one plugin's hop to the next, learnt
-// from its name: it only notes which plugin wrote the reply.
-var hopType atomic.Value
+// writerKinds are the writer types seen, with their kinds: a type is
+// looked at once. A short list, copied on write, so that reading takes no
+// lock and no hashing.
+var writerKinds atomic.Pointer[[]writerKind]
+
+type writerKind struct {
+	t    reflect.Type
+	kind uint8
+}
+
+func kindOf(w dns.ResponseWriter) uint8 {
+	t := reflect.TypeOf(w)
+	if l := writerKinds.Load(); l != nil {
+		for i := range *l {
+			if (*l)[i].t == t {
+				return (*l)[i].kind
+			}
+		}
+	}
+	k := classify(w, t)
+	for {
+		cur := writerKinds.Load()
+		var next []writerKind
+		if cur != nil {
+			if len(*cur) >= 32 {
+				return k // a bound on what odd chains can add
+			}
+			next = append(next, *cur...)
+		}
+		next = append(next, writerKind{t, k})
+		if writerKinds.CompareAndSwap(cur, &next) {
+			return k
+		}
+	}
+}
 
 var writerType = reflect.TypeFor[dns.ResponseWriter]()
+
+func classify(w dns.ResponseWriter, t reflect.Type) uint8 {
+	if _, ok := w.(wireConn); ok {
+		return writerConn
+	}
+	if t == nil || t.Kind() != reflect.Pointer || t.Elem().Kind() != reflect.Struct {
+		return writerOther
+	}
+	e := t.Elem()
+	switch {
+	case t == reflect.TypeFor[*request.ScrubWriter]():
+		return writerScrub
+	case e.PkgPath() == "github.com/miekg/dns" && e.Name() == "response":
+		return writerConn
+	case e.PkgPath() == "github.com/coredns/coredns/plugin" && e.Name() == "pluginWriter" && e.NumField() > 0:
+		// It only notes which plugin wrote the reply. Its first field, at
+		// its start, is the writer it wraps.
+		if f := e.Field(0); f.Anonymous && f.Offset == 0 && f.Type == writerType {
+			return writerHop
+		}
+	}
+	return writerOther
+}
 
 // conn reports whether the reply may be bytes: w is the scrubbing writer
 // over the connection, behind CoreDNS's hops only; not signed, no TSIG.
@@ -48,59 +107,19 @@ func (a *answer) conn() bool {
 	}
 	w := a.w
 	for range 64 {
-		if sw, ok := w.(*request.ScrubWriter); ok {
-			return isConn(sw.ResponseWriter)
-		}
-		var ok bool
-		if w, ok = unhop(w); !ok {
+		switch kindOf(w) {
+		case writerScrub:
+			return kindOf(w.(*request.ScrubWriter).ResponseWriter) == writerConn
+		case writerHop:
+			w = *(*dns.ResponseWriter)(reflect.ValueOf(w).UnsafePointer())
+		default:
 			return false
 		}
 	}
 	return false
 }
 
-// unhop is the writer a plugin hop wraps; false when w is not a hop.
-func unhop(w dns.ResponseWriter) (dns.ResponseWriter, bool) {
-	t := reflect.TypeOf(w)
-	if known, _ := hopType.Load().(reflect.Type); known != t {
-		if !isHop(t) {
-			return nil, false
-		}
-		hopType.Store(t)
-	}
-	// The hop's first field, at its start, is the writer it wraps.
-	return *(*dns.ResponseWriter)(reflect.ValueOf(w).UnsafePointer()), true
-}
-
-func isHop(t reflect.Type) bool {
-	if t == nil || t.Kind() != reflect.Pointer {
-		return false
-	}
-	e := t.Elem()
-	if e.Kind() != reflect.Struct || e.PkgPath() != "github.com/coredns/coredns/plugin" || e.Name() != "pluginWriter" || e.NumField() == 0 {
-		return false
-	}
-	f := e.Field(0)
-	return f.Anonymous && f.Offset == 0 && f.Type == writerType
-}
-
-func isConn(w dns.ResponseWriter) bool {
-	t := reflect.TypeOf(w)
-	if t == nil {
-		return false
-	}
-	if known, _ := connType.Load().(reflect.Type); known == t {
-		return true
-	}
-	if _, ok := w.(wireConn); ok {
-		return true
-	}
-	if t.Kind() == reflect.Pointer && t.Elem().PkgPath() == "github.com/miekg/dns" && t.Elem().Name() == "response" {
-		connType.Store(t)
-		return true
-	}
-	return false
-}
+func isConn(w dns.ResponseWriter) bool { return kindOf(w) == writerConn }
 
 var wireBufs = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
 

@@ -107,10 +107,12 @@ func (v *View) DecideInto(q *Query, d *Decision) {
 	if q.QType == dns.TypeAAAA {
 		cand = q.Record.V6
 	}
-	*d = Decision{}
+	// Field by field: d may be on the heap, where a whole-struct write
+	// pays the garbage collector's write barrier on every pointer.
 	if q.Pin == nil || !v.pinned(q, cand, &d.Decision) {
 		v.decide(q, cand, &d.Decision)
 	}
+	d.Winner, d.State, d.Vantage = nil, "", ""
 	if d.Node >= 0 {
 		d.Winner = &v.Table.Nodes[d.Node]
 		st := &v.StatusFor(q.Client.ISP)[d.Node]
