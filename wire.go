@@ -20,7 +20,7 @@ import (
 // pass the bytes on) stands between us and the connection: the
 // bytes are the ones the scrubbing writer would have sent for the message
 // the other path builds. A plugin that wraps the writer (log, dnstap,
-// prometheus, cache) reads the message: it gets the message path.
+// prometheus, rewrite) reads the message: it gets the message path.
 
 // udpUncompressed is the longest UDP reply the scrubbing writer sends
 // uncompressed for both families; a longer one takes the message path.
@@ -148,6 +148,7 @@ func (a *answer) start(wr *wire, rcode int) bool {
 	binary.BigEndian.PutUint16(b[2:], f)
 	clear(b[4:12])
 	q := &r.Question[0]
+	wr.b = b
 	off, err := dns.PackDomainName(q.Name, b[:cap(b)], 12, nil, false)
 	if err != nil {
 		wr.release()
@@ -159,8 +160,9 @@ func (a *answer) start(wr *wire, rcode int) bool {
 	return true
 }
 
+// release returns the buffer to the pool, unless it grew past a bound.
 func (wr *wire) release() {
-	if cap(wr.b) <= 4096 {
+	if c := cap(wr.b); c >= 512 && c <= 4096 {
 		*wr.bp = wr.b[:0]
 		wireBufs.Put(wr.bp)
 	}

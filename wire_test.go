@@ -134,3 +134,24 @@ func TestIsConn(t *testing.T) {
 		t.Error("Expected other writers not known as the connection")
 	}
 }
+
+// TestWireBadName: a name the packer refuses takes the message path, and
+// the buffer pool still serves the next replies.
+func TestWireBadName(t *testing.T) {
+	g := newFixtureGSLB(t, fixtureNodes, "")
+	bad := query("www.example.org", dns.TypeA, nil)
+	bad.Question[0].Name = "a..example.org."
+	w := &recordingConn{}
+	g.ServeDNS(context.Background(), request.NewScrubWriter(bad, w), bad)
+	if w.msgs != 1 {
+		t.Errorf("Expected the message path for a bad name, got %d messages", w.msgs)
+	}
+	for range 3 {
+		m := query("www.example.org", dns.TypeA, subnet("1.0.1.0/24"))
+		w := &recordingConn{}
+		g.ServeDNS(context.Background(), request.NewScrubWriter(m, w), m)
+		if w.msgs != 0 || w.bytes == nil {
+			t.Fatalf("Expected the reply as bytes, got %d messages", w.msgs)
+		}
+	}
+}
