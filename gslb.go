@@ -68,13 +68,16 @@ func (g *GSLB) stop() error { return g.ctl.Stop() }
 func (g *GSLB) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.Msg) (int, error) {
 	q := inflights.Get().(*inflight)
 	rc, err := g.route(ctx, w, r, q)
-	if q.decide {
+	switch q.decide {
+	case decideAddress:
 		rc, err = g.serveAddress(ctx, q)
+	case decideHTTPS:
+		rc, err = g.serveHTTPS(ctx, q)
 	}
 	// Not cleared: route and the decision set every field a query reads,
 	// and clearing would pay the write barrier on every pointer. What it
 	// still points to is kept only until the pool drops it at a GC.
-	q.decide = false
+	q.decide = decideNone
 	inflights.Put(q)
 	return rc, err
 }
@@ -87,16 +90,24 @@ type inflight struct {
 	asked string // the question's name as the wire gave it
 	rec   *table.Record
 	mx    *serverMetrics
-	// decide: route left the question to serveAddress.
-	decide bool
+	// decide: what route left to decide on the short stack.
+	decide uint8
 	q      decide.Query
 	out    decide.Outcome
+	out6   decide.Outcome // an HTTPS query's AAAA decision
 }
+
+// What route leaves to decide.
+const (
+	decideNone    = iota
+	decideAddress // A or AAAA: serveAddress
+	decideHTTPS   // HTTPS for a record with HTTPS params: serveHTTPS
+)
 
 var inflights = sync.Pool{New: func() any { return new(inflight) }}
 
-// route answers what is not an A or AAAA question for a record; for one,
-// it fills q and sets q.decide, to decide on a short stack.
+// route answers what is not an A, AAAA or HTTPS question for a record;
+// for one, it fills q and sets q.decide, to decide on a short stack.
 //
 //go:noinline
 func (g *GSLB) route(ctx context.Context, w dns.ResponseWriter, r *dns.Msg, q *inflight) (int, error) {
@@ -138,13 +149,15 @@ func (g *GSLB) route(ctx context.Context, w dns.ResponseWriter, r *dns.Msg, q *i
 			a.signer, a.server = g.signers[zone], metrics.WithServer(ctx)
 		}
 	}
-	if qtype == dns.TypeHTTPS && rec != nil && rec.HTTPS != nil {
-		return g.serveHTTPS(ctx, a, asked, rec, ecs, mx)
-	}
-	if rec == nil || qtype != dns.TypeA && qtype != dns.TypeAAAA {
+	q.decide = decideAddress
+	switch {
+	case qtype == dns.TypeHTTPS && rec != nil && rec.HTTPS != nil:
+		q.decide = decideHTTPS
+	case rec == nil || qtype != dns.TypeA && qtype != dns.TypeAAAA:
+		q.decide = decideNone
 		return a.nonAddress(qname, rec != nil, qtype)
 	}
-	q.asked, q.rec, q.mx, q.decide = asked, rec, mx, true
+	q.asked, q.rec, q.mx = asked, rec, mx
 	dq := &q.q
 	dq.View, dq.Record, dq.QType, dq.Remote, dq.ECS = v, rec, qtype, w.RemoteAddr(), ecs
 	return 0, nil
@@ -208,18 +221,20 @@ func inZone(name, zone string) bool {
 // query would get: one ServiceMode record whose hints are their
 // addresses, or an AliasMode record to a cname winner's (or the
 // fallback's) name. The A decision is the one counted and logged.
-func (g *GSLB) serveHTTPS(ctx context.Context, a *answer, asked string, rec *table.Record, ecs *dns.EDNS0_SUBNET, mx *serverMetrics) (int, error) {
+func (g *GSLB) serveHTTPS(ctx context.Context, q *inflight) (int, error) {
+	a, rec, out4, out6 := &q.a, q.rec, &q.out, &q.out6
 	start := time.Now()
-	var out4, out6 decide.Outcome
-	g.decider.Decide(ctx, &decide.Query{View: a.v, Record: rec, QType: dns.TypeA, Remote: a.w.RemoteAddr(), ECS: ecs}, &out4)
-	g.decider.Decide(ctx, &decide.Query{View: a.v, Record: rec, QType: dns.TypeAAAA, Remote: a.w.RemoteAddr(), ECS: ecs}, &out6)
-	mx.duration.Observe(time.Since(start).Seconds())
-	setMetadata(ctx, &out4)
-	mx.count(&out4, start)
+	q.q.QType = dns.TypeA
+	g.decider.Decide(ctx, &q.q, out4)
+	q.q.QType = dns.TypeAAAA
+	g.decider.Decide(ctx, &q.q, out6)
+	q.mx.duration.Observe(time.Since(start).Seconds())
+	setMetadata(ctx, out4)
+	q.mx.count(out4, start)
 	if out4.Servfail || out6.Servfail {
 		return dns.RcodeServerFailure, nil
 	}
-	rr := HTTPSOf(asked, rec, &out4, &out6)
+	rr := HTTPSOf(q.asked, rec, out4, out6)
 	if rr == nil {
 		return a.negative(dns.RcodeSuccess, max(out4.Scope, out6.Scope))
 	}
