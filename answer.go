@@ -89,6 +89,9 @@ func (a *answer) nonAddress(qname string, record bool, qtype uint16) (int, error
 
 // negative answers NXDOMAIN or NODATA with the zone's SOA.
 func (a *answer) negative(rcode int, scope uint8) (int, error) {
+	if a.wireNegative(rcode, scope) {
+		return dns.RcodeSuccess, nil
+	}
 	p := newReply(a.r)
 	p.m.Rcode = rcode
 	p.rrs[0] = a.g.soa(a.v, a.zone)
@@ -99,6 +102,9 @@ func (a *answer) negative(rcode int, scope uint8) (int, error) {
 // addresses answers with the A or AAAA records of the decision's nodes,
 // the winner first.
 func (a *answer) addresses(name string, out *decide.Outcome) (int, error) {
+	if a.wireAddresses(out) {
+		return dns.RcodeSuccess, nil
+	}
 	p := newReply(a.r)
 	hdr := dns.RR_Header{Name: name, Rrtype: out.QType, Class: dns.ClassINET, Ttl: out.TTL}
 	rrs := p.rrs[:0]
@@ -125,6 +131,9 @@ func (a *answer) addresses(name string, out *decide.Outcome) (int, error) {
 
 // cname answers a cname node's name alone: the resolver follows it.
 func (a *answer) cname(name, target string, out *decide.Outcome) (int, error) {
+	if a.wireCNAME(target, out) {
+		return dns.RcodeSuccess, nil
+	}
 	p := newReply(a.r)
 	p.rrs[0] = &dns.CNAME{Hdr: dns.RR_Header{Name: name, Rrtype: dns.TypeCNAME, Class: dns.ClassINET, Ttl: out.TTL}, Target: target}
 	p.m.Answer = p.rrs[:1]

@@ -42,6 +42,7 @@ type GSLB struct {
 	// the zone we fall through to; see followNext.
 	nextSOA atomic.Pointer[map[string]*dns.SOA]
 	soaOnce sync.Once
+	soaWire atomic.Pointer[soaWire] // the last negative answer's SOA, packed
 
 	// signers sign each zone's answers to queries with the DO bit; nil
 	// without the dnssec option. Set at setup, read-only after.
@@ -64,6 +65,51 @@ func (g *GSLB) stop() error { return g.ctl.Stop() }
 
 // ServeDNS implements plugin.Handler.
 func (g *GSLB) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.Msg) (int, error) {
+	q := inflights.Get().(*inflight)
+	rc, err := g.route(ctx, w, r, q)
+	switch q.decide {
+	case decideAddress:
+		rc, err = g.serveAddress(ctx, q)
+	case decideHTTPS:
+		rc, err = g.serveHTTPS(ctx, q)
+	}
+	// Not cleared: route and the decision set every field a query reads,
+	// and clearing would pay the write barrier on every pointer. What it
+	// still points to is kept only until the pool drops it at a GC.
+	q.decide = decideNone
+	inflights.Put(q)
+	return rc, err
+}
+
+// inflight is one query: its question, answer and decision. Pooled: on
+// the stack, they would make the query's goroutine grow its stack (by
+// copying it) once more on the way down to the decision.
+type inflight struct {
+	a     answer
+	asked string // the question's name as the wire gave it
+	rec   *table.Record
+	mx    *serverMetrics
+	// decide: what route left to decide on the short stack.
+	decide uint8
+	q      decide.Query
+	out    decide.Outcome
+	out6   decide.Outcome // an HTTPS query's AAAA decision
+}
+
+// What route leaves to decide.
+const (
+	decideNone    = iota
+	decideAddress // A or AAAA: serveAddress
+	decideHTTPS   // HTTPS for a record with HTTPS params: serveHTTPS
+)
+
+var inflights = sync.Pool{New: func() any { return new(inflight) }}
+
+// route answers what is not an A, AAAA or HTTPS question for a record;
+// for one, it fills q and sets q.decide, to decide on a short stack.
+//
+//go:noinline
+func (g *GSLB) route(ctx context.Context, w dns.ResponseWriter, r *dns.Msg, q *inflight) (int, error) {
 	// The server drops queries without a question. The name is used as the
 	// wire gave it, already in presentation form: the answer echoes its case.
 	asked := r.Question[0].Name
@@ -93,26 +139,37 @@ func (g *GSLB) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.Msg) (
 		log.Debugf("FORMERR for %s from %s: %v", qname, decide.RemoteAddr(w.RemoteAddr()), err)
 		return dns.RcodeFormatError, nil
 	}
-
-	a := answer{g: g, w: w, r: r, v: v, zone: zone, ecs: ecs}
+	// Field by field, as below: q is on the heap, where a whole-struct
+	// write pays the garbage collector's bulk write barrier.
+	a := &q.a
+	a.g, a.w, a.r, a.v, a.zone, a.ecs, a.signer, a.server = g, w, r, v, zone, ecs, nil, ""
 	if g.signers != nil {
 		if o := r.IsEdns0(); o != nil && o.Do() {
 			a.signer, a.server = g.signers[zone], metrics.WithServer(ctx)
 		}
 	}
-	if qtype == dns.TypeHTTPS && rec != nil && rec.HTTPS != nil {
-		return g.serveHTTPS(ctx, &a, asked, rec, ecs, mx)
-	}
-	if rec == nil || qtype != dns.TypeA && qtype != dns.TypeAAAA {
+	q.decide = decideAddress
+	switch {
+	case qtype == dns.TypeHTTPS && rec != nil && rec.HTTPS != nil:
+		q.decide = decideHTTPS
+	case rec == nil || qtype != dns.TypeA && qtype != dns.TypeAAAA:
+		q.decide = decideNone
 		return a.nonAddress(qname, rec != nil, qtype)
 	}
+	q.asked, q.rec, q.mx = asked, rec, mx
+	dq := &q.q
+	dq.View, dq.Record, dq.QType, dq.Remote, dq.ECS = v, rec, qtype, w.RemoteAddr(), ecs
+	return 0, nil
+}
 
+// serveAddress decides q, an A or AAAA query for a record, and answers it.
+func (g *GSLB) serveAddress(ctx context.Context, q *inflight) (int, error) {
+	a, out, mx := &q.a, &q.out, q.mx
 	start := time.Now()
-	var out decide.Outcome
-	g.decider.Decide(ctx, &decide.Query{View: v, Record: rec, QType: qtype, Remote: w.RemoteAddr(), ECS: ecs}, &out)
+	g.decider.Decide(ctx, &q.q, out)
 	mx.duration.Observe(time.Since(start).Seconds())
-	setMetadata(ctx, &out)
-	mx.count(&out, start)
+	setMetadata(ctx, out)
+	mx.count(out, start)
 	switch {
 	case out.Decision.Winner == nil:
 		// No node of the record has an address of this family.
@@ -120,9 +177,9 @@ func (g *GSLB) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.Msg) (
 	case out.Servfail:
 		return dns.RcodeServerFailure, nil
 	case out.Decision.Winner.CNAME != "" || out.Decision.Tier == scoring.TierFallback:
-		return a.cname(asked, out.CNAME(), &out)
+		return a.cname(q.asked, out.CNAME(), out)
 	}
-	return a.addresses(asked, &out)
+	return a.addresses(q.asked, out)
 }
 
 // zoneOf is plugin.Zones.Matches without its allocations: the longest zone
@@ -164,19 +221,21 @@ func inZone(name, zone string) bool {
 // addresses, or an AliasMode record to a cname winner's (or the
 // fallback's) name. The A decision is the one counted and logged (the
 // AAAA one when the A decision has no node), as the tools count it.
-func (g *GSLB) serveHTTPS(ctx context.Context, a *answer, asked string, rec *table.Record, ecs *dns.EDNS0_SUBNET, mx *serverMetrics) (int, error) {
+func (g *GSLB) serveHTTPS(ctx context.Context, q *inflight) (int, error) {
+	a, rec, out4, out6 := &q.a, q.rec, &q.out, &q.out6
 	start := time.Now()
-	var out4, out6 decide.Outcome
-	g.decider.Decide(ctx, &decide.Query{View: a.v, Record: rec, QType: dns.TypeA, Remote: a.w.RemoteAddr(), ECS: ecs}, &out4)
-	g.decider.Decide(ctx, &decide.Query{View: a.v, Record: rec, QType: dns.TypeAAAA, Remote: a.w.RemoteAddr(), ECS: ecs}, &out6)
-	mx.duration.Observe(time.Since(start).Seconds())
-	counted := decide.Counted(&out4, &out6)
+	q.q.QType = dns.TypeA
+	g.decider.Decide(ctx, &q.q, out4)
+	q.q.QType = dns.TypeAAAA
+	g.decider.Decide(ctx, &q.q, out6)
+	q.mx.duration.Observe(time.Since(start).Seconds())
+	counted := decide.Counted(out4, out6)
 	setMetadata(ctx, counted)
-	mx.count(counted, start)
+	q.mx.count(counted, start)
 	if out4.Servfail || out6.Servfail {
 		return dns.RcodeServerFailure, nil
 	}
-	rr := HTTPSOf(asked, rec, &out4, &out6)
+	rr := HTTPSOf(q.asked, rec, out4, out6)
 	if rr == nil {
 		return a.negative(dns.RcodeSuccess, max(out4.Scope, out6.Scope))
 	}

@@ -114,12 +114,20 @@ func (d *Decider) Decide(ctx context.Context, q *Query, out *Outcome) { d.decide
 // decide is Decide; with steps, it keeps every location source's say.
 func (d *Decider) decide(ctx context.Context, q *Query, out *Outcome, steps *[]locate.Step) {
 	d.clientOf(q.Remote, q.ECS, out)
-	if l := d.src.Locator(); steps != nil {
-		out.Loc, *steps = l.Trace(ctx, out.Client)
+	if steps != nil {
+		d.trace(ctx, out, steps)
 	} else {
-		out.Loc = l.Locate(ctx, out.Client)
+		out.Loc = d.src.Locator().Locate(ctx, out.Client)
 	}
 	d.choose(q.View, q.Record, q.QType, out)
+}
+
+// trace is Explain's location, out of line: the server's queries run on a
+// stack that grows by copying, and must not carry its frame.
+//
+//go:noinline
+func (d *Decider) trace(ctx context.Context, out *Outcome, steps *[]locate.Step) {
+	out.Loc, *steps = d.src.Locator().Trace(ctx, out.Client)
 }
 
 // clientOf sets the address the decision is for: the ECS address when it
@@ -150,7 +158,7 @@ func (d *Decider) choose(v *policy.View, rec *table.Record, qtype uint16, out *O
 	}
 	out.Unit, out.UnitBits = out.Loc.SpreadUnit(d.opts.SpreadPrefix4, d.opts.SpreadPrefix6)
 	q := policyQuery(out)
-	out.Decision = out.View.Decide(q)
+	out.View.DecideInto(q, &out.Decision)
 	var now time.Time
 	if out.Decision.Tier == scoring.TierOverride || q.Placed != nil {
 		now = time.Now() // only an expiring pin or override reads the clock

@@ -94,14 +94,25 @@ func (d *Decision) TTL(q *Query, min uint32, now time.Time) (uint32, string) {
 
 // Decide chooses q's node.
 func (v *View) Decide(q *Query) Decision {
+	var d Decision
+	v.DecideInto(q, &d)
+	return d
+}
+
+// DecideInto is Decide writing into d. The server decides on a stack that
+// starts small and is copied to grow: d is the caller's, the pin's
+// decision is made out of line, and no decision is returned by value.
+func (v *View) DecideInto(q *Query, d *Decision) {
 	cand := q.Record.V4
 	if q.QType == dns.TypeAAAA {
 		cand = q.Record.V6
 	}
-	d := Decision{Decision: v.pinned(q, cand)}
-	if d.Tier == scoring.TierNone {
-		d.Decision = v.decide(q, cand)
+	// Field by field: d may be on the heap, where a whole-struct write
+	// pays the garbage collector's write barrier on every pointer.
+	if q.Pin == nil || !v.pinned(q, cand, &d.Decision) {
+		v.decide(q, cand, &d.Decision)
 	}
+	d.Winner, d.State, d.Vantage = nil, "", ""
 	if d.Node >= 0 {
 		d.Winner = &v.Table.Nodes[d.Node]
 		st := &v.StatusFor(q.Client.ISP)[d.Node]
@@ -109,7 +120,6 @@ func (v *View) Decide(q *Query) Decision {
 	}
 	d.PerSubnet = d.Tied
 	d.Volatile = v.volatile(&d.Decision)
-	return d
 }
 
 // expires is when the first pin or location override the decision used
@@ -153,24 +163,25 @@ func (v *View) volatile(d *scoring.Decision) Volatility {
 }
 
 // decide runs the ladder and the score, or picks from the cached
-// preparation of the client's location.
-func (v *View) decide(q *Query, cand []int) scoring.Decision {
+// preparation of the client's location, into d.
+func (v *View) decide(q *Query, cand []int, d *scoring.Decision) {
 	if v.cache == nil || v.anyShed && slices.ContainsFunc(cand, func(i int) bool { return v.shedding[i] }) {
-		return v.full(q, cand)
+		v.full(q, cand, d)
+		return
 	}
 	h := hashKey(q.Record, q.QType, &q.Client)
 	p := v.cache.get(v.gen, h, q.Record, q.QType, &q.Client)
 	if p == nil {
 		p = v.prepare(q, cand, h)
 	}
-	return p.Pick(q.Subnet)
+	p.PickInto(q.Subnet, d)
 }
 
 // full decides without the cache, out of line like prepare.
 //
 //go:noinline
-func (v *View) full(q *Query, cand []int) scoring.Decision {
-	return scoring.Decide(v.input(q, cand))
+func (v *View) full(q *Query, cand []int, d *scoring.Decision) {
+	*d = scoring.Decide(v.input(q, cand))
 }
 
 // prepare is a cache miss: out of line, so that a hit runs on a small
@@ -193,12 +204,12 @@ func (v *View) input(q *Query, cand []int) *scoring.Input {
 		Params: v.Params, Quality: v.Links, Key: q.Subnet, Priority: q.Record.Priority, V6: q.QType == dns.TypeAAAA}
 }
 
-// pinned chooses among the pinned nodes of cand while one is usable; it
-// returns TierNone to let the ladder decide.
-func (v *View) pinned(q *Query, cand []int) scoring.Decision {
-	if q.Pin == nil {
-		return scoring.Decision{Tier: scoring.TierNone}
-	}
+// pinned chooses into d among the pinned nodes of cand while one is
+// usable; false lets the ladder decide. Out of line: its frame holds the
+// scoring input, and most queries have no pin.
+//
+//go:noinline
+func (v *View) pinned(q *Query, cand []int, d *scoring.Decision) bool {
 	var sub []int
 	for _, i := range cand {
 		if q.Pin.Pinned(v.Table.Nodes[i].ID) {
@@ -206,13 +217,14 @@ func (v *View) pinned(q *Query, cand []int) scoring.Decision {
 		}
 	}
 	nodes, _ := v.nodesFor(q.Client.ISP)
-	d := scoring.Decide(&scoring.Input{Client: &q.Client, Nodes: nodes, Cand: sub, Topo: v.Table.Topology,
+	pd := scoring.Decide(&scoring.Input{Client: &q.Client, Nodes: nodes, Cand: sub, Topo: v.Table.Topology,
 		Params: v.Params, Quality: v.Links, Key: q.Subnet, Priority: q.Record.Priority, V6: q.QType == dns.TypeAAAA})
-	if d.Tier == scoring.TierNone || d.Tier == scoring.TierFailOpen {
-		return scoring.Decision{Tier: scoring.TierNone}
+	if pd.Tier == scoring.TierNone || pd.Tier == scoring.TierFailOpen {
+		return false
 	}
-	d.Tier = scoring.TierOverride
-	return d
+	pd.Tier = scoring.TierOverride
+	*d = pd
+	return true
 }
 
 // Trace is what the ladder saw of every node of the record with an

@@ -151,9 +151,17 @@ func prepare(in *Input, buf []scored) Prepared {
 
 // Pick is the subnet key's choice among the contenders.
 func (p *Prepared) Pick(key uint64) Decision {
-	d := p.d
+	var d Decision
+	p.PickInto(key, &d)
+	return d
+}
+
+// PickInto is Pick writing into d, so that no decision is copied through
+// the caller's stack frame.
+func (p *Prepared) PickInto(key uint64, d *Decision) {
+	*d = p.d
 	if len(p.contenders) == 0 {
-		return d
+		return
 	}
 	win := 0
 	switch {
@@ -179,9 +187,8 @@ func (p *Prepared) Pick(key uint64) Decision {
 	}
 	d.Order[0], d.NOrder = w.i, 1
 	if p.params.Answers > 1 {
-		p.order(&d, key)
+		p.order(d, key)
 	}
-	return d
 }
 
 // order fills d.Order: the contenders by the subnet's preference, then the
