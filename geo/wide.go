@@ -254,7 +254,8 @@ func (b *wideBuilder) done() *wide {
 			b.w.units[pl] = u
 		}
 	}
-	return &b.w
+	w := b.w // not &b.w: that would keep the builder's maps
+	return &w
 }
 
 // bits widens bits, the length of addr's network, to the largest aligned
