@@ -60,9 +60,9 @@ func (z *size) add(bits int) {
 }
 
 // unit is the least prefix length (the widest unit) at which the place,
-// its wider networks cut to it, counts SpreadUnits units; 32 when only
-// /24s would, when it has fewer than spreadMinNetworks networks, or none
-// wider than a /24.
+// its wider networks cut to it, counts SpreadUnits units; 32 (cut to
+// spread_prefix) when it does not even at /24, has fewer than
+// spreadMinNetworks networks, or none wider than a /24.
 func (z *size) unit() uint8 {
 	if z.wide == nil || z.n < spreadMinNetworks {
 		return 32

@@ -73,10 +73,10 @@ const (
 // SpreadUnit is the unit the spread hashes r's client on, and its length:
 // the network that placed it (r.Scope, which already respects overrides
 // and a per-/24 refinement by Redis or the online API), cut when wider
-// than 1/geo.SpreadShare of its place (r.SpreadBits) so that the spread
-// still balances, never finer than spread4 (spread6) bits nor than the
-// key. A network whose place the databases did not measure is cut to
-// spread4 (spread6).
+// to r.SpreadBits, the widest unit at which its place still balances
+// (see geo.SpreadUnits), but never finer than spread4 (spread6) bits nor
+// than the key. A network whose place no database weighed, and IPv6, is
+// cut to spread4 (spread6).
 func (r *Result) SpreadUnit(spread4, spread6 uint8) (Key, uint8) {
 	cut := spread6
 	if r.Key.Is4() {
