@@ -88,7 +88,8 @@ type Outcome struct {
 	// /24 (/48): what a resolver caches the answer for.
 	KeyScope uint8
 	// Unit is the network the spread and ties hash the client on (its
-	// location's network, cut to spread_prefix), UnitBits its length.
+	// location's network, cut to its place's unit or to spread_prefix,
+	// see locate.Result.SpreadUnit), UnitBits its length.
 	Unit     locate.Key
 	UnitBits uint8
 	// TTL is the answer's ttl, TTLReason why (policy.TTLStable, ...).

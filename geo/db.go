@@ -338,21 +338,35 @@ func (d *DB) lookupMaxMind(addr netip.Addr) Location {
 		if res.Found() {
 			s.city = cityRecord{}
 			if err := res.Decode(&s.city); err == nil {
-				found = loc.fillCity(&s.city) || found
+				if loc.fillCity(&s.city) {
+					found = true
+					loc.SpreadBits = d.cityWide.unitBits(placeKey(&loc))
+				}
 			}
 		}
 	}
 	// The networks of both databases bound the answer, matched or not: outside
 	// the ASN network the carrier (or its absence) may differ.
 	if d.asn != nil {
+		spread := uint8(0) // an address the ASN database has no record for
 		res := d.asn.Lookup(addr)
 		loc.Bits = max(loc.Bits, d.asnWide.bits(addr, prefixBits(res, addr)))
 		if res.Found() {
 			s.asn = asnRecord{}
 			if err := res.Decode(&s.asn); err == nil {
-				found = loc.fillASN(&s.asn) || found
+				var a Location
+				if a.fillASN(&s.asn) {
+					found = true
+					loc.ASN, loc.ISP = a.ASN, a.ISP
+					u := d.asnWide.unitBits(placeKey(&a))
+					if d.city != nil {
+						u = bothUnits(loc.SpreadBits, u)
+					}
+					spread = u
+				}
 			}
 		}
+		loc.SpreadBits = spread
 	}
 	if found {
 		loc.Source = SourceDB
@@ -367,7 +381,36 @@ func (d *DB) mergeIPDB(addr netip.Addr, mm Location) (Location, Other) {
 	if !ok {
 		return mm, Other{}
 	}
-	return mergeCN(mm, cnRecord{rec.CountryCode(), rec.CountryName(), rec.RegionName(), rec.CityName(), rec.ISPDomain()}, int(d.ipWide.bits(addr, uint8(bits))), SourceIPDB)
+	loc, other := mergeCN(mm, cnRecord{rec.CountryCode(), rec.CountryName(), rec.RegionName(), rec.CityName(), rec.ISPDomain()}, int(d.ipWide.bits(addr, uint8(bits))), SourceIPDB)
+	u := d.ipWide.unitBits(ipdbPlace(rec))
+	if mm.Source != SourceNone {
+		u = bothUnits(mm.SpreadBits, u)
+	}
+	loc.SpreadBits = u
+	return loc, other
+}
+
+// bothUnits is the spread unit of a location two databases placed, a and
+// b each: the finer, and 0 (cut to spread_prefix) when either says so.
+func bothUnits(a, b uint8) uint8 {
+	if a == 0 || b == 0 {
+		return 0
+	}
+	return max(a, b)
+}
+
+// ipdbPlace is an IPIP.net record's place: the country, the province and
+// the carrier that mergeIPDB reads.
+func ipdbPlace(rec ipdb.Record) place {
+	cc := strings.ToUpper(rec.CountryCode())
+	if cc == "" && rec.CountryName() == "中国" {
+		cc = "CN"
+	}
+	if cc != "CN" {
+		return place{country: cc}
+	}
+	prov, _ := provinceFromRegion(rec.RegionName())
+	return place{country: cc, province: prov, isp: rec.ISPDomain()}
 }
 
 // mergeIP2Region lets the ip2region file of addr's family decide the
@@ -384,7 +427,10 @@ func (d *DB) mergeIP2Region(addr netip.Addr, mm Location) (Location, Other) {
 	if !ok {
 		return mm, Other{}
 	}
-	return mergeCN(mm, cnRecord{rec.ISO2, rec.Country, rec.Province, rec.City, rec.ISP}, bits, SourceIP2Region)
+	loc, other := mergeCN(mm, cnRecord{rec.ISO2, rec.Country, rec.Province, rec.City, rec.ISP}, bits, SourceIP2Region)
+	// ip2region's places are not measured: cut to spread_prefix.
+	loc.SpreadBits = 0
+	return loc, other
 }
 
 // cnRecord is what a Chinese database says of an address; its strings may

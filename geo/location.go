@@ -103,8 +103,15 @@ type Location struct {
 	ASN uint32
 	// Bits is the prefix length of the most specific database network
 	// (City or ASN) that produced this location; it bounds the ECS scope.
-	Bits   uint8
-	Source Source
+	Bits uint8
+	// SpreadBits is the prefix length of the widest IPv4 unit the spread
+	// may hash this location's network on: the place each database puts
+	// it in has networks enough that, cut to such units, it counts
+	// SpreadUnits units of equal weight. 0: cut to spread_prefix (a
+	// database's place is too small, or no database measured it: an
+	// override, a refinement, ip2region, IPv6).
+	SpreadBits uint8
+	Source     Source
 	// Special is set when the address is in a range that never goes to geo
 	// lookup (private, loopback, CGNAT, documentation, ...). Bits is then the
 	// length of that range.

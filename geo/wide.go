@@ -2,9 +2,9 @@ package geo
 
 import (
 	"encoding/binary"
+	"math/bits"
 	"net/netip"
 	"slices"
-	"strings"
 
 	"github.com/gslbdns/gslb/geo/ipdb"
 
@@ -18,6 +18,79 @@ import (
 // more are kept. Immutable.
 type wide struct {
 	start, end []uint32 // inclusive, sorted, disjoint
+	// units is the spread unit of each place (as shares counts them)
+	// whose networks balance on units wider than a /24: see size.unit.
+	units map[place]uint8
+}
+
+// SpreadUnits is how many units of equal weight a place must count
+// before the spread may hash its networks on units wider than
+// spread_prefix: with networks of sizes s_i a place counts
+// (Σ s_i)² / Σ s_i² (their number when all are equal), and a node's share
+// of the place then varies by a standard deviation of at most
+// sqrt(p(1-p)/SpreadUnits) around its share p, 4.4% at p = 0.5.
+const SpreadUnits = 128
+
+// spreadMinNetworks: a place of fewer networks balances only by cutting
+// them, as finely as spread_prefix says.
+const spreadMinNetworks = 16
+
+// size is what a place's networks weigh: the sum of their sizes, the sum
+// of the squares of those of /24 or narrower, and how many wider ones it
+// has of each length.
+type size struct {
+	sum, sumSq float64
+	n          int
+	wide       *[24]uint32
+}
+
+// add counts an aligned network of bits.
+func (z *size) add(bits int) {
+	n := float64(uint64(1) << (32 - bits))
+	z.n++
+	z.sum += n
+	if bits >= 24 {
+		z.sumSq += n * n
+		return
+	}
+	if z.wide == nil {
+		z.wide = new([24]uint32)
+	}
+	z.wide[bits]++
+}
+
+// unit is the least prefix length (the widest unit) at which the place,
+// its wider networks cut to it, counts SpreadUnits units; 32 (cut to
+// spread_prefix) when it does not even at /24, has fewer than
+// spreadMinNetworks networks, or none wider than a /24.
+func (z *size) unit() uint8 {
+	if z.wide == nil || z.n < spreadMinNetworks {
+		return 32
+	}
+	for c := 1; c <= 24; c++ { // from /1: SpreadBits 0 is "not measured"
+		sq := z.sumSq
+		for b, k := range z.wide {
+			n := float64(uint64(1) << (32 - b))
+			if b < c {
+				sq += float64(k) * n * float64(uint64(1)<<(32-c)) // n/u units of u²
+			} else {
+				sq += float64(k) * n * n
+			}
+		}
+		if z.sum*z.sum >= SpreadUnits*sq {
+			return uint8(c)
+		}
+	}
+	return 32
+}
+
+// unitBits is the spread unit of the place pl, see Location.SpreadBits;
+// 0 for a small place.
+func (w *wide) unitBits(pl place) uint8 {
+	if w == nil {
+		return 0
+	}
+	return w.units[pl.shares()]
 }
 
 // place is what of a network's location the decision reads: the city's
@@ -27,6 +100,14 @@ type place struct {
 	hasCoords                         bool
 	lat, lon                          float64
 	asn                               uint32
+}
+
+// shares is the place whose clients the spread shares among the same
+// nodes: its province, not its city's coordinates (a province's nodes are
+// near-equals to most of its cities).
+func (p place) shares() place {
+	p.hasCoords, p.lat, p.lon = false, 0, 0
+	return p
 }
 
 func placeKey(l *Location) place {
@@ -71,15 +152,7 @@ func buildWideIPDB(r *ipdb.Reader) *wide {
 			if !ok {
 				return place{}, false
 			}
-			cc := strings.ToUpper(rec.CountryCode())
-			if cc == "" && rec.CountryName() == "中国" {
-				cc = "CN"
-			}
-			if cc != "CN" {
-				return place{country: cc}, true
-			}
-			prov, _ := provinceFromRegion(rec.RegionName())
-			return place{country: cc, province: prov, isp: rec.ISPDomain()}, true
+			return ipdbPlace(rec), true
 		})
 		return ok
 	})
@@ -93,6 +166,7 @@ func buildWideIPDB(r *ipdb.Reader) *wide {
 type wideBuilder struct {
 	w          wide
 	seen       map[uint64]place
+	sizes      map[place]*size
 	have       bool
 	cur        place
 	start, end uint32
@@ -109,7 +183,7 @@ func (b *wideBuilder) add(p netip.Prefix, id uint64, placeOf func() (place, bool
 		return true
 	}
 	if b.seen == nil {
-		b.seen = map[uint64]place{}
+		b.seen, b.sizes = map[uint64]place{}, map[place]*size{}
 	}
 	pl, ok := b.seen[id]
 	if !ok {
@@ -144,15 +218,44 @@ func (b *wideBuilder) gap() bool {
 }
 
 func (b *wideBuilder) flush() {
-	if b.have && b.count > 1 {
+	if !b.have {
+		return
+	}
+	if b.count > 1 {
 		b.w.start, b.w.end = append(b.w.start, b.start), append(b.w.end, b.end)
+	}
+	// The run's networks as bits widens them: its largest aligned blocks.
+	z := b.sizes[b.cur.shares()]
+	if z == nil {
+		z = &size{}
+		b.sizes[b.cur.shares()] = z
+	}
+	for s, e := uint64(b.start), uint64(b.end); s <= e; {
+		n := s & -s
+		if s == 0 {
+			n = 1 << 32
+		}
+		for s+n-1 > e {
+			n >>= 1
+		}
+		z.add(32 - (bits.Len64(n) - 1))
+		s += n
 	}
 }
 
 func (b *wideBuilder) done() *wide {
 	b.flush()
 	b.have = false
-	return &b.w
+	for pl, z := range b.sizes {
+		if u := z.unit(); u < 32 {
+			if b.w.units == nil {
+				b.w.units = map[place]uint8{}
+			}
+			b.w.units[pl] = u
+		}
+	}
+	w := b.w // not &b.w: that would keep the builder's maps
+	return &w
 }
 
 // bits widens bits, the length of addr's network, to the largest aligned

@@ -149,3 +149,63 @@ func TestWideNetworksIPDB(t *testing.T) {
 		}
 	}
 }
+
+// A place's networks are hashed by the spread on units as wide as its
+// size allows (Location.SpreadBits): whole when it has networks enough to
+// count SpreadUnits units, cut just enough when it has fewer, and to
+// spread_prefix (0) when it has too few networks or another database
+// places the address in a small place.
+func TestSpreadUnits(t *testing.T) {
+	var cities []mmdbgen.City
+	var asns []mmdbgen.ASN
+	add := func(network, prov string, asn uint32) {
+		cities = append(cities, mmdbgen.City{Network: network, Country: "CN", Province: prov, City: prov, Lat: 30, Lon: 120})
+		asns = append(asns, mmdbgen.ASN{Network: network, ASN: asn, Org: fmt.Sprint("AS", asn)})
+	}
+	// Every other /16: the gaps keep them apart.
+	for i := range 200 {
+		add(fmt.Sprintf("%d.%d.0.0/16", 58+i/128, 2*(i%128)), "ZJ", 4134)
+	}
+	for i := range 20 {
+		add(fmt.Sprintf("61.%d.0.0/16", 2*i), "SH", 4812)
+	}
+	add("62.0.0.0/12", "AH", 4134)
+	add("63.0.0.0/16", "ZJ", 64500) // a place of one network in the ASN database
+	dir := t.TempDir()
+	cityPath, asnPath := filepath.Join(dir, "c.mmdb"), filepath.Join(dir, "a.mmdb")
+	if err := mmdbgen.WriteCity(cityPath, cities); err != nil {
+		t.Fatal(err)
+	}
+	if err := mmdbgen.WriteASN(asnPath, asns); err != nil {
+		t.Fatal(err)
+	}
+	db, err := geo.Open(cityPath, asnPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		addr string
+		bits uint8
+	}{
+		// 200 /16s count 200 units, but AS4134 holds the /12 as well: cut
+		// to /13 the place counts 142.
+		{"58.4.1.1", 13},
+		{"59.2.1.1", 13},
+		{"61.2.1.1", 19}, // 20 /16s count 128 units of /19
+		{"62.1.1.1", 0},  // one network: spread_prefix
+		{"63.0.1.1", 0},  // a large place in the City database, a small one in the ASN's
+		{"58.1.1.1", 0},  // a gap
+	} {
+		if got := db.Lookup(netip.MustParseAddr(tc.addr)).SpreadBits; got != tc.bits {
+			t.Errorf("%s: SpreadBits %d, want %d", tc.addr, got, tc.bits)
+		}
+	}
+	cityOnly, err := geo.Open(cityPath, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The City database alone: ZJ's 201 /16s count 201 units, whole.
+	if got := cityOnly.Lookup(netip.MustParseAddr("58.4.1.1")).SpreadBits; got != 1 {
+		t.Errorf("City database alone: SpreadBits %d, want 1", got)
+	}
+}

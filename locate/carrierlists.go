@@ -117,6 +117,8 @@ func applyList(q *Query, carriers *geo.Carriers) {
 	if h.found {
 		q.Loc.ISP = carriers.Carrier(0, h.carrier)
 		q.Loc.Source = h.source
+		// The databases measured another place: cut to spread_prefix.
+		q.Loc.SpreadBits = 0
 	}
 }
 

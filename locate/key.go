@@ -63,7 +63,7 @@ func (k Key) Unit(bits uint8) Key {
 }
 
 // DefaultSpreadPrefix4 and DefaultSpreadPrefix6 are spread_prefix's
-// defaults: the finest unit the spread hashes on when a client's network
+// defaults: the finest unit the spread cuts a client's network to when it
 // is wider.
 const (
 	DefaultSpreadPrefix4 = 20
@@ -72,13 +72,18 @@ const (
 
 // SpreadUnit is the unit the spread hashes r's client on, and its length:
 // the network that placed it (r.Scope, which already respects overrides
-// and a per-/24 refinement by Redis or the online API), cut down to
-// spread4 (spread6) bits when wider so that the spread still balances,
-// and never narrower than the key.
+// and a per-/24 refinement by Redis or the online API), cut when wider
+// to r.SpreadBits, the widest unit at which its place still balances
+// (see geo.SpreadUnits), but never finer than spread4 (spread6) bits nor
+// than the key. A network whose place no database weighed, and IPv6, is
+// cut to spread4 (spread6).
 func (r *Result) SpreadUnit(spread4, spread6 uint8) (Key, uint8) {
-	cut := spread4
-	if !r.Key.Is4() {
-		cut = spread6
+	cut := spread6
+	if r.Key.Is4() {
+		cut = spread4
+		if r.SpreadBits != 0 {
+			cut = min(cut, r.SpreadBits)
+		}
 	}
 	bits := min(max(r.Scope, cut), r.Key.Bits())
 	return r.Key.Unit(bits), bits

@@ -26,25 +26,34 @@ func TestKeyUnit(t *testing.T) {
 	}
 }
 
-// The unit is the client's network, cut to the spread prefix, never
-// finer than the key: every /24 of a /20 network shares one unit, and a
-// /16 network hashes per /20.
+// The unit is the client's network, cut to its place's unit but no finer
+// than the spread prefix, never finer than the key: every /24 of a /20
+// network shares one unit, and a /16 network of a small place hashes per
+// /20.
 func TestSpreadUnit(t *testing.T) {
 	for _, tc := range []struct {
-		addr  string
-		scope uint8
-		want  string
-		bits  uint8
+		addr   string
+		scope  uint8
+		want   string
+		bits   uint8
+		spread uint8 // the place's unit, geo.Location.SpreadBits
 	}{
-		{"36.1.200.9", 20, "36.1.192.0/24", 20},
-		{"36.1.200.9", 16, "36.1.192.0/24", 20}, // wider than spread_prefix: per /20
-		{"36.1.200.9", 22, "36.1.200.0/24", 22}, // an override or a narrower network
-		{"36.1.200.9", 24, "36.1.200.0/24", 24}, // refined per /24
-		{"36.1.200.9", 28, "36.1.200.0/24", 24},
-		{"2408:8000:1234::1", 32, "2408:8000:1200::/48", 40},
+		{"36.1.200.9", 20, "36.1.192.0/24", 20, 0},
+		{"36.1.200.9", 16, "36.1.192.0/24", 20, 0}, // wider than spread_prefix: per /20
+		{"36.1.200.9", 22, "36.1.200.0/24", 22, 0}, // an override or a narrower network
+		{"36.1.200.9", 24, "36.1.200.0/24", 24, 0}, // refined per /24
+		{"36.1.200.9", 28, "36.1.200.0/24", 24, 0},
+		{"2408:8000:1234::1", 32, "2408:8000:1200::/48", 40, 0},
+		// A place of networks enough: hashed whole, or cut only to its unit.
+		{"36.1.200.9", 16, "36.1.0.0/24", 16, 1},
+		{"36.1.200.9", 14, "36.1.0.0/24", 16, 16},
+		{"36.1.200.9", 14, "36.1.192.0/24", 20, 22}, // never finer than spread_prefix
+		{"36.1.200.9", 23, "36.1.200.0/24", 23, 1},  // never wider than the network
+		{"2408:8000:1234::1", 32, "2408:8000:1200::/48", 40, 1},
 	} {
 		a := netip.MustParseAddr(tc.addr)
 		r := Result{Key: KeyOf(a), Scope: tc.scope}
+		r.SpreadBits = tc.spread
 		k, bits := r.SpreadUnit(DefaultSpreadPrefix4, DefaultSpreadPrefix6)
 		if k.Prefix().String() != tc.want || bits != tc.bits {
 			t.Errorf("%s scope %d: %s /%d, want %s /%d", tc.addr, tc.scope, k.Prefix(), bits, tc.want, tc.bits)

@@ -81,6 +81,73 @@ records:
 	t.Logf("Weights 1 1 2: %v; 2 1 2: %v", got, count(is))
 }
 
+// TestSpreadUnitsThroughCoreDNS: a place of many networks (200 /16s of
+// Zhejiang telecom) is spread per whole network: every reply's scope is
+// its network, it costs resolvers no more entries than spread 0, and the
+// two nodes still share it evenly; a place of one /12 (Anhui) is cut to
+// spread_prefix's /20.
+func TestSpreadUnitsThroughCoreDNS(t *testing.T) {
+	dir := t.TempDir()
+	var cities []mmdbgen.City
+	var asns []mmdbgen.ASN
+	nets := make([]string, 200) // every other /16: the gaps keep them apart
+	for i := range nets {
+		nets[i] = fmt.Sprintf("%d.%d", 58+i/128, 2*(i%128))
+		cities = append(cities, mmdbgen.City{Network: nets[i] + ".0.0/16", Country: "CN", Province: "ZJ", City: "Hangzhou", Lat: 30.27, Lon: 120.16})
+		asns = append(asns, mmdbgen.ASN{Network: nets[i] + ".0.0/16", ASN: 4134, Org: "CHINANET"})
+	}
+	cities = append(cities, mmdbgen.City{Network: "60.0.0.0/12", Country: "CN", Province: "AH", City: "Hefei", Lat: 31.82, Lon: 117.23})
+	asns = append(asns, mmdbgen.ASN{Network: "60.0.0.0/12", ASN: 4134, Org: "CHINANET"})
+	city, asn := testsupport.WriteDBs(t, dir, cities, asns)
+	nodes := writeFile(t, dir, "nodes.yaml", `nodes:
+  - {id: hz-1, ipv4: [192.0.2.1], country: CN, province: ZJ, isp: telecom, lat: 30.27, lon: 120.16}
+  - {id: hz-2, ipv4: [192.0.2.2], country: CN, province: ZJ, isp: telecom, lat: 30.27, lon: 120.16}
+records:
+  - name: www.example.org
+`)
+	type entry struct{ net, answer string }
+	entriesOf := func(extra string) (map[entry]bool, map[string]int) {
+		s := startServer(t, corefile(city, asn, nodes, extra))
+		entries, share := map[entry]bool{}, map[string]int{}
+		for i, n := range nets {
+			first := ""
+			for _, third := range []int{i % 256, (7*i + 100) % 256} {
+				ecs := fmt.Sprintf("%s.%d.0/24", n, third)
+				r := ask(t, s, "www.example.org", dns.TypeA, ecs)
+				e, a := replyECS(r), answerOf(r)
+				if e == nil || e.SourceScope != 16 {
+					t.Fatalf("%s (%s): scope %v, want its network's /16", ecs, extra, e)
+				}
+				if first == "" {
+					first = a
+					share[a]++
+				} else if a != first {
+					t.Errorf("%s answers %s, %s.%d.0/24 %s: one network, one answer", ecs, a, n, i%256, first)
+				}
+				entries[entry{n + ".0.0/16", a}] = true
+			}
+		}
+		for i := range 16 {
+			ecs := fmt.Sprintf("60.0.%d.0/24", 16+i)
+			if e := replyECS(ask(t, s, "www.example.org", dns.TypeA, ecs)); e == nil || e.SourceScope != 20 {
+				t.Errorf("%s (%s): scope %v, want spread_prefix's /20 (a place of one /12)", ecs, extra, e)
+			}
+		}
+		return entries, share
+	}
+	spread, share := entriesOf("")
+	none, _ := entriesOf("spread 0")
+	if len(spread) != len(nets) || len(none) != len(nets) {
+		t.Errorf("resolver entries: %d with the spread, %d with spread 0, want %d (one a network)", len(spread), len(none), len(nets))
+	}
+	for _, a := range []string{"192.0.2.1", "192.0.2.2"} {
+		if f := float64(share[a]) / float64(len(nets)); math.Abs(f-0.5) > 0.1 {
+			t.Errorf("%s got %.1f%% of the networks, want 50%% ± 10%%", a, 100*f)
+		}
+	}
+	t.Logf("shares of %d networks: %v", len(nets), share)
+}
+
 // TestMergedScopesThroughCoreDNS: adjacent database networks with one
 // place answer with their merged scope; a spread answer with the spread's
 // unit, spread_prefix's /20 by default, not the /24.
