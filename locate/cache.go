@@ -9,10 +9,13 @@ import (
 
 // cache holds the chain's answers per /24 (/48), in small fixed-size
 // entries: the key, the id of an interned location, an expiry in seconds,
-// and the id of the content that produced it. A million entries take some
-// 40 MB, and the garbage collector has no pointer in them to scan. Entries
-// are evicted by CLOCK, so a hit only sets a bit; the bound is exactly the
-// configured size. Shards keep parallel hits off each other's lock.
+// and the id of the content that produced it, found through an
+// open-addressing index of slot numbers. A shard allocates its arrays once,
+// at its bound, on its first insert: an insert or an eviction allocates
+// nothing, and the garbage collector has no pointer in them to scan.
+// Entries are evicted by CLOCK, so a hit only sets a bit; the bound is
+// exactly the configured size. Shards keep parallel hits off each other's
+// lock.
 type cache struct {
 	shards []shard
 	shift  uint // 64 - log2(len(shards))
@@ -22,8 +25,10 @@ type cache struct {
 
 // shard is one lock's worth of the cache.
 type shard struct {
-	mu    sync.Mutex
-	index map[Key]int32 // key -> slot
+	mu sync.Mutex
+	// index holds slot+1 (0: empty) at the key's hash, linear probing; a
+	// power of two at least twice the bound, so probes stay short.
+	index []int32
 	keys  []Key
 	locs  []uint32 // interned location ids
 	exps  []uint32 // expiry, seconds after cache.base
@@ -52,7 +57,6 @@ func newCache(size int) *cache {
 			sz++
 		}
 		c.shards[i].limit = sz
-		c.shards[i].index = make(map[Key]int32)
 	}
 	c.locs.init()
 	return c
@@ -80,7 +84,7 @@ func (c *cache) get(k Key, now int64, tag uint64) (geo.Location, bool) {
 	}
 	s := c.shard(k)
 	s.mu.Lock()
-	i, ok := s.index[k]
+	i, ok := s.find(k)
 	if !ok || s.exps[i] <= c.secs(now) || s.tags[i] != t {
 		s.mu.Unlock()
 		return geo.Location{}, false
@@ -103,7 +107,7 @@ func (c *cache) add(k Key, loc geo.Location, now, exp int64, tag uint64) {
 	}
 	s := c.shard(k)
 	s.mu.Lock()
-	if i, ok := s.index[k]; ok {
+	if i, ok := s.find(k); ok {
 		if old, ok := c.locs.at(s.locs[i]); ok && loc.Province == "" && s.exps[i] > c.secs(now) && s.tags[i] == t && old.Province != "" {
 			s.mu.Unlock()
 			return
@@ -114,14 +118,92 @@ func (c *cache) add(k Key, loc geo.Location, now, exp int64, tag uint64) {
 	}
 	i := s.slot()
 	s.keys[i], s.locs[i], s.exps[i], s.tags[i], s.ref[i] = k, id, c.secs(exp), t, false
-	s.index[k] = int32(i)
+	s.insert(k, i)
 	s.mu.Unlock()
 	CacheEntries.Inc()
+}
+
+// pos is k's first place in the index.
+func (s *shard) pos(k Key) int {
+	return int((uint64(k) * 0x9E3779B97F4A7C15) >> 32 & uint64(len(s.index)-1))
+}
+
+// find returns k's slot. Callers hold s.mu.
+func (s *shard) find(k Key) (int, bool) {
+	if len(s.index) == 0 {
+		return 0, false
+	}
+	m := len(s.index) - 1
+	for p := s.pos(k); ; p = (p + 1) & m {
+		v := s.index[p]
+		if v == 0 {
+			return 0, false
+		}
+		if s.keys[v-1] == k {
+			return int(v - 1), true
+		}
+	}
+}
+
+// insert indexes slot i for k, which is not indexed. Callers hold s.mu.
+func (s *shard) insert(k Key, i int) {
+	m := len(s.index) - 1
+	p := s.pos(k)
+	for s.index[p] != 0 {
+		p = (p + 1) & m
+	}
+	s.index[p] = int32(i + 1)
+}
+
+// remove drops k, which is indexed, from the index, shifting back the
+// entries after it that may no longer be found past the hole. Callers
+// hold s.mu; s.keys still has every indexed key.
+func (s *shard) remove(k Key) {
+	m := len(s.index) - 1
+	p := s.pos(k)
+	for s.keys[s.index[p]-1] != k {
+		p = (p + 1) & m
+	}
+	for {
+		s.index[p] = 0
+		q := p
+		for {
+			q = (q + 1) & m
+			v := s.index[q]
+			if v == 0 {
+				return
+			}
+			// An entry whose place is cyclically in (p, q] is still found.
+			if h := s.pos(s.keys[v-1]); (p < q && p < h && h <= q) || (p > q && (p < h || h <= q)) {
+				continue
+			}
+			s.index[p] = v
+			p = q
+			break
+		}
+	}
+}
+
+// alloc gives the shard its arrays, at its bound.
+func (s *shard) alloc() {
+	n := 8
+	for n < 2*s.limit {
+		n *= 2
+	}
+	s.index = make([]int32, n)
+	s.keys = make([]Key, 0, s.limit)
+	s.locs = make([]uint32, 0, s.limit)
+	s.exps = make([]uint32, 0, s.limit)
+	s.tags = make([]uint8, 0, s.limit)
+	s.ref = make([]bool, 0, s.limit)
 }
 
 // slot returns a free slot: a new one below the limit, else the one CLOCK
 // evicts. Callers hold s.mu.
 func (s *shard) slot() int {
+	if s.index == nil {
+		s.alloc()
+	}
 	if len(s.keys) < s.limit {
 		s.keys = append(s.keys, 0)
 		s.locs = append(s.locs, 0)
@@ -140,7 +222,7 @@ func (s *shard) slot() int {
 			s.ref[i] = false
 			continue
 		}
-		delete(s.index, s.keys[i])
+		s.remove(s.keys[i])
 		CacheEntries.Dec()
 		return i
 	}
@@ -150,9 +232,8 @@ func (c *cache) purge() {
 	for i := range c.shards {
 		s := &c.shards[i]
 		s.mu.Lock()
-		CacheEntries.Sub(float64(len(s.index)))
-		s.index = make(map[Key]int32)
-		s.keys, s.locs, s.exps, s.tags, s.ref, s.hand = nil, nil, nil, nil, nil, 0
+		CacheEntries.Sub(float64(len(s.keys)))
+		s.index, s.keys, s.locs, s.exps, s.tags, s.ref, s.hand = nil, nil, nil, nil, nil, nil, 0
 		s.mu.Unlock()
 	}
 	c.locs.reset()
@@ -164,7 +245,7 @@ func (c *cache) len() int {
 	for i := range c.shards {
 		s := &c.shards[i]
 		s.mu.Lock()
-		n += len(s.index)
+		n += len(s.keys)
 		s.mu.Unlock()
 	}
 	return n
