@@ -28,12 +28,13 @@
 #   --offline        OFFLINE=1         no npm fetch: use bench/data/ as is, else demo/
 #   --quick          QUICK=1           smoke run: 1 round, 3 s runs, small samples, no waiting for quiet
 #   COREDNS=PATH     use this CoreDNS binary instead of building ./cmd/coredns (A/B runs)
-#   BASE_PORT=15300 (servers on BASE_PORT+1..+8, metrics on BASE_PORT+21..+24, 127.0.0.1 only); QUIET_MAX=25 (% of the
+#   BASE_PORT=15300 (servers on BASE_PORT+1..+8, metrics on BASE_PORT+21..+25, 127.0.0.1 only); QUIET_MAX=25 (% of the
 #   machine busy with other processes tolerated before a run; waits up to QUIET_WAIT=60 s);
 #   NOISE_MAX=25 (% of a CPU used by other processes during a run that makes it noisy: it is
 #   repeated up to RETRIES=1 times, and flagged in the table if still noisy).
-# Needs: go, dnsperf, dig; taskset to pin (load on CPU 0, server on CPU 1).
-# Output: one markdown table on stdout; everything raw in bench/results/TIMESTAMP/.
+# Needs: go, dnsperf, dig, curl; taskset to pin (load on CPU 0, server on CPU 1).
+# Output: two markdown tables on stdout (the servers; the targets with pass/fail); everything
+# raw in bench/results/TIMESTAMP/.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -95,8 +96,8 @@ fi
 RSS_SEND=$((RSS_N + RSS_N / 20))
 settings="ROUNDS=$ROUNDS SECS=$SECS LAT_SECS=$LAT_SECS RATE=$RATE WARM=$WARM COLD=$COLD RSS_N=$RSS_N RSS_CACHE=$RSS_CACHE CLIENTS=$CLIENTS OUTSTANDING=$OUTSTANDING SEED=$SEED MODE=$MODE PLUGINS=$PLUGINS${plugins:+ (${plugins[*]})}"
 
-for t in go dnsperf dig; do
-	command -v "$t" >/dev/null || { echo "dns.sh: $t missing (apt-get install dnsperf dnsutils; Go from go.dev)" >&2; exit 1; }
+for t in go dnsperf dig curl; do
+	command -v "$t" >/dev/null || { echo "dns.sh: $t missing (apt-get install dnsperf dnsutils curl; Go from go.dev)" >&2; exit 1; }
 done
 
 stamp=$(date -u +%Y%m%dT%H%M%SZ)
@@ -285,7 +286,7 @@ cp "$nodes" "$conf/nodes.yaml"
 p_hosts=$((BASE_PORT + 1)) p_gslb=$((BASE_PORT + 2)) p_cold=$((BASE_PORT + 3)) p_rss=$((BASE_PORT + 4))
 p_pdns=$((BASE_PORT + 5)) p_gdnsd=$((BASE_PORT + 6)) p_hosts1=$((BASE_PORT + 7)) p_gslb1=$((BASE_PORT + 8))
 # Metrics (only with prometheus in PLUGIN_LIST, and always for the RSS run's entry count).
-m_hosts=$((BASE_PORT + 21)) m_gslb=$((BASE_PORT + 22)) m_one=$((BASE_PORT + 23)) m_rss=$((BASE_PORT + 24))
+m_hosts=$((BASE_PORT + 21)) m_gslb=$((BASE_PORT + 22)) m_one=$((BASE_PORT + 23)) m_rss=$((BASE_PORT + 24)) m_cold=$((BASE_PORT + 25))
 
 # extra_plugins METRICS_PORT: the lines PLUGINS=1 adds to a server block.
 extra_plugins() {
@@ -327,7 +328,7 @@ what="bare server blocks (bind and the plugin only)"
 ((${#plugins[@]})) && what="server blocks with ${plugins[*]}"
 { echo "# The baseline: the stock hosts plugin of the same binary, $what."; block_hosts "$p_hosts" "$m_hosts"; } | sed '/^$/d' >"$conf/Corefile.hosts"
 { echo "# gslb for bench/dns.sh: real-size databases, the generated node table, $what."; block_gslb "$p_gslb" "$m_gslb"; } | sed '/^$/d' >"$conf/Corefile.gslb"
-{ echo "# gslb cold: the same, on its own port."; block_gslb "$p_cold" "$m_gslb"; } | sed '/^$/d' >"$conf/Corefile.gslb-cold"
+{ echo "# gslb cold: the same, on its own port."; block_gslb "$p_cold" "$m_cold"; } | sed '/^$/d' >"$conf/Corefile.gslb-cold"
 {
 	echo "# One process: hosts and gslb side by side, $what, each on its own port."
 	block_hosts "$p_hosts1" "$m_one"
