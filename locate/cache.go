@@ -10,9 +10,10 @@ import (
 // cache holds the chain's answers per /24 (/48), in small fixed-size
 // entries: the key, the id of an interned location, an expiry in seconds,
 // and the id of the content that produced it, found through an
-// open-addressing index of slot numbers. A shard allocates its arrays once,
-// at its bound, on its first insert: an insert or an eviction allocates
-// nothing, and the garbage collector has no pointer in them to scan.
+// open-addressing index of slot numbers. A shard allocates its slots once,
+// at its bound, on its first insert, and its index when it doubles: an
+// eviction allocates nothing, an insert only at those doublings, and the
+// garbage collector has no pointer in them to scan.
 // Entries are evicted by CLOCK, so a hit only sets a bit; the bound is
 // exactly the configured size. Shards keep parallel hits off each other's
 // lock.
@@ -29,13 +30,19 @@ type shard struct {
 	// index holds slot+1 (0: empty) at the key's hash, linear probing; a
 	// power of two at least twice the bound, so probes stay short.
 	index []int32
-	keys  []Key
-	locs  []uint32 // interned location ids
-	exps  []uint32 // expiry, seconds after cache.base
-	tags  []uint8
-	ref   []bool // CLOCK's second chance
+	// ents are the slots, side by side: a hit reads one.
+	ents  []entry
 	hand  int
 	limit int
+}
+
+// entry is one slot: 24 bytes.
+type entry struct {
+	key Key
+	loc uint32 // interned location id
+	exp uint32 // expiry, unix seconds
+	tag uint8
+	ref bool // CLOCK's second chance
 }
 
 // minShardSize keeps small caches in one shard, so their bound stays exact
@@ -85,12 +92,13 @@ func (c *cache) get(k Key, now int64, tag uint64) (geo.Location, bool) {
 	s := c.shard(k)
 	s.mu.Lock()
 	i, ok := s.find(k)
-	if !ok || s.exps[i] <= c.secs(now) || s.tags[i] != t {
+	if !ok || s.ents[i].exp <= c.secs(now) || s.ents[i].tag != t {
 		s.mu.Unlock()
 		return geo.Location{}, false
 	}
-	s.ref[i] = true
-	id := s.locs[i]
+	e := &s.ents[i]
+	e.ref = true
+	id := e.loc
 	s.mu.Unlock()
 	return c.locs.at(id)
 }
@@ -108,16 +116,20 @@ func (c *cache) add(k Key, loc geo.Location, now, exp int64, tag uint64) {
 	s := c.shard(k)
 	s.mu.Lock()
 	if i, ok := s.find(k); ok {
-		if old, ok := c.locs.at(s.locs[i]); ok && loc.Province == "" && s.exps[i] > c.secs(now) && s.tags[i] == t && old.Province != "" {
+		e := &s.ents[i]
+		if old, ok := c.locs.at(e.loc); ok && loc.Province == "" && e.exp > c.secs(now) && e.tag == t && old.Province != "" {
 			s.mu.Unlock()
 			return
 		}
-		s.locs[i], s.exps[i], s.tags[i], s.ref[i] = id, c.secs(exp), t, false
+		e.loc, e.exp, e.tag, e.ref = id, c.secs(exp), t, false
 		s.mu.Unlock()
 		return
 	}
+	if len(s.ents) < s.limit && 2*(len(s.ents)+1) > len(s.index) {
+		s.grow()
+	}
 	i := s.slot()
-	s.keys[i], s.locs[i], s.exps[i], s.tags[i], s.ref[i] = k, id, c.secs(exp), t, false
+	s.ents[i] = entry{key: k, loc: id, exp: c.secs(exp), tag: t}
 	s.insert(k, i)
 	s.mu.Unlock()
 	CacheEntries.Inc()
@@ -139,7 +151,7 @@ func (s *shard) find(k Key) (int, bool) {
 		if v == 0 {
 			return 0, false
 		}
-		if s.keys[v-1] == k {
+		if s.ents[v-1].key == k {
 			return int(v - 1), true
 		}
 	}
@@ -157,11 +169,11 @@ func (s *shard) insert(k Key, i int) {
 
 // remove drops k, which is indexed, from the index, shifting back the
 // entries after it that may no longer be found past the hole. Callers
-// hold s.mu; s.keys still has every indexed key.
+// hold s.mu; s.ents still has every indexed key.
 func (s *shard) remove(k Key) {
 	m := len(s.index) - 1
 	p := s.pos(k)
-	for s.keys[s.index[p]-1] != k {
+	for s.ents[s.index[p]-1].key != k {
 		p = (p + 1) & m
 	}
 	for {
@@ -174,7 +186,7 @@ func (s *shard) remove(k Key) {
 				return
 			}
 			// An entry whose place is cyclically in (p, q] is still found.
-			if h := s.pos(s.keys[v-1]); (p < q && p < h && h <= q) || (p > q && (p < h || h <= q)) {
+			if h := s.pos(s.ents[v-1].key); (p < q && p < h && h <= q) || (p > q && (p < h || h <= q)) {
 				continue
 			}
 			s.index[p] = v
@@ -184,45 +196,37 @@ func (s *shard) remove(k Key) {
 	}
 }
 
-// alloc gives the shard its arrays, at its bound.
-func (s *shard) alloc() {
-	n := 8
-	for n < 2*s.limit {
-		n *= 2
+// grow doubles the index, which stays at most half full: sized to the
+// entries, not the bound, a partly filled cache keeps its index small
+// enough for the CPU's caches.
+func (s *shard) grow() {
+	s.index = make([]int32, max(8, 2*len(s.index)))
+	for j := range s.ents {
+		s.insert(s.ents[j].key, j)
 	}
-	s.index = make([]int32, n)
-	s.keys = make([]Key, 0, s.limit)
-	s.locs = make([]uint32, 0, s.limit)
-	s.exps = make([]uint32, 0, s.limit)
-	s.tags = make([]uint8, 0, s.limit)
-	s.ref = make([]bool, 0, s.limit)
 }
 
 // slot returns a free slot: a new one below the limit, else the one CLOCK
 // evicts. Callers hold s.mu.
 func (s *shard) slot() int {
-	if s.index == nil {
-		s.alloc()
+	if s.ents == nil {
+		s.ents = make([]entry, 0, s.limit) // at the bound, once
 	}
-	if len(s.keys) < s.limit {
-		s.keys = append(s.keys, 0)
-		s.locs = append(s.locs, 0)
-		s.exps = append(s.exps, 0)
-		s.tags = append(s.tags, 0)
-		s.ref = append(s.ref, false)
-		return len(s.keys) - 1
+	if len(s.ents) < s.limit {
+		s.ents = append(s.ents, entry{})
+		return len(s.ents) - 1
 	}
 	for {
-		if s.hand >= len(s.keys) {
+		if s.hand >= len(s.ents) {
 			s.hand = 0
 		}
 		i := s.hand
 		s.hand++
-		if s.ref[i] {
-			s.ref[i] = false
+		if s.ents[i].ref {
+			s.ents[i].ref = false
 			continue
 		}
-		s.remove(s.keys[i])
+		s.remove(s.ents[i].key)
 		CacheEntries.Dec()
 		return i
 	}
@@ -232,8 +236,8 @@ func (c *cache) purge() {
 	for i := range c.shards {
 		s := &c.shards[i]
 		s.mu.Lock()
-		CacheEntries.Sub(float64(len(s.keys)))
-		s.index, s.keys, s.locs, s.exps, s.tags, s.ref, s.hand = nil, nil, nil, nil, nil, nil, 0
+		CacheEntries.Sub(float64(len(s.ents)))
+		s.index, s.ents, s.hand = nil, nil, 0
 		s.mu.Unlock()
 	}
 	c.locs.reset()
@@ -245,7 +249,7 @@ func (c *cache) len() int {
 	for i := range c.shards {
 		s := &c.shards[i]
 		s.mu.Lock()
-		n += len(s.keys)
+		n += len(s.ents)
 		s.mu.Unlock()
 	}
 	return n

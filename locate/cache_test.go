@@ -50,8 +50,8 @@ func TestCacheExactBoundSharded(t *testing.T) {
 	}
 	held := map[Key]bool{}
 	for i := range c.shards {
-		for _, k := range c.shards[i].keys {
-			held[k] = true
+		for _, e := range c.shards[i].ents {
+			held[e.key] = true
 		}
 	}
 	if len(held) != size {
@@ -72,8 +72,8 @@ func TestCacheExactBoundSharded(t *testing.T) {
 	}
 }
 
-// TestCacheInsertAllocs: an insert, below the bound or evicting, allocates
-// nothing once the shard has its arrays.
+// TestCacheInsertAllocs: filling a shard allocates only when its index
+// doubles; an insert that evicts allocates nothing.
 func TestCacheInsertAllocs(t *testing.T) {
 	c := newCache(1000)
 	loc := geo.Location{Country: "CN", Province: "ZJ", City: "Hangzhou", Bits: 24, Source: geo.SourceDB}
@@ -95,8 +95,8 @@ func TestCacheInsertAllocs(t *testing.T) {
 		return b.Mallocs - a.Mallocs
 	}
 	add()
-	if n := mallocs(900); n != 0 {
-		t.Errorf("900 inserts below the bound allocate %v times, want 0", n)
+	if n := mallocs(900); n > 9 {
+		t.Errorf("900 inserts below the bound allocate %v times, want at most 9 (the index doubling from 16 to 2048)", n)
 	}
 	if n := mallocs(5000); n != 0 {
 		t.Errorf("5000 inserts that evict allocate %v times, want 0", n)
