@@ -280,23 +280,41 @@ type Other struct {
 // Compare locates addr like Lookup, and returns MaxMind's view when the
 // IPIP.net database decided.
 func (d *DB) Compare(addr netip.Addr) (Location, Other) {
+	loc, other, _ := d.CompareNet(addr)
+	return loc, other
+}
+
+// UnknownNet is CompareNet's length when it knows no network.
+const UnknownNet = 255
+
+// CompareNet is Compare, and the length of the network in which every
+// database has the record it has for addr: Compare gives every address of
+// that network the same answers (wider merged networks, loc.Bits, may
+// still differ in the city or the accuracy radius). UnknownNet when a
+// database cannot say how far its answer (or its absence) holds, and for
+// a special address.
+func (d *DB) CompareNet(addr netip.Addr) (Location, Other, uint8) {
 	addr = addr.Unmap()
 	if bits, ok := Special(addr); ok {
-		return Location{Special: true, Bits: uint8(bits)}, Other{}
+		return Location{Special: true, Bits: uint8(bits)}, Other{}, UnknownNet
 	}
-	mm := d.lookupMaxMind(addr)
+	mm, same := d.lookupMaxMind(addr)
 	loc := mm
 	var other Other
 	if d.r4 != nil || d.r6 != nil {
-		loc, other = d.mergeIP2Region(addr, loc)
+		var b uint8
+		loc, other, b = d.mergeIP2Region(addr, loc)
+		same = max(same, b)
 	}
 	if d.ip != nil {
-		if loc, _ = d.mergeIPDB(addr, loc); loc.Source == SourceIPDB && loc.Country == "CN" {
+		var b uint8
+		if loc, _, b = d.mergeIPDB(addr, loc); loc.Source == SourceIPDB && loc.Country == "CN" {
 			// Compared with MaxMind, not with ip2region below it.
 			other = Other{Province: mm.Province, ISP: mm.ISP, ASN: mm.ASN, OK: mm.Country == "CN"}
 		}
+		same = max(same, b)
 	}
-	return loc, other
+	return loc, other, same
 }
 
 // ExplainIP2Region is what the ip2region files say of addr on their own,
@@ -306,7 +324,7 @@ func (d *DB) ExplainIP2Region(addr netip.Addr) (loc Location, ok bool) {
 	if _, special := Special(addr); special || d.r4 == nil && d.r6 == nil {
 		return Location{}, false
 	}
-	loc, _ = d.mergeIP2Region(addr, Location{})
+	loc, _, _ = d.mergeIP2Region(addr, Location{})
 	return loc, loc.Source == SourceIP2Region
 }
 
@@ -318,22 +336,26 @@ func (d *DB) Explain(addr netip.Addr) (maxmind, ipip Location, ok bool) {
 	if _, special := Special(addr); special {
 		return Location{}, Location{}, false
 	}
-	maxmind = d.lookupMaxMind(addr)
+	maxmind, _ = d.lookupMaxMind(addr)
 	if d.ip == nil {
 		return maxmind, Location{}, false
 	}
-	ipip, _ = d.mergeIPDB(addr, Location{})
+	ipip, _, _ = d.mergeIPDB(addr, Location{})
 	return maxmind, ipip, ipip.Source == SourceIPDB
 }
 
-func (d *DB) lookupMaxMind(addr netip.Addr) Location {
+// lookupMaxMind also returns the length of the network in which both
+// databases have the records they have for addr.
+func (d *DB) lookupMaxMind(addr netip.Addr) (Location, uint8) {
 	var loc Location
+	var same uint8
 	found := false
 	s := scratchPool.Get().(*scratch)
 	defer scratchPool.Put(s)
 
 	if d.city != nil {
 		res := d.city.Lookup(addr)
+		same = netBits(res, addr)
 		loc.Bits = d.cityWide.bits(addr, prefixBits(res, addr))
 		if res.Found() {
 			s.city = cityRecord{}
@@ -350,6 +372,7 @@ func (d *DB) lookupMaxMind(addr netip.Addr) Location {
 	if d.asn != nil {
 		spread := uint8(0) // an address the ASN database has no record for
 		res := d.asn.Lookup(addr)
+		same = max(same, netBits(res, addr))
 		loc.Bits = max(loc.Bits, d.asnWide.bits(addr, prefixBits(res, addr)))
 		if res.Found() {
 			s.asn = asnRecord{}
@@ -371,15 +394,16 @@ func (d *DB) lookupMaxMind(addr netip.Addr) Location {
 	if found {
 		loc.Source = SourceDB
 	}
-	return loc
+	return loc, same
 }
 
 // mergeIPDB lets the IPIP.net database decide the addresses it places in
 // China, see mergeCN.
-func (d *DB) mergeIPDB(addr netip.Addr, mm Location) (Location, Other) {
+// The length is that of the database's own network.
+func (d *DB) mergeIPDB(addr netip.Addr, mm Location) (Location, Other, uint8) {
 	rec, bits, ok := d.ip.Lookup(addr)
 	if !ok {
-		return mm, Other{}
+		return mm, Other{}, UnknownNet // how far the absence holds is not known
 	}
 	loc, other := mergeCN(mm, cnRecord{rec.CountryCode(), rec.CountryName(), rec.RegionName(), rec.CityName(), rec.ISPDomain()}, int(d.ipWide.bits(addr, uint8(bits))), SourceIPDB)
 	u := d.ipWide.unitBits(ipdbPlace(rec))
@@ -387,7 +411,7 @@ func (d *DB) mergeIPDB(addr netip.Addr, mm Location) (Location, Other) {
 		u = bothUnits(mm.SpreadBits, u)
 	}
 	loc.SpreadBits = u
-	return loc, other
+	return loc, other, uint8(bits)
 }
 
 // bothUnits is the spread unit of a location two databases placed, a and
@@ -415,22 +439,23 @@ func ipdbPlace(rec ipdb.Record) place {
 
 // mergeIP2Region lets the ip2region file of addr's family decide the
 // addresses it places in China, see mergeCN.
-func (d *DB) mergeIP2Region(addr netip.Addr, mm Location) (Location, Other) {
+// The length is that of the file's range.
+func (d *DB) mergeIP2Region(addr netip.Addr, mm Location) (Location, Other, uint8) {
 	r := d.r6
 	if addr.Is4() {
 		r = d.r4
 	}
 	if r == nil {
-		return mm, Other{}
+		return mm, Other{}, 0
 	}
 	rec, bits, ok := r.Lookup(addr)
 	if !ok {
-		return mm, Other{}
+		return mm, Other{}, UnknownNet
 	}
 	loc, other := mergeCN(mm, cnRecord{rec.ISO2, rec.Country, rec.Province, rec.City, rec.ISP}, bits, SourceIP2Region)
 	// ip2region's places are not measured: cut to spread_prefix.
 	loc.SpreadBits = 0
-	return loc, other
+	return loc, other, uint8(bits)
 }
 
 // cnRecord is what a Chinese database says of an address; its strings may
@@ -489,6 +514,14 @@ func prefixBits(res maxminddb.Result, addr netip.Addr) uint8 {
 		return 0
 	}
 	return uint8(min(b, addr.BitLen()))
+}
+
+// netBits is prefixBits, UnknownNet when the lookup failed.
+func netBits(res maxminddb.Result, addr netip.Addr) uint8 {
+	if res.Err() != nil || res.Prefix().Bits() < 0 {
+		return UnknownNet
+	}
+	return prefixBits(res, addr)
 }
 
 func (l *Location) fillCity(r *cityRecord) bool {

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/gslbdns/gslb/geo"
+	"github.com/gslbdns/gslb/geo/mmdbgen"
+	"github.com/gslbdns/gslb/internal/testsupport"
 )
 
 func BenchmarkCacheHit(b *testing.B) {
@@ -95,5 +97,66 @@ func BenchmarkCacheMemory(b *testing.B) {
 		}
 		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/n, "B/entry")
 		runtime.KeepAlive(c)
+	}
+}
+
+// coldDB is a real-shaped pair of databases over 32.0.0.0/3:
+// City networks of /14 to /22 cycling through provinces and cities (one
+// record per network, as GeoLite2 has), ASN networks of /12 to /18 on
+// other boundaries, three carriers.
+func coldDB(b *testing.B) *geo.DB {
+	b.Helper()
+	provs := []string{"ZJ", "BJ", "GD", "SC", "JS", "SD", "HB", "HN", "FJ", "SH", "TJ", "CQ", "HE", "SX", "LN", "JL"}
+	var cities []mmdbgen.City
+	var asns []mmdbgen.ASN
+	for a, i := uint32(32<<24), 0; a < 64<<24; i++ {
+		bits := 14 + i*7%9 // /14 .. /22
+		size := uint32(1) << (32 - bits)
+		a = (a + size - 1) &^ (size - 1)
+		if a >= 64<<24 {
+			break
+		}
+		p := provs[i%len(provs)]
+		cities = append(cities, mmdbgen.City{Network: fmt.Sprintf("%s/%d", netip.AddrFrom4([4]byte{byte(a >> 24), byte(a >> 16), byte(a >> 8), 0}), bits),
+			Country: "CN", Province: p, City: fmt.Sprintf("%s city %d", p, i%40), Lat: 30 + float64(i%40)/10, Lon: 120, Radius: 50})
+		a += size
+	}
+	orgs := []struct {
+		asn uint32
+		org string
+	}{{4134, "CHINANET"}, {4837, "CHINA UNICOM China169 Backbone"}, {9808, "China Mobile Communications Group Co., Ltd."}}
+	for a, i := uint32(32<<24), 0; a < 64<<24; i++ {
+		bits := 12 + i*5%7 // /12 .. /18
+		size := uint32(1) << (32 - bits)
+		a = (a + size - 1) &^ (size - 1)
+		if a >= 64<<24 {
+			break
+		}
+		o := orgs[i%len(orgs)]
+		asns = append(asns, mmdbgen.ASN{Network: fmt.Sprintf("%s/%d", netip.AddrFrom4([4]byte{byte(a >> 24), byte(a >> 16), 0, 0}), bits), ASN: o.asn, Org: o.org})
+		a += size
+	}
+	city, asn := testsupport.WriteDBs(b, b.TempDir(), cities, asns)
+	db, err := geo.Open(city, asn)
+	if err != nil {
+		b.Fatalf("Open: %v", err)
+	}
+	return db
+}
+
+// BenchmarkColdMiss locates a new /24 each time (every one a cache miss
+// and an insert, past cache_size an eviction too) in real-shaped
+// databases: what a cold server pays per query in the location chain.
+func BenchmarkColdMiss(b *testing.B) {
+	db := coldDB(b)
+	l := newLocator(b, Config{DB: db, CacheSize: 1 << 20})
+	const n = 32 << 16 // the /24s of 32/8 to 63/8
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		// A stride through the /24s: consecutive queries land in other networks.
+		j := uint32(i*40503) % n
+		l.Locate(ctx, netip.AddrFrom4([4]byte{byte(32 + j>>16), byte(j >> 8), byte(j), 1}))
+		i++
 	}
 }

@@ -9,10 +9,14 @@ import (
 
 // cache holds the chain's answers per /24 (/48), in small fixed-size
 // entries: the key, the id of an interned location, an expiry in seconds,
-// and the id of the content that produced it. A million entries take some
-// 40 MB, and the garbage collector has no pointer in them to scan. Entries
-// are evicted by CLOCK, so a hit only sets a bit; the bound is exactly the
-// configured size. Shards keep parallel hits off each other's lock.
+// and the id of the content that produced it, found through an
+// open-addressing index of slot numbers. A shard allocates its slots once,
+// at its bound, on its first insert, and its index when it doubles: an
+// eviction allocates nothing, an insert only at those doublings, and the
+// garbage collector has no pointer in them to scan.
+// Entries are evicted by CLOCK, so a hit only sets a bit; the bound is
+// exactly the configured size. Shards keep parallel hits off each other's
+// lock.
 type cache struct {
 	shards []shard
 	shift  uint // 64 - log2(len(shards))
@@ -22,15 +26,23 @@ type cache struct {
 
 // shard is one lock's worth of the cache.
 type shard struct {
-	mu    sync.Mutex
-	index map[Key]int32 // key -> slot
-	keys  []Key
-	locs  []uint32 // interned location ids
-	exps  []uint32 // expiry, seconds after cache.base
-	tags  []uint8
-	ref   []bool // CLOCK's second chance
+	mu sync.Mutex
+	// index holds slot+1 (0: empty) at the key's hash, linear probing; a
+	// power of two at least twice the bound, so probes stay short.
+	index []int32
+	// ents are the slots, side by side: a hit reads one.
+	ents  []entry
 	hand  int
 	limit int
+}
+
+// entry is one slot: 24 bytes.
+type entry struct {
+	key Key
+	loc uint32 // interned location id
+	exp uint32 // expiry, unix seconds
+	tag uint8
+	ref bool // CLOCK's second chance
 }
 
 // minShardSize keeps small caches in one shard, so their bound stays exact
@@ -52,7 +64,6 @@ func newCache(size int) *cache {
 			sz++
 		}
 		c.shards[i].limit = sz
-		c.shards[i].index = make(map[Key]int32)
 	}
 	c.locs.init()
 	return c
@@ -80,13 +91,14 @@ func (c *cache) get(k Key, now int64, tag uint64) (geo.Location, bool) {
 	}
 	s := c.shard(k)
 	s.mu.Lock()
-	i, ok := s.index[k]
-	if !ok || s.exps[i] <= c.secs(now) || s.tags[i] != t {
+	i, ok := s.find(k)
+	if !ok || s.ents[i].exp <= c.secs(now) || s.ents[i].tag != t {
 		s.mu.Unlock()
 		return geo.Location{}, false
 	}
-	s.ref[i] = true
-	id := s.locs[i]
+	e := &s.ents[i]
+	e.ref = true
+	id := e.loc
 	s.mu.Unlock()
 	return c.locs.at(id)
 }
@@ -103,44 +115,118 @@ func (c *cache) add(k Key, loc geo.Location, now, exp int64, tag uint64) {
 	}
 	s := c.shard(k)
 	s.mu.Lock()
-	if i, ok := s.index[k]; ok {
-		if old, ok := c.locs.at(s.locs[i]); ok && loc.Province == "" && s.exps[i] > c.secs(now) && s.tags[i] == t && old.Province != "" {
+	if i, ok := s.find(k); ok {
+		e := &s.ents[i]
+		if old, ok := c.locs.at(e.loc); ok && loc.Province == "" && e.exp > c.secs(now) && e.tag == t && old.Province != "" {
 			s.mu.Unlock()
 			return
 		}
-		s.locs[i], s.exps[i], s.tags[i], s.ref[i] = id, c.secs(exp), t, false
+		e.loc, e.exp, e.tag, e.ref = id, c.secs(exp), t, false
 		s.mu.Unlock()
 		return
 	}
+	if len(s.ents) < s.limit && 2*(len(s.ents)+1) > len(s.index) {
+		s.grow()
+	}
 	i := s.slot()
-	s.keys[i], s.locs[i], s.exps[i], s.tags[i], s.ref[i] = k, id, c.secs(exp), t, false
-	s.index[k] = int32(i)
+	s.ents[i] = entry{key: k, loc: id, exp: c.secs(exp), tag: t}
+	s.insert(k, i)
 	s.mu.Unlock()
 	CacheEntries.Inc()
+}
+
+// pos is k's first place in the index.
+func (s *shard) pos(k Key) int {
+	return int((uint64(k) * 0x9E3779B97F4A7C15) >> 32 & uint64(len(s.index)-1))
+}
+
+// find returns k's slot. Callers hold s.mu.
+func (s *shard) find(k Key) (int, bool) {
+	if len(s.index) == 0 {
+		return 0, false
+	}
+	m := len(s.index) - 1
+	for p := s.pos(k); ; p = (p + 1) & m {
+		v := s.index[p]
+		if v == 0 {
+			return 0, false
+		}
+		if s.ents[v-1].key == k {
+			return int(v - 1), true
+		}
+	}
+}
+
+// insert indexes slot i for k, which is not indexed. Callers hold s.mu.
+func (s *shard) insert(k Key, i int) {
+	m := len(s.index) - 1
+	p := s.pos(k)
+	for s.index[p] != 0 {
+		p = (p + 1) & m
+	}
+	s.index[p] = int32(i + 1)
+}
+
+// remove drops k, which is indexed, from the index, shifting back the
+// entries after it that may no longer be found past the hole. Callers
+// hold s.mu; s.ents still has every indexed key.
+func (s *shard) remove(k Key) {
+	m := len(s.index) - 1
+	p := s.pos(k)
+	for s.ents[s.index[p]-1].key != k {
+		p = (p + 1) & m
+	}
+	for {
+		s.index[p] = 0
+		q := p
+		for {
+			q = (q + 1) & m
+			v := s.index[q]
+			if v == 0 {
+				return
+			}
+			// An entry whose place is cyclically in (p, q] is still found.
+			if h := s.pos(s.ents[v-1].key); (p < q && p < h && h <= q) || (p > q && (p < h || h <= q)) {
+				continue
+			}
+			s.index[p] = v
+			p = q
+			break
+		}
+	}
+}
+
+// grow doubles the index, which stays at most half full: sized to the
+// entries, not the bound, a partly filled cache keeps its index small
+// enough for the CPU's caches.
+func (s *shard) grow() {
+	s.index = make([]int32, max(8, 2*len(s.index)))
+	for j := range s.ents {
+		s.insert(s.ents[j].key, j)
+	}
 }
 
 // slot returns a free slot: a new one below the limit, else the one CLOCK
 // evicts. Callers hold s.mu.
 func (s *shard) slot() int {
-	if len(s.keys) < s.limit {
-		s.keys = append(s.keys, 0)
-		s.locs = append(s.locs, 0)
-		s.exps = append(s.exps, 0)
-		s.tags = append(s.tags, 0)
-		s.ref = append(s.ref, false)
-		return len(s.keys) - 1
+	if s.ents == nil {
+		s.ents = make([]entry, 0, s.limit) // at the bound, once
+	}
+	if len(s.ents) < s.limit {
+		s.ents = append(s.ents, entry{})
+		return len(s.ents) - 1
 	}
 	for {
-		if s.hand >= len(s.keys) {
+		if s.hand >= len(s.ents) {
 			s.hand = 0
 		}
 		i := s.hand
 		s.hand++
-		if s.ref[i] {
-			s.ref[i] = false
+		if s.ents[i].ref {
+			s.ents[i].ref = false
 			continue
 		}
-		delete(s.index, s.keys[i])
+		s.remove(s.ents[i].key)
 		CacheEntries.Dec()
 		return i
 	}
@@ -150,9 +236,8 @@ func (c *cache) purge() {
 	for i := range c.shards {
 		s := &c.shards[i]
 		s.mu.Lock()
-		CacheEntries.Sub(float64(len(s.index)))
-		s.index = make(map[Key]int32)
-		s.keys, s.locs, s.exps, s.tags, s.ref, s.hand = nil, nil, nil, nil, nil, 0
+		CacheEntries.Sub(float64(len(s.ents)))
+		s.index, s.ents, s.hand = nil, nil, 0
 		s.mu.Unlock()
 	}
 	c.locs.reset()
@@ -164,7 +249,7 @@ func (c *cache) len() int {
 	for i := range c.shards {
 		s := &c.shards[i]
 		s.mu.Lock()
-		n += len(s.index)
+		n += len(s.ents)
 		s.mu.Unlock()
 	}
 	return n

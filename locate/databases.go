@@ -11,18 +11,25 @@ import (
 // final.
 type databases struct {
 	l     *Locator
-	db    atomic.Pointer[geo.DB] // nil: Redis and the online API only
-	files geo.Files              // what Reopen opens; zero: nothing
+	db    atomic.Pointer[geo.DB]  // nil: Redis and the online API only
+	files geo.Files               // what Reopen opens; zero: nothing
+	memo  atomic.Pointer[netMemo] // of the DB it names; replaced after a reload
 }
 
 func (d *databases) Name() string { return "db" }
 
 func (d *databases) Locate(_ context.Context, q *Query) bool {
 	if db := d.db.Load(); db != nil {
-		var other geo.Other
-		q.Loc, other = db.Compare(q.Addr)
-		if other.OK {
-			d.compare(q.Loc, other)
+		m := d.memoOf(db)
+		v, ok := m.find(q.Addr)
+		if !ok {
+			var n uint8
+			v.loc, v.other, n = db.CompareNet(q.Addr)
+			m.add(q.Addr, n, v.loc, v.other)
+		}
+		q.Loc = v.loc
+		if v.other.OK {
+			d.compare(q.Loc, v.other)
 		}
 	}
 	if q.Loc.Province != "" {
@@ -31,6 +38,21 @@ func (d *databases) Locate(_ context.Context, q *Query) bool {
 	}
 	dbMiss.Inc()
 	return false
+}
+
+// memoOf returns db's network memo.
+func (d *databases) memoOf(db *geo.DB) *netMemo {
+	m := d.memo.Load()
+	if m != nil && m.db == db {
+		return m
+	}
+	fresh := newNetMemo(db)
+	if !d.memo.CompareAndSwap(m, fresh) {
+		if m := d.memo.Load(); m != nil && m.db == db {
+			return m
+		}
+	}
+	return fresh
 }
 
 // compare counts where MaxMind and the Chinese database (IPIP.net or
