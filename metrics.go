@@ -130,10 +130,17 @@ func newServerMetrics(server string) *serverMetrics {
 	return m
 }
 
+// epoch is what queries are timed from: time.Since of a time with a
+// monotonic reading reads one clock, time.Now reads two.
+var epoch = time.Now()
+
+// sinceEpoch is the monotonic time since epoch.
+func sinceEpoch() time.Duration { return time.Since(epoch) }
+
 // count counts one decided query: its ECS handling, the tier, the node,
 // the province match and, while a canary is configured, the policy's
-// series and the canary's sample for the rollback.
-func (m *serverMetrics) count(out *decide.Outcome, now time.Time) {
+// series and the canary's sample for the rollback. now is sinceEpoch's.
+func (m *serverMetrics) count(out *decide.Outcome, now time.Duration) {
 	switch {
 	case out.FromECS:
 		m.used.Inc()
@@ -175,7 +182,7 @@ func (m *serverMetrics) count(out *decide.Outcome, now time.Time) {
 			pm.cross.Inc()
 		}
 	}
-	out.Canary.Count(out.InCanary, out.Located, out.Same, out.Loc.Key, now)
+	out.Canary.Count(out.InCanary, out.Located, out.Same, out.Loc.Key, epoch.Add(now))
 }
 
 // node is the answers counter of node id.
