@@ -127,7 +127,8 @@ func (*connWriter) wireConn()            {}
 // BenchmarkServeDNSGoroutine serves each query as the server does: on a
 // goroutine of its own, which starts on a small stack and grows it, behind
 // CoreDNS's scrubbing writer, with the reply packed. hosts is CoreDNS's
-// hosts plugin answering the same name, in the same form.
+// hosts plugin answering the same name, in the same form, without and with
+// ECS.
 func BenchmarkServeDNSGoroutine(b *testing.B) {
 	type bcase struct {
 		name  string
@@ -161,18 +162,25 @@ func BenchmarkServeDNSGoroutine(b *testing.B) {
 			benchGoroutines(b, g, ms)
 		})
 	}
-	b.Run("hosts", func(b *testing.B) {
-		c := caddy.NewTestController("dns", "hosts /dev/null example.org {\n192.0.2.1 www.example.org\n}")
-		setup, err := caddy.DirectiveAction("dns", "hosts")
-		if err != nil {
-			b.Fatal(err)
-		}
-		if err := setup(c); err != nil {
-			b.Fatal(err)
-		}
-		h := dnsserver.GetConfig(c).Plugin[0](nil)
-		benchGoroutines(b, h, []*dns.Msg{query("www.example.org", dns.TypeA, nil)})
-	})
+	// hosts_ecs is hosts asked hit's query: the server unpacks its ECS
+	// option for hosts too, so the difference to hit is gslb's.
+	for _, hc := range []struct {
+		name string
+		ecs  *dns.EDNS0_SUBNET
+	}{{"hosts", nil}, {"hosts_ecs", subnet("1.0.1.0/24")}} {
+		b.Run(hc.name, func(b *testing.B) {
+			c := caddy.NewTestController("dns", "hosts /dev/null example.org {\n192.0.2.1 www.example.org\n}")
+			setup, err := caddy.DirectiveAction("dns", "hosts")
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := setup(c); err != nil {
+				b.Fatal(err)
+			}
+			h := dnsserver.GetConfig(c).Plugin[0](nil)
+			benchGoroutines(b, h, []*dns.Msg{query("www.example.org", dns.TypeA, hc.ecs)})
+		})
+	}
 }
 
 // benchGoroutines serves ms in turn through a CoreDNS server whose

@@ -8,7 +8,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/coredns/coredns/plugin"
 	"github.com/coredns/coredns/plugin/metrics"
@@ -165,9 +164,9 @@ func (g *GSLB) route(ctx context.Context, w dns.ResponseWriter, r *dns.Msg, q *i
 // serveAddress decides q, an A or AAAA query for a record, and answers it.
 func (g *GSLB) serveAddress(ctx context.Context, q *inflight) (int, error) {
 	a, out, mx := &q.a, &q.out, q.mx
-	start := time.Now()
+	start := sinceEpoch()
 	g.decider.Decide(ctx, &q.q, out)
-	mx.duration.Observe(time.Since(start).Seconds())
+	mx.duration.Observe((sinceEpoch() - start).Seconds())
 	setMetadata(ctx, out)
 	mx.count(out, start)
 	switch {
@@ -223,12 +222,12 @@ func inZone(name, zone string) bool {
 // AAAA one when the A decision has no node), as the tools count it.
 func (g *GSLB) serveHTTPS(ctx context.Context, q *inflight) (int, error) {
 	a, rec, out4, out6 := &q.a, q.rec, &q.out, &q.out6
-	start := time.Now()
+	start := sinceEpoch()
 	q.q.QType = dns.TypeA
 	g.decider.Decide(ctx, &q.q, out4)
 	q.q.QType = dns.TypeAAAA
 	g.decider.Decide(ctx, &q.q, out6)
-	q.mx.duration.Observe(time.Since(start).Seconds())
+	q.mx.duration.Observe((sinceEpoch() - start).Seconds())
 	counted := decide.Counted(out4, out6)
 	setMetadata(ctx, counted)
 	q.mx.count(counted, start)

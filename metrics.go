@@ -112,6 +112,17 @@ type serverMetrics struct {
 	duration    prometheus.Observer
 	server      string
 	nodes       atomic.Pointer[map[string]prometheus.Counter]
+	// tables are the counters of the last two node tables answered from
+	// (the stable's and a canary's), newest first.
+	tables atomic.Pointer[[]*nodeCounters]
+}
+
+// nodeCounters are the answers counters of one table's nodes by index,
+// each resolved on the node's first answer: a series appears only for a
+// node that answered, as before.
+type nodeCounters struct {
+	first *table.Node // the table's first node: which table
+	c     []atomic.Pointer[prometheus.Counter]
 }
 
 func newServerMetrics(server string) *serverMetrics {
@@ -130,10 +141,17 @@ func newServerMetrics(server string) *serverMetrics {
 	return m
 }
 
+// epoch is what queries are timed from: time.Since of a time with a
+// monotonic reading reads one clock, time.Now reads two.
+var epoch = time.Now()
+
+// sinceEpoch is the monotonic time since epoch.
+func sinceEpoch() time.Duration { return time.Since(epoch) }
+
 // count counts one decided query: its ECS handling, the tier, the node,
 // the province match and, while a canary is configured, the policy's
-// series and the canary's sample for the rollback.
-func (m *serverMetrics) count(out *decide.Outcome, now time.Time) {
+// series and the canary's sample for the rollback. now is sinceEpoch's.
+func (m *serverMetrics) count(out *decide.Outcome, now time.Duration) {
 	switch {
 	case out.FromECS:
 		m.used.Inc()
@@ -151,7 +169,7 @@ func (m *serverMetrics) count(out *decide.Outcome, now time.Time) {
 		return
 	}
 	if d.Tier != scoring.TierFallback { // no node answered
-		m.node(d.Winner.ID).Inc()
+		m.nodeAt(out.View.Table.Nodes, d.Node).Inc()
 	}
 	if out.Located {
 		if out.Same {
@@ -175,7 +193,41 @@ func (m *serverMetrics) count(out *decide.Outcome, now time.Time) {
 			pm.cross.Inc()
 		}
 	}
-	out.Canary.Count(out.InCanary, out.Located, out.Same, out.Loc.Key, now)
+	out.Canary.Count(out.InCanary, out.Located, out.Same, out.Loc.Key, epoch.Add(now))
+}
+
+// nodeAt is the answers counter of nodes[i]: a slice index, not a map
+// lookup of its id.
+func (m *serverMetrics) nodeAt(nodes []table.Node, i int) prometheus.Counter {
+	first := &nodes[0]
+	var nc *nodeCounters
+	if l := m.tables.Load(); l != nil {
+		for _, t := range *l {
+			if t.first == first && len(t.c) == len(nodes) {
+				nc = t
+				break
+			}
+		}
+	}
+	if nc == nil {
+		nc = &nodeCounters{first: first, c: make([]atomic.Pointer[prometheus.Counter], len(nodes))}
+		for {
+			cur := m.tables.Load()
+			next := []*nodeCounters{nc}
+			if cur != nil && len(*cur) > 0 {
+				next = append(next, (*cur)[0])
+			}
+			if m.tables.CompareAndSwap(cur, &next) {
+				break
+			}
+		}
+	}
+	if c := nc.c[i].Load(); c != nil {
+		return *c
+	}
+	c := m.node(nodes[i].ID)
+	nc.c[i].Store(&c)
+	return c
 }
 
 // node is the answers counter of node id.
