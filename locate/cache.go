@@ -1,6 +1,7 @@
 package locate
 
 import (
+	"hash/maphash"
 	"sync"
 	"sync/atomic"
 
@@ -20,7 +21,7 @@ import (
 type cache struct {
 	shards []shard
 	shift  uint // 64 - log2(len(shards))
-	locs   interner
+	locs   interner[geo.Location]
 	tags   tagTable
 }
 
@@ -255,13 +256,18 @@ func (c *cache) len() int {
 	return n
 }
 
-// interner gives each distinct location a small id. Locations are few next
-// to the entries that share them (a City network and an ASN make one).
-type interner struct {
+// interner gives each distinct value a small id. Values are few next to
+// the entries that share them (a City network and an ASN make one
+// location). Its index holds a hash of each value, not the value: the
+// chunks have the one copy.
+type interner[T comparable] struct {
 	mu     sync.Mutex
-	ids    map[geo.Location]uint32
-	chunks atomic.Pointer[[]*locChunk]
+	seed   maphash.Seed
+	ids    map[uint64]uint32 // a value's hash: the first value with it
+	dup    map[T]uint32      // the values whose hash an earlier one has
+	chunks atomic.Pointer[[]*[1 << chunkBits]T]
 	n      uint32
+	limit  uint32 // the most values; 0: maxInterned
 	epoch  atomic.Uint32
 }
 
@@ -270,56 +276,71 @@ type interner struct {
 const (
 	chunkBits   = 12
 	indexBits   = 22
-	maxInterned = 1 << indexBits // past this many distinct locations, start over
+	maxInterned = 1 << indexBits // past this many distinct values, start over
 )
 
-type locChunk [1 << chunkBits]geo.Location
-
-func (in *interner) init() {
+func (in *interner[T]) init() {
 	in.mu.Lock()
 	defer in.mu.Unlock()
-	in.ids = make(map[geo.Location]uint32)
-	in.chunks.Store(&[]*locChunk{})
+	in.seed = maphash.MakeSeed()
+	in.ids = make(map[uint64]uint32)
+	in.dup = nil
+	in.chunks.Store(&[]*[1 << chunkBits]T{})
 	in.n = 0
 	in.epoch.Add(1)
 }
 
-func (in *interner) reset() { in.init() }
+func (in *interner[T]) reset() { in.init() }
 
-// id returns loc's id, interning it; false when the interner is full.
-func (in *interner) id(loc *geo.Location) (uint32, bool) {
+// id returns v's id, interning it; false when the interner is full.
+func (in *interner[T]) id(v *T) (uint32, bool) {
+	h := maphash.Comparable(in.seed, *v)
 	in.mu.Lock()
 	defer in.mu.Unlock()
-	if id, ok := in.ids[*loc]; ok {
-		return id, true
+	chunks := *in.chunks.Load()
+	first, taken := in.ids[h]
+	if taken {
+		if n := first & (maxInterned - 1); chunks[n>>chunkBits][n&(1<<chunkBits-1)] == *v {
+			return first, true
+		}
+		if id, ok := in.dup[*v]; ok {
+			return id, true
+		}
 	}
-	if in.n == maxInterned {
+	if in.n == maxInterned || in.limit != 0 && in.n >= in.limit {
 		return 0, false
 	}
 	n := in.n
-	chunks := *in.chunks.Load()
 	if int(n>>chunkBits) == len(chunks) {
-		grown := append(chunks[:len(chunks):len(chunks)], new(locChunk))
+		grown := append(chunks[:len(chunks):len(chunks)], new([1 << chunkBits]T))
 		in.chunks.Store(&grown)
 		chunks = grown
 	}
-	chunks[n>>chunkBits][n&(1<<chunkBits-1)] = *loc
+	chunks[n>>chunkBits][n&(1<<chunkBits-1)] = *v
 	id := in.epoch.Load()<<indexBits | n
-	in.ids[*loc] = id
+	if taken {
+		if in.dup == nil {
+			in.dup = make(map[T]uint32)
+		}
+		in.dup[*v] = id
+	} else {
+		in.ids[h] = id
+	}
 	in.n++
 	return id, true
 }
 
-// at returns the location of id, when id is of this epoch. The id came
-// from a shard read under its lock, after id stored the location.
-func (in *interner) at(id uint32) (geo.Location, bool) {
+// at returns the value of id, when id is of this epoch. The id came
+// from a shard read under its lock, after id stored the value.
+func (in *interner[T]) at(id uint32) (T, bool) {
+	var zero T
 	if id>>indexBits != in.epoch.Load()&(1<<(32-indexBits)-1) {
-		return geo.Location{}, false
+		return zero, false
 	}
 	n := id & (maxInterned - 1)
 	chunks := *in.chunks.Load()
 	if int(n>>chunkBits) >= len(chunks) {
-		return geo.Location{}, false
+		return zero, false
 	}
 	return chunks[n>>chunkBits][n&(1<<chunkBits-1)], true
 }
