@@ -294,9 +294,9 @@ func (in *interner[T]) reset() { in.init() }
 
 // id returns v's id, interning it; false when the interner is full.
 func (in *interner[T]) id(v *T) (uint32, bool) {
-	h := maphash.Comparable(in.seed, *v)
 	in.mu.Lock()
 	defer in.mu.Unlock()
+	h := maphash.Comparable(in.seed, *v)
 	chunks := *in.chunks.Load()
 	first, taken := in.ids[h]
 	if taken {
