@@ -2,6 +2,7 @@ package locate
 
 import (
 	"hash/maphash"
+	"runtime"
 	"sync"
 	"sync/atomic"
 
@@ -13,8 +14,9 @@ import (
 // and the id of the content that produced it, found through an
 // open-addressing index of slot numbers. A shard allocates its slots once,
 // at its bound, on its first insert, and its index when it doubles: an
-// eviction allocates nothing, an insert only at those doublings, and the
-// garbage collector has no pointer in them to scan.
+// eviction allocates nothing, an insert only at those doublings. Slots
+// and index hold no pointer, and large ones live outside the Go heap: the
+// collector neither scans them nor lets the heap grow by their size again.
 // Entries are evicted by CLOCK, so a hit only sets a bit; the bound is
 // exactly the configured size. Shards keep parallel hits off each other's
 // lock.
@@ -67,6 +69,13 @@ func newCache(size int) *cache {
 		c.shards[i].limit = sz
 	}
 	c.locs.init()
+	// A cache dropped unpurged still unmaps its slots.
+	runtime.AddCleanup(c, func(shards []shard) {
+		for i := range shards {
+			freeOffHeap(shards[i].index)
+			freeOffHeap(shards[i].ents)
+		}
+	}, c.shards)
 	return c
 }
 
@@ -201,7 +210,9 @@ func (s *shard) remove(k Key) {
 // entries, not the bound, a partly filled cache keeps its index small
 // enough for the CPU's caches.
 func (s *shard) grow() {
-	s.index = make([]int32, max(8, 2*len(s.index)))
+	old := s.index
+	s.index = makeOffHeap[int32](max(8, 2*len(s.index)))
+	freeOffHeap(old)
 	for j := range s.ents {
 		s.insert(s.ents[j].key, j)
 	}
@@ -211,7 +222,7 @@ func (s *shard) grow() {
 // evicts. Callers hold s.mu.
 func (s *shard) slot() int {
 	if s.ents == nil {
-		s.ents = make([]entry, 0, s.limit) // at the bound, once
+		s.ents = makeOffHeap[entry](s.limit)[:0] // at the bound, once
 	}
 	if len(s.ents) < s.limit {
 		s.ents = append(s.ents, entry{})
@@ -238,6 +249,8 @@ func (c *cache) purge() {
 		s := &c.shards[i]
 		s.mu.Lock()
 		CacheEntries.Sub(float64(len(s.ents)))
+		freeOffHeap(s.index)
+		freeOffHeap(s.ents)
 		s.index, s.ents, s.hand = nil, nil, 0
 		s.mu.Unlock()
 	}
