@@ -42,10 +42,13 @@ type shard struct {
 // entry is one slot: 24 bytes.
 type entry struct {
 	key Key
-	loc uint32 // interned location id
+	loc uint32 // interned location id, of the location without its Bits
 	exp uint32 // expiry, unix seconds
 	tag uint8
 	ref bool // CLOCK's second chance
+	// bits is the location's Bits: networks placed alike but merged to
+	// other lengths then share one interned location.
+	bits uint8
 }
 
 // minShardSize keeps small caches in one shard, so their bound stays exact
@@ -108,15 +111,22 @@ func (c *cache) get(k Key, now int64, tag uint64) (geo.Location, bool) {
 	}
 	e := &s.ents[i]
 	e.ref = true
-	id := e.loc
+	id, bits := e.loc, e.bits
 	s.mu.Unlock()
-	return c.locs.at(id)
+	loc, ok := c.locs.at(id)
+	if !ok {
+		return geo.Location{}, false
+	}
+	loc.Bits = bits
+	return loc, true
 }
 
 // add stores loc until exp. A province-level entry that is still valid is
 // not replaced by one without a province: a late, coarser writer must not
 // undo a refinement.
 func (c *cache) add(k Key, loc geo.Location, now, exp int64, tag uint64) {
+	bits := loc.Bits
+	loc.Bits = 0
 	id, ok := c.locs.id(&loc)
 	t, tok := c.tags.of(tag)
 	if !ok || !tok {
@@ -131,7 +141,7 @@ func (c *cache) add(k Key, loc geo.Location, now, exp int64, tag uint64) {
 			s.mu.Unlock()
 			return
 		}
-		e.loc, e.exp, e.tag, e.ref = id, c.secs(exp), t, false
+		e.loc, e.bits, e.exp, e.tag, e.ref = id, bits, c.secs(exp), t, false
 		s.mu.Unlock()
 		return
 	}
@@ -139,7 +149,7 @@ func (c *cache) add(k Key, loc geo.Location, now, exp int64, tag uint64) {
 		s.grow()
 	}
 	i := s.slot()
-	s.ents[i] = entry{key: k, loc: id, exp: c.secs(exp), tag: t}
+	s.ents[i] = entry{key: k, loc: id, bits: bits, exp: c.secs(exp), tag: t}
 	s.insert(k, i)
 	s.mu.Unlock()
 	CacheEntries.Inc()

@@ -4,6 +4,7 @@ import (
 	"hash/maphash"
 	"net/netip"
 	"testing"
+	"time"
 
 	"github.com/gslbdns/gslb/geo"
 )
@@ -82,5 +83,40 @@ func TestNetMemoValuesStartOver(t *testing.T) {
 	m.add(b, 16, geo.Location{ASN: 2}, geo.Other{})
 	if v, ok := m.find(b); !ok || v.loc.ASN != 2 {
 		t.Errorf("Expected b's network remembered after starting over, got %v %v", v, ok)
+	}
+}
+
+// TestBitsKeptPerEntry: networks placed alike but merged to other lengths
+// share one interned value, in the cache and in the memo, and each reads
+// back its own Bits.
+func TestBitsKeptPerEntry(t *testing.T) {
+	c := newCache(100)
+	now := time.Now().UnixNano()
+	a := geo.Location{Country: "CN", Province: "ZJ", ISP: "telecom", Bits: 20, Source: geo.SourceDB}
+	b := a
+	b.Bits = 22
+	ka, kb := KeyOf(netip.MustParseAddr("1.2.3.0")), KeyOf(netip.MustParseAddr("1.2.4.0"))
+	c.add(ka, a, now, now+int64(time.Hour), 1)
+	c.add(kb, b, now, now+int64(time.Hour), 1)
+	if c.locs.n != 1 {
+		t.Errorf("Expected one interned location for two Bits, got %d", c.locs.n)
+	}
+	for k, want := range map[Key]geo.Location{ka: a, kb: b} {
+		if got, ok := c.get(k, now, 1); !ok || got != want {
+			t.Errorf("Expected %+v from the cache, got %+v %v", want, got, ok)
+		}
+	}
+
+	m := newNetMemo(nil)
+	aa, ab := netip.MustParseAddr("1.2.3.4"), netip.MustParseAddr("9.9.9.9")
+	m.add(aa, 16, a, geo.Other{})
+	m.add(ab, 16, b, geo.Other{})
+	if m.vals.n != 1 {
+		t.Errorf("Expected one memo value for two Bits, got %d", m.vals.n)
+	}
+	for addr, want := range map[netip.Addr]geo.Location{aa: a, ab: b} {
+		if v, ok := m.find(addr); !ok || v.loc != want {
+			t.Errorf("Expected %+v from the memo, got %+v %v", want, v.loc, ok)
+		}
 	}
 }

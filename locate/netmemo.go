@@ -24,7 +24,7 @@ type netMemo struct {
 
 type memoShard struct {
 	mu sync.Mutex
-	m  map[uint64]uint32 // the value's id
+	m  map[uint64]uint64 // the value's id, and its Bits above it
 	// lens4 and lens6 have bit b set when a network of length b is in m:
 	// the probes skip the other lengths.
 	lens4, lens6 uint64
@@ -50,7 +50,7 @@ func newNetMemo(db *geo.DB) *netMemo {
 	m.vals.limit = memoShards * memoShardMax // as many as entries: unlike entries, values stay until the memo starts over
 	m.vals.init()
 	for i := range m.shards {
-		m.shards[i].m = make(map[uint64]uint32)
+		m.shards[i].m = make(map[uint64]uint64)
 	}
 	return m
 }
@@ -93,9 +93,14 @@ func (m *netMemo) find(addr netip.Addr) (memoValue, bool) {
 	for lens != 0 {
 		n := bits.Len64(lens) - 1 // the longest first
 		lens &^= 1 << n
-		if id, ok := s.m[memoKey(a, n, v6)]; ok {
+		if e, ok := s.m[memoKey(a, n, v6)]; ok {
 			s.mu.Unlock()
-			return m.vals.at(id) // false: the values started over
+			v, ok := m.vals.at(uint32(e))
+			if !ok {
+				return memoValue{}, false // the values started over
+			}
+			v.loc.Bits = uint8(e >> 32)
+			return v, true
 		}
 	}
 	s.mu.Unlock()
@@ -112,6 +117,10 @@ func (m *netMemo) add(addr netip.Addr, n uint8, loc geo.Location, other geo.Othe
 	if int(n) < lo || int(n) > hi {
 		return
 	}
+	// Without its Bits (kept in the entry): networks placed alike but
+	// merged to other lengths share a value.
+	bits := loc.Bits
+	loc.Bits = 0
 	id, ok := m.vals.id(&memoValue{loc, other})
 	if !ok {
 		m.startOver() // the values outgrew the interner
@@ -123,7 +132,7 @@ func (m *netMemo) add(addr netip.Addr, n uint8, loc geo.Location, other geo.Othe
 		clear(s.m)
 		s.lens4, s.lens6 = 0, 0
 	}
-	s.m[memoKey(a, int(n), v6)] = id
+	s.m[memoKey(a, int(n), v6)] = uint64(bits)<<32 | uint64(id)
 	if v6 {
 		s.lens6 |= 1 << n
 	} else {
