@@ -492,6 +492,7 @@ func (c *Control) Start() error {
 		c.publish()
 		log.Info(c.loadedLine())
 		c.mu.Unlock()
+		releaseMemory()
 		go c.watch()
 	})
 	if err != nil {
@@ -684,6 +685,9 @@ func (c *Control) Reload() {
 	}
 	if old != nil {
 		old.Stop()
+	}
+	if db != nil {
+		releaseMemory() // the old databases' memo and the new ones' build
 	}
 	reloads.WithLabelValues("ok").Inc()
 }

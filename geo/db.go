@@ -106,12 +106,14 @@ func OpenFiles(f Files) (*DB, error) {
 			return nil, &FileError{"city", err}
 		}
 		d.cityWide = buildWide(d.city, cityPlace)
+		d.cityWide.offHeap(d)
 	}
 	if f.ASN != "" {
 		if d.asn, err = d.openReader("asn", f.ASN, &h); err != nil {
 			return nil, &FileError{"asn", err}
 		}
 		d.asnWide = buildWide(d.asn, asnPlace)
+		d.asnWide.offHeap(d)
 	}
 	if f.IPDB != "" {
 		b, err := readOffHeap(f.IPDB, d)
@@ -127,6 +129,7 @@ func OpenFiles(f Files) (*DB, error) {
 			return nil, &FileError{"ipdb", fmt.Errorf("geo: %w", err)}
 		}
 		d.ipWide = buildWideIPDB(d.ip)
+		d.ipWide.offHeap(d)
 		d.meta = append(d.meta, Metadata{Kind: "ipdb", Path: f.IPDB, DatabaseType: "ipdb", BuildEpoch: uint64(max(d.ip.Meta().Build, 0))})
 	}
 	for _, p := range f.IP2Region {

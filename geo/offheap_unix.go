@@ -7,7 +7,9 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"slices"
 	"syscall"
+	"unsafe"
 )
 
 // readOffHeap reads a database into anonymous memory outside the Go heap:
@@ -41,4 +43,24 @@ func readOffHeap(path string, owner *DB) ([]byte, error) {
 	}
 	runtime.AddCleanup(owner, func(b []byte) { syscall.Munmap(b) }, b)
 	return b, nil
+}
+
+// offHeapUint32s copies s into anonymous memory outside the Go heap, for a
+// database's pointer-free tables that live as long as it: the collector
+// then neither counts them toward its goal nor scans them. The memory is
+// unmapped once owner is unreachable. A small s, or any when no memory is
+// to be had, is copied onto the heap at its length.
+func offHeapUint32s(s []uint32, owner *DB) []uint32 {
+	size := len(s) * 4
+	if size < 64<<10 {
+		return slices.Clone(s)
+	}
+	b, err := syscall.Mmap(-1, 0, size, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_ANON|syscall.MAP_PRIVATE)
+	if err != nil {
+		return slices.Clone(s)
+	}
+	out := unsafe.Slice((*uint32)(unsafe.Pointer(unsafe.SliceData(b))), len(s))
+	copy(out, s)
+	runtime.AddCleanup(owner, func(b []byte) { syscall.Munmap(b) }, b)
+	return out
 }

@@ -258,6 +258,11 @@ func (b *wideBuilder) done() *wide {
 	return &w
 }
 
+// offHeap moves the runs outside the Go heap, for owner's life.
+func (w *wide) offHeap(owner *DB) {
+	w.start, w.end = offHeapUint32s(w.start, owner), offHeapUint32s(w.end, owner)
+}
+
 // bits widens bits, the length of addr's network, to the largest aligned
 // supernet inside addr's run.
 func (w *wide) bits(addr netip.Addr, bits uint8) uint8 {

@@ -1,6 +1,8 @@
 package locate
 
 import (
+	"hash/maphash"
+	"runtime"
 	"sync"
 	"sync/atomic"
 
@@ -12,15 +14,16 @@ import (
 // and the id of the content that produced it, found through an
 // open-addressing index of slot numbers. A shard allocates its slots once,
 // at its bound, on its first insert, and its index when it doubles: an
-// eviction allocates nothing, an insert only at those doublings, and the
-// garbage collector has no pointer in them to scan.
+// eviction allocates nothing, an insert only at those doublings. Slots
+// and index hold no pointer, and large ones live outside the Go heap: the
+// collector neither scans them nor lets the heap grow by their size again.
 // Entries are evicted by CLOCK, so a hit only sets a bit; the bound is
 // exactly the configured size. Shards keep parallel hits off each other's
 // lock.
 type cache struct {
 	shards []shard
 	shift  uint // 64 - log2(len(shards))
-	locs   interner
+	locs   interner[geo.Location]
 	tags   tagTable
 }
 
@@ -39,10 +42,13 @@ type shard struct {
 // entry is one slot: 24 bytes.
 type entry struct {
 	key Key
-	loc uint32 // interned location id
+	loc uint32 // interned location id, of the location without its Bits
 	exp uint32 // expiry, unix seconds
 	tag uint8
 	ref bool // CLOCK's second chance
+	// bits is the location's Bits: networks placed alike but merged to
+	// other lengths then share one interned location.
+	bits uint8
 }
 
 // minShardSize keeps small caches in one shard, so their bound stays exact
@@ -66,6 +72,13 @@ func newCache(size int) *cache {
 		c.shards[i].limit = sz
 	}
 	c.locs.init()
+	// A cache dropped unpurged still unmaps its slots.
+	runtime.AddCleanup(c, func(shards []shard) {
+		for i := range shards {
+			freeOffHeap(shards[i].index)
+			freeOffHeap(shards[i].ents)
+		}
+	}, c.shards)
 	return c
 }
 
@@ -98,15 +111,22 @@ func (c *cache) get(k Key, now int64, tag uint64) (geo.Location, bool) {
 	}
 	e := &s.ents[i]
 	e.ref = true
-	id := e.loc
+	id, bits := e.loc, e.bits
 	s.mu.Unlock()
-	return c.locs.at(id)
+	loc, ok := c.locs.at(id)
+	if !ok {
+		return geo.Location{}, false
+	}
+	loc.Bits = bits
+	return loc, true
 }
 
 // add stores loc until exp. A province-level entry that is still valid is
 // not replaced by one without a province: a late, coarser writer must not
 // undo a refinement.
 func (c *cache) add(k Key, loc geo.Location, now, exp int64, tag uint64) {
+	bits := loc.Bits
+	loc.Bits = 0
 	id, ok := c.locs.id(&loc)
 	t, tok := c.tags.of(tag)
 	if !ok || !tok {
@@ -121,7 +141,7 @@ func (c *cache) add(k Key, loc geo.Location, now, exp int64, tag uint64) {
 			s.mu.Unlock()
 			return
 		}
-		e.loc, e.exp, e.tag, e.ref = id, c.secs(exp), t, false
+		e.loc, e.bits, e.exp, e.tag, e.ref = id, bits, c.secs(exp), t, false
 		s.mu.Unlock()
 		return
 	}
@@ -129,7 +149,7 @@ func (c *cache) add(k Key, loc geo.Location, now, exp int64, tag uint64) {
 		s.grow()
 	}
 	i := s.slot()
-	s.ents[i] = entry{key: k, loc: id, exp: c.secs(exp), tag: t}
+	s.ents[i] = entry{key: k, loc: id, bits: bits, exp: c.secs(exp), tag: t}
 	s.insert(k, i)
 	s.mu.Unlock()
 	CacheEntries.Inc()
@@ -200,7 +220,9 @@ func (s *shard) remove(k Key) {
 // entries, not the bound, a partly filled cache keeps its index small
 // enough for the CPU's caches.
 func (s *shard) grow() {
-	s.index = make([]int32, max(8, 2*len(s.index)))
+	old := s.index
+	s.index = makeOffHeap[int32](max(8, 2*len(s.index)))
+	freeOffHeap(old)
 	for j := range s.ents {
 		s.insert(s.ents[j].key, j)
 	}
@@ -210,7 +232,7 @@ func (s *shard) grow() {
 // evicts. Callers hold s.mu.
 func (s *shard) slot() int {
 	if s.ents == nil {
-		s.ents = make([]entry, 0, s.limit) // at the bound, once
+		s.ents = makeOffHeap[entry](s.limit)[:0] // at the bound, once
 	}
 	if len(s.ents) < s.limit {
 		s.ents = append(s.ents, entry{})
@@ -237,6 +259,8 @@ func (c *cache) purge() {
 		s := &c.shards[i]
 		s.mu.Lock()
 		CacheEntries.Sub(float64(len(s.ents)))
+		freeOffHeap(s.index)
+		freeOffHeap(s.ents)
 		s.index, s.ents, s.hand = nil, nil, 0
 		s.mu.Unlock()
 	}
@@ -255,13 +279,18 @@ func (c *cache) len() int {
 	return n
 }
 
-// interner gives each distinct location a small id. Locations are few next
-// to the entries that share them (a City network and an ASN make one).
-type interner struct {
+// interner gives each distinct value a small id. Values are few next to
+// the entries that share them (a City network and an ASN make one
+// location). Its index holds a hash of each value, not the value: the
+// chunks have the one copy.
+type interner[T comparable] struct {
 	mu     sync.Mutex
-	ids    map[geo.Location]uint32
-	chunks atomic.Pointer[[]*locChunk]
+	seed   maphash.Seed
+	ids    map[uint64]uint32 // a value's hash: the first value with it
+	dup    map[T]uint32      // the values whose hash an earlier one has
+	chunks atomic.Pointer[[]*[1 << chunkBits]T]
 	n      uint32
+	limit  uint32 // the most values; 0: maxInterned
 	epoch  atomic.Uint32
 }
 
@@ -270,56 +299,71 @@ type interner struct {
 const (
 	chunkBits   = 12
 	indexBits   = 22
-	maxInterned = 1 << indexBits // past this many distinct locations, start over
+	maxInterned = 1 << indexBits // past this many distinct values, start over
 )
 
-type locChunk [1 << chunkBits]geo.Location
-
-func (in *interner) init() {
+func (in *interner[T]) init() {
 	in.mu.Lock()
 	defer in.mu.Unlock()
-	in.ids = make(map[geo.Location]uint32)
-	in.chunks.Store(&[]*locChunk{})
+	in.seed = maphash.MakeSeed()
+	in.ids = make(map[uint64]uint32)
+	in.dup = nil
+	in.chunks.Store(&[]*[1 << chunkBits]T{})
 	in.n = 0
 	in.epoch.Add(1)
 }
 
-func (in *interner) reset() { in.init() }
+func (in *interner[T]) reset() { in.init() }
 
-// id returns loc's id, interning it; false when the interner is full.
-func (in *interner) id(loc *geo.Location) (uint32, bool) {
+// id returns v's id, interning it; false when the interner is full.
+func (in *interner[T]) id(v *T) (uint32, bool) {
 	in.mu.Lock()
 	defer in.mu.Unlock()
-	if id, ok := in.ids[*loc]; ok {
-		return id, true
+	h := maphash.Comparable(in.seed, *v)
+	chunks := *in.chunks.Load()
+	first, taken := in.ids[h]
+	if taken {
+		if n := first & (maxInterned - 1); chunks[n>>chunkBits][n&(1<<chunkBits-1)] == *v {
+			return first, true
+		}
+		if id, ok := in.dup[*v]; ok {
+			return id, true
+		}
 	}
-	if in.n == maxInterned {
+	if in.n == maxInterned || in.limit != 0 && in.n >= in.limit {
 		return 0, false
 	}
 	n := in.n
-	chunks := *in.chunks.Load()
 	if int(n>>chunkBits) == len(chunks) {
-		grown := append(chunks[:len(chunks):len(chunks)], new(locChunk))
+		grown := append(chunks[:len(chunks):len(chunks)], new([1 << chunkBits]T))
 		in.chunks.Store(&grown)
 		chunks = grown
 	}
-	chunks[n>>chunkBits][n&(1<<chunkBits-1)] = *loc
+	chunks[n>>chunkBits][n&(1<<chunkBits-1)] = *v
 	id := in.epoch.Load()<<indexBits | n
-	in.ids[*loc] = id
+	if taken {
+		if in.dup == nil {
+			in.dup = make(map[T]uint32)
+		}
+		in.dup[*v] = id
+	} else {
+		in.ids[h] = id
+	}
 	in.n++
 	return id, true
 }
 
-// at returns the location of id, when id is of this epoch. The id came
-// from a shard read under its lock, after id stored the location.
-func (in *interner) at(id uint32) (geo.Location, bool) {
+// at returns the value of id, when id is of this epoch. The id came
+// from a shard read under its lock, after id stored the value.
+func (in *interner[T]) at(id uint32) (T, bool) {
+	var zero T
 	if id>>indexBits != in.epoch.Load()&(1<<(32-indexBits)-1) {
-		return geo.Location{}, false
+		return zero, false
 	}
 	n := id & (maxInterned - 1)
 	chunks := *in.chunks.Load()
 	if int(n>>chunkBits) >= len(chunks) {
-		return geo.Location{}, false
+		return zero, false
 	}
 	return chunks[n>>chunkBits][n&(1<<chunkBits-1)], true
 }

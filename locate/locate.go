@@ -198,6 +198,7 @@ func (l *Locator) Close() error {
 // SetDB swaps the local databases (after a reload).
 func (l *Locator) SetDB(db *geo.DB) {
 	l.dbs.db.Store(db)
+	l.dbs.memo.Store(nil) // the old one's memo would keep it
 	l.retag()
 }
 

@@ -5,7 +5,6 @@ import (
 	"math/bits"
 	"net/netip"
 	"sync"
-	"unique"
 
 	"github.com/gslbdns/gslb/geo"
 )
@@ -16,15 +15,16 @@ import (
 // are those in which every database has one record (geo.DB.CompareNet), so
 // an answer holds for each of their addresses as is. One memo per opened
 // DB: a reload starts a new one. Values are interned: networks placed
-// alike share one.
+// alike share one, and an entry holds its id.
 type netMemo struct {
 	db     *geo.DB
+	vals   interner[memoValue]
 	shards [memoShards]memoShard
 }
 
 type memoShard struct {
 	mu sync.Mutex
-	m  map[uint64]unique.Handle[memoValue]
+	m  map[uint64]uint64 // the value's id, and its Bits above it
 	// lens4 and lens6 have bit b set when a network of length b is in m:
 	// the probes skip the other lengths.
 	lens4, lens6 uint64
@@ -37,7 +37,7 @@ type memoValue struct {
 
 const (
 	memoShards = 64
-	// memoShardMax bounds a shard (about 20 bytes an entry); a full shard
+	// memoShardMax bounds a shard (about 16 bytes an entry); a full shard
 	// starts over.
 	memoShardMax = 1 << 13
 	// The shortest networks remembered: a shard holds one /8 (/16) of
@@ -47,8 +47,10 @@ const (
 
 func newNetMemo(db *geo.DB) *netMemo {
 	m := &netMemo{db: db}
+	m.vals.limit = memoShards * memoShardMax // as many as entries: unlike entries, values stay until the memo starts over
+	m.vals.init()
 	for i := range m.shards {
-		m.shards[i].m = make(map[uint64]unique.Handle[memoValue])
+		m.shards[i].m = make(map[uint64]uint64)
 	}
 	return m
 }
@@ -91,9 +93,14 @@ func (m *netMemo) find(addr netip.Addr) (memoValue, bool) {
 	for lens != 0 {
 		n := bits.Len64(lens) - 1 // the longest first
 		lens &^= 1 << n
-		if h, ok := s.m[memoKey(a, n, v6)]; ok {
+		if e, ok := s.m[memoKey(a, n, v6)]; ok {
 			s.mu.Unlock()
-			return h.Value(), true
+			v, ok := m.vals.at(uint32(e))
+			if !ok {
+				return memoValue{}, false // the values started over
+			}
+			v.loc.Bits = uint8(e >> 32)
+			return v, true
 		}
 	}
 	s.mu.Unlock()
@@ -110,18 +117,38 @@ func (m *netMemo) add(addr netip.Addr, n uint8, loc geo.Location, other geo.Othe
 	if int(n) < lo || int(n) > hi {
 		return
 	}
-	h := unique.Make(memoValue{loc, other})
+	// Without its Bits (kept in the entry): networks placed alike but
+	// merged to other lengths share a value.
+	bits := loc.Bits
+	loc.Bits = 0
+	id, ok := m.vals.id(&memoValue{loc, other})
+	if !ok {
+		m.startOver() // the values outgrew the interner
+		return
+	}
 	a, s, v6 := m.addrBits(addr)
 	s.mu.Lock()
 	if len(s.m) >= memoShardMax {
 		clear(s.m)
 		s.lens4, s.lens6 = 0, 0
 	}
-	s.m[memoKey(a, int(n), v6)] = h
+	s.m[memoKey(a, int(n), v6)] = uint64(bits)<<32 | uint64(id)
 	if v6 {
 		s.lens6 |= 1 << n
 	} else {
 		s.lens4 |= 1 << n
 	}
 	s.mu.Unlock()
+}
+
+// startOver forgets every network and value.
+func (m *netMemo) startOver() {
+	for i := range m.shards {
+		s := &m.shards[i]
+		s.mu.Lock()
+		clear(s.m)
+		s.lens4, s.lens6 = 0, 0
+		s.mu.Unlock()
+	}
+	m.vals.reset()
 }
