@@ -219,16 +219,7 @@ func TestReplayHTTPS(t *testing.T) {
 	dir := t.TempDir()
 	city, asn := toolFixture(t, dir)
 	nodes := writeFile(t, dir, "nodes.yaml", httpsTable)
-	text := fmt.Sprintf(`example.org:0 {
-    bind 127.0.0.1
-    metadata
-    log . %s
-    gslb {
-        geoip %s
-        asn %s
-        nodes %s
-    }
-}`, readmeLogFormat(t), city, asn, nodes)
+	text := readmeLogCorefile(t, city, asn, nodes)
 	conf := writeFile(t, dir, "Corefile", text)
 	s := startServer(t, text)
 	v4, _ := toolV4Clients(120)

@@ -287,9 +287,9 @@ func corefile(city, asn, nodes, extra string) string {
 }`, logFormat, city, asn, nodes, extra)
 }
 
-// metric is the value of the first series of name, a counter or a gauge,
-// whose labels include want, and whether there is one.
-func metric(t *testing.T, name string, want map[string]string) (float64, bool) {
+// eachSeries calls fn with each series of name whose labels include want,
+// until fn returns false.
+func eachSeries(t *testing.T, name string, want map[string]string, fn func(*dto.Metric) bool) {
 	t.Helper()
 	mfs, err := prometheus.DefaultGatherer.Gather()
 	if err != nil {
@@ -306,13 +306,35 @@ func metric(t *testing.T, name string, want map[string]string) (float64, bool) {
 					continue series
 				}
 			}
-			if c := m.GetCounter(); c != nil {
-				return c.GetValue(), true
+			if !fn(m) {
+				return
 			}
-			return m.GetGauge().GetValue(), true
 		}
 	}
-	return 0, false
+}
+
+// metric is the value of the first series of name, a counter or a gauge,
+// whose labels include want, and whether there is one.
+func metric(t *testing.T, name string, want map[string]string) (v float64, ok bool) {
+	t.Helper()
+	eachSeries(t, name, want, func(m *dto.Metric) bool {
+		v, ok = m.GetGauge().GetValue(), true
+		if c := m.GetCounter(); c != nil {
+			v = c.GetValue()
+		}
+		return false
+	})
+	return v, ok
+}
+
+// sumSeries adds up the counters of name's series whose labels include want.
+func sumSeries(t *testing.T, name string, want map[string]string) (sum float64) {
+	t.Helper()
+	eachSeries(t, name, want, func(m *dto.Metric) bool {
+		sum += m.GetCounter().GetValue()
+		return true
+	})
+	return sum
 }
 
 // seriesValue is metric's value, 0 without a series.

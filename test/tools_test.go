@@ -587,14 +587,10 @@ func readmeLogFormat(t *testing.T) string {
 	return ""
 }
 
-// TestReplayLog replays what a real CoreDNS logged with the README's log
-// format.
-func TestReplayLog(t *testing.T) {
-	logs := captureLog(t)
-	dir := t.TempDir()
-	city, asn := toolFixture(t, dir)
-	nodes := writeFile(t, dir, "nodes.yaml", toolNodes)
-	text := fmt.Sprintf(`example.org:0 {
+// readmeLogCorefile serves example.org with gslb over city, asn and nodes,
+// logging every query in the README's log format.
+func readmeLogCorefile(t *testing.T, city, asn, nodes string) string {
+	return fmt.Sprintf(`example.org:0 {
     bind 127.0.0.1
     metadata
     log . %s
@@ -604,6 +600,16 @@ func TestReplayLog(t *testing.T) {
         nodes %s
     }
 }`, readmeLogFormat(t), city, asn, nodes)
+}
+
+// TestReplayLog replays what a real CoreDNS logged with the README's log
+// format.
+func TestReplayLog(t *testing.T) {
+	logs := captureLog(t)
+	dir := t.TempDir()
+	city, asn := toolFixture(t, dir)
+	nodes := writeFile(t, dir, "nodes.yaml", toolNodes)
+	text := readmeLogCorefile(t, city, asn, nodes)
 	conf := writeFile(t, dir, "Corefile", text)
 	s := startServer(t, text)
 	v4, ones := toolV4Clients(150)

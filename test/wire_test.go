@@ -19,7 +19,6 @@ import (
 	"github.com/gslbdns/gslb/internal/testsupport"
 
 	"github.com/miekg/dns"
-	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -192,35 +191,6 @@ func rawReply(t *testing.T, network, addr string, q []byte) []byte {
 		t.Fatalf("Read from %s: %v", addr, err)
 	}
 	return b[:n]
-}
-
-// sumSeries adds up name's series whose labels include want.
-func sumSeries(t *testing.T, name string, want map[string]string) float64 {
-	t.Helper()
-	mfs, err := prometheus.DefaultGatherer.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	sum := 0.0
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-	series:
-		for _, m := range mf.GetMetric() {
-			for k, v := range want {
-				found := false
-				for _, l := range m.GetLabel() {
-					found = found || l.GetName() == k && l.GetValue() == v
-				}
-				if !found {
-					continue series
-				}
-			}
-			sum += m.GetCounter().GetValue()
-		}
-	}
-	return sum
 }
 
 // wireQuery is the i-th query of TestWireAnswers: a subnet of its own,
