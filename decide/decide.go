@@ -118,7 +118,7 @@ func (d *Decider) decide(ctx context.Context, q *Query, out *Outcome, steps *[]l
 	if steps != nil {
 		d.trace(ctx, out, steps)
 	} else {
-		out.Loc = d.src.Locator().Locate(ctx, out.Client)
+		d.src.Locator().LocateInto(ctx, out.Client, &out.Loc)
 	}
 	d.choose(q.View, q.Record, q.QType, out)
 }

@@ -356,16 +356,25 @@ func (in *interner[T]) id(v *T) (uint32, bool) {
 // at returns the value of id, when id is of this epoch. The id came
 // from a shard read under its lock, after id stored the value.
 func (in *interner[T]) at(id uint32) (T, bool) {
+	if p := in.ref(id); p != nil {
+		return *p, true
+	}
 	var zero T
+	return zero, false
+}
+
+// ref is at without the copy: the stored value, never to be written; nil
+// when id is not of this epoch.
+func (in *interner[T]) ref(id uint32) *T {
 	if id>>indexBits != in.epoch.Load()&(1<<(32-indexBits)-1) {
-		return zero, false
+		return nil
 	}
 	n := id & (maxInterned - 1)
 	chunks := *in.chunks.Load()
 	if int(n>>chunkBits) >= len(chunks) {
-		return zero, false
+		return nil
 	}
-	return chunks[n>>chunkBits][n&(1<<chunkBits-1)], true
+	return &chunks[n>>chunkBits][n&(1<<chunkBits-1)]
 }
 
 // tagTable numbers the content digests entries come from: few at a time.

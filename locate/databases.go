@@ -20,16 +20,12 @@ func (d *databases) Name() string { return "db" }
 
 func (d *databases) Locate(_ context.Context, q *Query) bool {
 	if db := d.db.Load(); db != nil {
-		m := d.memoOf(db)
-		v, ok := m.find(q.Addr)
-		if !ok {
-			var n uint8
-			v.loc, v.other, n = db.CompareNet(q.Addr)
-			m.add(q.Addr, n, v.loc, v.other)
+		var other geo.Other
+		if !d.memoOf(db).find(q.Addr, &q.Loc, &other) {
+			d.fill(db, q, &other)
 		}
-		q.Loc = v.loc
-		if v.other.OK {
-			d.compare(q.Loc, v.other)
+		if other.OK {
+			d.compare(&q.Loc, &other)
 		}
 	}
 	if q.Loc.Province != "" {
@@ -40,8 +36,27 @@ func (d *databases) Locate(_ context.Context, q *Query) bool {
 	return false
 }
 
+// fill asks db for what the memo does not know, and remembers it. Out of
+// line, like the rest of the rare paths: a query's stack must not carry
+// their frames.
+//
+//go:noinline
+func (d *databases) fill(db *geo.DB, q *Query, other *geo.Other) {
+	var n uint8
+	q.Loc, *other, n = db.CompareNet(q.Addr)
+	d.memoOf(db).add(q.Addr, n, q.Loc, *other)
+}
+
 // memoOf returns db's network memo.
 func (d *databases) memoOf(db *geo.DB) *netMemo {
+	if m := d.memo.Load(); m != nil && m.db == db {
+		return m
+	}
+	return d.newMemo(db)
+}
+
+//go:noinline
+func (d *databases) newMemo(db *geo.DB) *netMemo {
 	m := d.memo.Load()
 	if m != nil && m.db == db {
 		return m
@@ -57,7 +72,10 @@ func (d *databases) memoOf(db *geo.DB) *netMemo {
 
 // compare counts where MaxMind and the Chinese database (IPIP.net or
 // ip2region) that decided loc disagree on an address both place in China.
-func (d *databases) compare(loc geo.Location, other geo.Other) {
+//
+//go:noinline
+func (d *databases) compare(at *geo.Location, other *geo.Other) {
+	loc := *at
 	if loc.Province != "" && other.Province != "" && loc.Province != other.Province {
 		disagreeProvince.Inc()
 	}

@@ -71,17 +71,17 @@ func TestNetMemoValuesStartOver(t *testing.T) {
 	m.vals.limit = 1
 	a, b := netip.MustParseAddr("1.2.3.4"), netip.MustParseAddr("5.6.7.8")
 	m.add(a, 16, geo.Location{ASN: 1}, geo.Other{})
-	if v, ok := m.find(a); !ok || v.loc.ASN != 1 {
+	if v, ok := m.lookup(a); !ok || v.loc.ASN != 1 {
 		t.Fatalf("Expected a's network remembered, got %v %v", v, ok)
 	}
 	m.add(b, 16, geo.Location{ASN: 2}, geo.Other{})
 	for _, addr := range []netip.Addr{a, b} {
-		if v, ok := m.find(addr); ok {
+		if v, ok := m.lookup(addr); ok {
 			t.Errorf("Expected %s forgotten after the memo started over, got %v", addr, v)
 		}
 	}
 	m.add(b, 16, geo.Location{ASN: 2}, geo.Other{})
-	if v, ok := m.find(b); !ok || v.loc.ASN != 2 {
+	if v, ok := m.lookup(b); !ok || v.loc.ASN != 2 {
 		t.Errorf("Expected b's network remembered after starting over, got %v %v", v, ok)
 	}
 }
@@ -115,7 +115,7 @@ func TestBitsKeptPerEntry(t *testing.T) {
 		t.Errorf("Expected one memo value for two Bits, got %d", m.vals.n)
 	}
 	for addr, want := range map[netip.Addr]geo.Location{aa: a, ab: b} {
-		if v, ok := m.find(addr); !ok || v.loc != want {
+		if v, ok := m.lookup(addr); !ok || v.loc != want {
 			t.Errorf("Expected %+v from the memo, got %+v %v", want, v.loc, ok)
 		}
 	}

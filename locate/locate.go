@@ -257,15 +257,25 @@ var queryPool = sync.Pool{New: func() any { return new(Query) }}
 // Locate returns what is known about addr. It never fails and waits at most
 // the Redis timeout; an online lookup it sets off serves later queries.
 func (l *Locator) Locate(ctx context.Context, addr netip.Addr) Result {
+	var r Result
+	l.LocateInto(ctx, addr, &r)
+	return r
+}
+
+// LocateInto is Locate writing into r: a query's stack grows by copying,
+// and a Result passed by value widens every frame it passes through.
+func (l *Locator) LocateInto(ctx context.Context, addr netip.Addr, r *Result) {
 	addr = addr.Unmap()
 	k := KeyOf(addr)
 	if bits, ok := geo.Special(addr); ok {
-		return l.special(addr, k, bits)
+		l.special(addr, k, bits, r)
+		return
 	}
 	// Pooled: a Query passed to the sources' interface methods would
-	// escape, and a cache hit must not allocate. No source keeps q.
+	// escape, and a cache hit must not allocate. No source keeps q. It
+	// comes back zeroed: set field by field, no literal on the stack.
 	q := queryPool.Get().(*Query)
-	*q = Query{Addr: addr, Key: k, tag: l.tag.Load()}
+	q.Addr, q.Key, q.tag = addr, k, l.tag.Load()
 	answered := len(l.sources)
 	for i, s := range l.sources {
 		if s.Locate(ctx, q) {
@@ -274,27 +284,30 @@ func (l *Locator) Locate(ctx context.Context, addr netip.Addr) Result {
 		}
 	}
 	l.learn(ctx, q, answered)
-	r := Result{Location: q.Loc, Key: k, Override: q.Override, Scope: max(q.Loc.Bits, q.Override.MinBits)}
+	r.Location, r.Key, r.Override = q.Loc, k, q.Override
+	r.Scope = max(q.Loc.Bits, q.Override.MinBits)
 	*q = Query{}
 	queryPool.Put(q)
 	if r.Province == "" && l.refines {
 		r.Scope = max(r.Scope, k.Bits())
 	}
-	return r
 }
 
 // special is what is known about a special-purpose address (a private
 // network's resolver, loopback): only what the overrides and the pins say
-// of it; else nothing, and it is decided without a location.
-func (l *Locator) special(addr netip.Addr, k Key, bits int) Result {
-	r := Result{Location: geo.Location{Special: true, Bits: uint8(bits)}, Key: k, Scope: uint8(bits)}
+// of it; else nothing, and it is decided without a location. Out of line:
+// rare, and a query's stack must not carry its frame.
+//
+//go:noinline
+func (l *Locator) special(addr netip.Addr, k Key, bits int, r *Result) {
+	*r = Result{Location: geo.Location{Special: true, Bits: uint8(bits)}, Key: k, Scope: uint8(bits)}
 	ts := l.over.tables.Load()
 	if ts == nil {
-		return r
+		return
 	}
 	m := overrides.Lookup(*ts, addr)
 	if m.Location == nil && m.Pin == nil {
-		return r
+		return
 	}
 	r.Override = m
 	if m.Location != nil {
@@ -303,7 +316,6 @@ func (l *Locator) special(addr netip.Addr, k Key, bits int) Result {
 		l.carriers.Load().Apply(&r.Location)
 	}
 	r.Scope = max(r.Location.Bits, m.MinBits)
-	return r
 }
 
 // learn maps q's carrier through the carrier table, once, and lets the

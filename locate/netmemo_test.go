@@ -91,7 +91,7 @@ func TestNetMemoSameAnswers(t *testing.T) {
 			hits := 0
 			for _, a := range addrs {
 				want, wantOther := db.Compare(a)
-				if _, ok := d.memoOf(db).find(a); ok {
+				if _, ok := d.memoOf(db).lookup(a); ok {
 					hits++
 				}
 				q := &Query{Addr: a, Key: KeyOf(a)}
@@ -99,7 +99,7 @@ func TestNetMemoSameAnswers(t *testing.T) {
 				if q.Loc != want {
 					t.Fatalf("%s: %+v, a walk says %+v", a, q.Loc, want)
 				}
-				if v, ok := d.memoOf(db).find(a); ok && (v.loc != want || v.other != wantOther) {
+				if v, ok := d.memoOf(db).lookup(a); ok && (v.loc != want || v.other != wantOther) {
 					t.Fatalf("%s: remembered %+v %+v, a walk says %+v %+v", a, v.loc, v.other, want, wantOther)
 				}
 			}
@@ -130,4 +130,11 @@ func TestNetMemoReload(t *testing.T) {
 	if r := l.Locate(ctx, netip.MustParseAddr("1.0.1.9")); r.Province != "GD" {
 		t.Fatalf("after the reload: %+v, want GD", r.Location)
 	}
+}
+
+// lookup is find returning the value.
+func (m *netMemo) lookup(addr netip.Addr) (memoValue, bool) {
+	var v memoValue
+	ok := m.find(addr, &v.loc, &v.other)
+	return v, ok
 }

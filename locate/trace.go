@@ -28,7 +28,8 @@ func (l *Locator) Trace(ctx context.Context, addr netip.Addr) (Result, []Step) {
 	addr = addr.Unmap()
 	k := KeyOf(addr)
 	if bits, ok := geo.Special(addr); ok {
-		r := l.special(addr, k, bits)
+		var r Result
+		l.special(addr, k, bits, &r)
 		var steps []Step
 		if r.Override.Location != nil || r.Override.Pin != nil {
 			steps = []Step{{Source: "override", Location: r.Location, Found: r.Override.Location != nil, Final: true}}
