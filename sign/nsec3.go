@@ -1,0 +1,133 @@
+package sign
+
+import (
+	"bytes"
+	"encoding/base32"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/miekg/dns"
+)
+
+// b32 is the base32 of NSEC3 owner names, without padding (RFC 5155 §3.3).
+var b32 = base32.HexEncoding.WithPadding(base32.NoPadding)
+
+// buildNSEC3 makes the NSEC3 chain (RFC 5155): SHA-1, no opt-out, the
+// iterations and salt of the config. Empty non-terminals get a record
+// with an empty bitmap; the apex names NSEC3PARAM.
+func (ch *Chain) buildNSEC3(names []Name, ttl uint32) error {
+	z := ch.s.zone
+	for _, n := range names {
+		h := dns.HashName(n.Name, dns.SHA1, ch.iter, ch.salt)
+		raw, err := b32.DecodeString(h)
+		if h == "" || err != nil {
+			return fmt.Errorf("zone %s: name %q does not hash", z, n.Name)
+		}
+		types := n.Types
+		if n.Name == z {
+			types = typeBitmap(types, dns.TypeNSEC3PARAM)
+		}
+		bm := types
+		if len(types) > 0 {
+			bm = typeBitmap(types, dns.TypeRRSIG)
+		}
+		rr := &dns.NSEC3{
+			Hdr:  dns.RR_Header{Name: strings.ToLower(h) + "." + z, Rrtype: dns.TypeNSEC3, Class: dns.ClassINET, Ttl: ttl},
+			Hash: dns.SHA1, Iterations: ch.iter, SaltLength: uint8(len(ch.salt) / 2), Salt: ch.salt,
+			HashLength: uint8(len(raw)), TypeBitMap: bm,
+		}
+		ch.links = append(ch.links, link{key: raw, rr: rr, types: n.Types})
+	}
+	sort.Slice(ch.links, func(i, j int) bool { return bytes.Compare(ch.links[i].key, ch.links[j].key) < 0 })
+	byHash := make(map[string]int, len(ch.links))
+	for i := range ch.links {
+		l := &ch.links[i]
+		if i > 0 && bytes.Equal(l.key, ch.links[i-1].key) {
+			return fmt.Errorf("zone %s: two names hash alike (%s)", z, l.rr.Header().Name)
+		}
+		rr := l.rr.(*dns.NSEC3)
+		rr.NextDomain = b32.EncodeToString(ch.links[(i+1)%len(ch.links)].key)
+		byHash[string(l.key)] = i
+		for _, t := range l.types {
+			v := *rr
+			v.TypeBitMap = minusType(rr.TypeBitMap, t)
+			l.less = append(l.less, &v)
+		}
+	}
+	for _, n := range names {
+		raw, _ := b32.DecodeString(dns.HashName(n.Name, dns.SHA1, ch.iter, ch.salt))
+		ch.names[n.Name] = byHash[string(raw)]
+	}
+	ch.param = &dns.NSEC3PARAM{Hdr: dns.RR_Header{Name: z, Rrtype: dns.TypeNSEC3PARAM, Class: dns.ClassINET, Ttl: 0},
+		Hash: dns.SHA1, Iterations: ch.iter, SaltLength: uint8(len(ch.salt) / 2), Salt: ch.salt}
+	return nil
+}
+
+// deny3 is Deny with NSEC3: the matching record for a name that exists,
+// else the closest encloser proof and the wildcard's denial (RFC 5155
+// §7.2.2).
+func (ch *Chain) deny3(m *dns.Msg, qname string, qtype uint16, now time.Time) bool {
+	if i, ok := ch.names[qname]; ok {
+		m.Rcode = dns.RcodeSuccess
+		ch.nodata(m, &ch.links[i], qtype, now)
+		return true
+	}
+	m.Rcode = dns.RcodeNameError
+	ce := ch.closestEncloser(qname)
+	match := &ch.links[ch.names[ce]]
+	m.Ns = ch.add(m.Ns, match, now)
+	nc := ch.cover3(nextCloser(qname, ce))
+	if nc != match {
+		m.Ns = ch.add(m.Ns, nc, now)
+	}
+	if w := ch.cover3("*." + ce); w != match && w != nc {
+		m.Ns = ch.add(m.Ns, w, now)
+	}
+	return false
+}
+
+// cover3 is the link whose hash is the last before name's, wrapping.
+func (ch *Chain) cover3(name string) *link {
+	raw, err := b32.DecodeString(dns.HashName(name, dns.SHA1, ch.iter, ch.salt))
+	if err != nil {
+		return &ch.links[0]
+	}
+	i := sort.Search(len(ch.links), func(i int) bool { return bytes.Compare(ch.links[i].key, raw) >= 0 })
+	if i == 0 {
+		i = len(ch.links)
+	}
+	return &ch.links[i-1]
+}
+
+// NSEC3 reports whether ch is an NSEC3 chain; false for nil.
+func (ch *Chain) NSEC3() bool { return ch != nil && ch.nsec3 }
+
+// NSEC3PARAM puts the zone's NSEC3PARAM RRset into m, an answer to a query
+// for it at the apex, with its signatures when do; false without an NSEC3
+// chain.
+func (ch *Chain) NSEC3PARAM(m *dns.Msg, do bool) bool {
+	if !ch.NSEC3() {
+		return false
+	}
+	p := *ch.param
+	m.Answer = append(m.Answer, &p)
+	if do {
+		for _, sig := range ch.paramSigs(ch.s.now()) {
+			m.Answer = append(m.Answer, clone(sig))
+		}
+	}
+	return true
+}
+
+func (ch *Chain) paramSigs(now time.Time) []dns.RR {
+	if p := ch.psigs.Load(); p != nil && now.Unix() < p.until {
+		return p.sigs
+	}
+	sigs := ch.s.signSet([]dns.RR{ch.param}, now)
+	if len(sigs) > 0 {
+		ch.psigs.Store(&signed{sigs: sigs, until: until(sigs)})
+	}
+	return sigs
+}
