@@ -1,0 +1,133 @@
+package test
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/gslbdns/gslb/internal/testunbound"
+
+	"github.com/miekg/dns"
+)
+
+// denialServer serves the demo nodes with the records api, a.deep (deep
+// is an empty non-terminal) and www, signed with a new KSK and the denial
+// line, and returns the server and the key.
+func denialServer(t *testing.T, denial string) (*server, *dns.DNSKEY) {
+	t.Helper()
+	dir := t.TempDir()
+	base, key := writeZoneKey(t, dir, "example.org.", 257)
+	demo, err := os.ReadFile(repoFile(t, "nodes.example.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	table := strings.Replace(string(demo), "  - name: api.example.org\n", "  - name: a.deep.example.org\n  - name: api.example.org\n", 1)
+	nodes := writeFile(t, dir, "nodes.yaml", table)
+	dnssec := "dnssec " + base
+	if denial != "" {
+		dnssec += " {\n            denial " + denial + "\n        }"
+	}
+	return startServer(t, gslbCorefile(t, nodes, dnssec)), key
+}
+
+// denialCases are names before, between and after the zone's names (api,
+// a.deep, www), under the empty non-terminal, below a name that does not
+// exist, and types a name does not have.
+var denialCases = []struct {
+	name, qname, qtype string
+	nxdomain           bool
+}{
+	{"before the first name", "aaa.example.org.", "A", true},
+	{"between names", "mmm.example.org.", "A", true},
+	{"after the last name", "zzz.example.org.", "A", true},
+	{"below the empty non-terminal", "x.deep.example.org.", "A", true},
+	{"two labels below nothing", "q.zzz.example.org.", "AAAA", true},
+	{"wildcard label itself", "*.example.org.", "A", true},
+	{"NODATA", "www.example.org.", "TXT", false},
+	{"NODATA of the apex", "example.org.", "TXT", false},
+	{"NODATA of a record's address type", "a.deep.example.org.", "HTTPS", false},
+	{"empty non-terminal", "deep.example.org.", "A", false},
+}
+
+// The NSEC and NSEC3 chains prove every kind of denial to BIND's delv and
+// to a validating unbound: a real NXDOMAIN (with the wildcard's denial) for
+// names before, between and after the zone's names and below them, and
+// NODATA for a type a name lacks and for an empty non-terminal. The proof
+// comes from the chain (NSEC owners are the zone's names, NSEC3 owners
+// their hashes), not a black lie.
+func TestDenialChainValidates(t *testing.T) {
+	delv := dnsTool(t, "delv")
+	for _, mode := range []string{"nsec", "nsec3", "nsec3 0 -", "nsec3 1 aabbccdd"} {
+		t.Run(strings.ReplaceAll(mode, " ", "_"), func(t *testing.T) {
+			srv, key := denialServer(t, mode)
+			ds := key.ToDS(dns.SHA256)
+			anchors := writeFile(t, t.TempDir(), "anchors.conf", fmt.Sprintf("trust-anchors {\n    example.org. static-ds %d %d %d \"%s\";\n};\n",
+				ds.KeyTag, ds.Algorithm, ds.DigestType, strings.ToUpper(ds.Digest)))
+			host, port, _ := net.SplitHostPort(srv.udp)
+			ub := testunbound.Start(t, "example.org.", []*dns.DS{ds}, srv.udp)
+			proof := "\tNSEC\t"
+			if strings.HasPrefix(mode, "nsec3") {
+				proof = "\tNSEC3\t"
+			}
+			for _, tc := range denialCases {
+				t.Run(tc.name, func(t *testing.T) {
+					qtype := dns.StringToType[tc.qtype]
+					// Directly: the rcode, and the chain's records.
+					m := newQuery(t, tc.qname, qtype, "")
+					m.SetEdns0(1232, true)
+					r := exchange(t, "tcp", srv.tcp, m)
+					want := dns.RcodeSuccess
+					if tc.nxdomain {
+						want = dns.RcodeNameError
+					}
+					if r.Rcode != want || len(r.Answer) != 0 {
+						t.Fatalf("Direct: rcode %s with %d answers, want %s:\n%s", dns.RcodeToString[r.Rcode], len(r.Answer), dns.RcodeToString[want], r)
+					}
+					ns := fmt.Sprint(r.Ns)
+					if !strings.Contains(ns, proof) || strings.Contains(ns, `\000.`) {
+						t.Errorf("Direct: want the chain's%srecords, no black lie:\n%s", proof, r)
+					}
+					verifyOwnerSets(t, key, r.Ns)
+
+					out := runDNSTool(t, delv, "@"+host, "-p", port, "-4", "-a", anchors, "+root=example.org.", "+nosplit", tc.qname, tc.qtype)
+					if !strings.Contains(out, "; negative response, fully validated\n") {
+						t.Errorf("delv %s %s: want a validated negative response:\n%s", tc.qname, tc.qtype, out)
+					}
+
+					q := new(dns.Msg)
+					q.SetQuestion(tc.qname, qtype)
+					q.SetEdns0(1232, true)
+					q.AuthenticatedData = true
+					r = exchange(t, "tcp", ub, q)
+					if r.Rcode != want || !r.AuthenticatedData || len(r.Answer) != 0 {
+						t.Errorf("unbound: rcode %s AD %v, want %s with AD:\n%s", dns.RcodeToString[r.Rcode], r.AuthenticatedData, dns.RcodeToString[want], r)
+					}
+				})
+			}
+			// The positive answers validate beside the chain.
+			q := new(dns.Msg)
+			q.SetQuestion("a.deep.example.org.", dns.TypeA)
+			q.SetEdns0(1232, true)
+			if r := exchange(t, "tcp", ub, q); r.Rcode != dns.RcodeSuccess || !r.AuthenticatedData || len(answers(r)) == 0 {
+				t.Errorf("unbound a.deep.example.org A: want a validated answer:\n%s", r)
+			}
+		})
+	}
+}
+
+// verifyOwnerSets is verifyRRSIGs for a section of RRsets of one type but
+// several owners, as a denial's NSEC or NSEC3 records are: each RRset is
+// checked by itself.
+func verifyOwnerSets(t *testing.T, key *dns.DNSKEY, section []dns.RR) {
+	t.Helper()
+	owners := map[string][]dns.RR{}
+	for _, rr := range section {
+		n := strings.ToLower(rr.Header().Name)
+		owners[n] = append(owners[n], rr)
+	}
+	for _, rrs := range owners {
+		verifyRRSIGs(t, key, rrs)
+	}
+}
