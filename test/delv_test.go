@@ -36,8 +36,8 @@ func runDNSTool(t *testing.T, bin string, args ...string) string {
 }
 
 // signedServer serves the demo table with https on www.example.org,
-// and a ttl of 7200 on api.example.org, signed with a new KSK, and returns
-// the server and the key.
+// and a ttl of 7200 on api.example.org, signed with a new KSK and denying
+// with black lies, and returns the server and the key.
 func signedServer(t *testing.T) (*server, *dns.DNSKEY) {
 	t.Helper()
 	dir := t.TempDir()
@@ -50,7 +50,7 @@ func signedServer(t *testing.T) (*server, *dns.DNSKEY) {
 		"  - name: www.example.org\n    https: {alpn: [h2, h3], port: 443}\n", 1)
 	table = strings.Replace(table, "    ttl: 30\n", "    ttl: 7200\n", 1) // api.example.org
 	nodes := writeFile(t, dir, "nodes.yaml", table)
-	return startServer(t, gslbCorefile(t, nodes, "dnssec "+base)), key
+	return startServer(t, gslbCorefile(t, nodes, "dnssec "+base+" {\n            denial black_lies\n        }")), key
 }
 
 // delv, BIND's validating lookup, with the zone's DS as its only trust
