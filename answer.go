@@ -111,7 +111,7 @@ func (a *answer) negative(rcode int, scope uint8) (int, error) {
 	if a.limited(rrl.Denial, rcode, scope) {
 		return dns.RcodeSuccess, nil
 	}
-	if a.wireNegative(rcode, scope) {
+	if a.signer != nil && a.wireDenial(scope) || a.wireNegative(rcode, scope) {
 		return dns.RcodeSuccess, nil
 	}
 	p := newReply(a.r)

@@ -33,6 +33,7 @@ type Chain struct {
 	salt  string
 	param *dns.NSEC3PARAM
 	psigs atomic.Pointer[signed]
+	soa   atomic.Pointer[soaSigned] // the wire path's last SOA
 }
 
 // link is one NSEC or NSEC3 record of a chain.
@@ -49,6 +50,8 @@ type link struct {
 type signed struct {
 	sigs  []dns.RR
 	until int64
+	wire  []byte // the record and its signatures packed, uncompressed
+	n     int    // how many RRs wire holds
 }
 
 // maxNames bounds a chain: each name costs a signature at every build.
@@ -167,14 +170,41 @@ func canonKey(b []byte, name string) ([]byte, bool) {
 
 // sigsOf is l's signatures, signed again once they near expiry.
 func (ch *Chain) sigsOf(l *link, now time.Time) []dns.RR {
-	if p := l.signed.Load(); p != nil && now.Unix() < p.until {
+	if p := ch.signedOf(l, now); p != nil {
 		return p.sigs
 	}
-	sigs := ch.s.signSet([]dns.RR{l.rr}, now)
-	if len(sigs) > 0 {
-		l.signed.Store(&signed{sigs: sigs, until: until(sigs)})
+	return nil
+}
+
+// signedOf is l's signing, done again once it nears expiry; nil when
+// signing fails.
+func (ch *Chain) signedOf(l *link, now time.Time) *signed {
+	if p := l.signed.Load(); p != nil && now.Unix() < p.until {
+		return p
 	}
-	return sigs
+	sigs := ch.s.signSet([]dns.RR{l.rr}, now)
+	if len(sigs) == 0 {
+		return nil
+	}
+	p := &signed{sigs: sigs, until: until(sigs)}
+	p.wire, p.n = packAll(append([]dns.RR{l.rr}, sigs...))
+	l.signed.Store(p)
+	return p
+}
+
+// packAll is rrs packed one after another, uncompressed; nil when one
+// does not pack.
+func packAll(rrs []dns.RR) ([]byte, int) {
+	var b []byte
+	for _, rr := range rrs {
+		buf := make([]byte, dns.Len(rr)+16)
+		off, err := dns.PackRR(rr, buf, 0, nil, false)
+		if err != nil {
+			return nil, 0
+		}
+		b = append(b, buf[:off]...)
+	}
+	return b, len(rrs)
 }
 
 // Deny makes m, a negative answer of the chain's zone to a query for

@@ -14,8 +14,9 @@ import (
 
 // denialServer serves the demo nodes with the records api, a.deep (deep
 // is an empty non-terminal) and www, signed with a new KSK and the denial
-// line, and returns the server and the key.
-func denialServer(t *testing.T, denial string) (*server, *dns.DNSKEY) {
+// line, and returns the server and the key. bare leaves the log plugin
+// out, so that gslb writes its denials as bytes.
+func denialServer(t *testing.T, denial string, bare bool) (*server, *dns.DNSKEY) {
 	t.Helper()
 	dir := t.TempDir()
 	base, key := writeZoneKey(t, dir, "example.org.", 257)
@@ -29,7 +30,14 @@ func denialServer(t *testing.T, denial string) (*server, *dns.DNSKEY) {
 	if denial != "" {
 		dnssec += " {\n            denial " + denial + "\n        }"
 	}
-	return startServer(t, gslbCorefile(t, nodes, dnssec)), key
+	cf := gslbCorefile(t, nodes, dnssec)
+	if bare {
+		cf = strings.Replace(cf, "    log . "+logFormat+"\n", "", 1)
+		if strings.Contains(cf, "log .") {
+			t.Fatalf("The Corefile still logs:\n%s", cf)
+		}
+	}
+	return startServer(t, cf), key
 }
 
 // denialCases are names before, between and after the zone's names (api,
@@ -56,12 +64,14 @@ var denialCases = []struct {
 // names before, between and after the zone's names and below them, and
 // NODATA for a type a name lacks and for an empty non-terminal. The proof
 // comes from the chain (NSEC owners are the zone's names, NSEC3 owners
-// their hashes), not a black lie.
+// their hashes), not a black lie; written as a message (behind the log
+// plugin) or as bytes (bare).
 func TestDenialChainValidates(t *testing.T) {
 	delv := dnsTool(t, "delv")
-	for _, mode := range []string{"nsec", "nsec3", "nsec3 0 -", "nsec3 1 aabbccdd"} {
+	for _, mode := range []string{"nsec", "nsec3", "nsec3 0 -", "nsec3 1 aabbccdd", "nsec bare", "nsec3 bare"} {
 		t.Run(strings.ReplaceAll(mode, " ", "_"), func(t *testing.T) {
-			srv, key := denialServer(t, mode)
+			bare := strings.HasSuffix(mode, " bare")
+			srv, key := denialServer(t, strings.TrimSuffix(mode, " bare"), bare)
 			ds := key.ToDS(dns.SHA256)
 			anchors := writeFile(t, t.TempDir(), "anchors.conf", fmt.Sprintf("trust-anchors {\n    example.org. static-ds %d %d %d \"%s\";\n};\n",
 				ds.KeyTag, ds.Algorithm, ds.DigestType, strings.ToUpper(ds.Digest)))
