@@ -2,7 +2,9 @@ package sign
 
 import (
 	"bytes"
+	"crypto/sha1" // #nosec G505 -- NSEC3's hash is SHA-1 (RFC 5155)
 	"encoding/base32"
+	"encoding/hex"
 	"fmt"
 	"sort"
 	"strings"
@@ -19,6 +21,11 @@ var b32 = base32.HexEncoding.WithPadding(base32.NoPadding)
 // with an empty bitmap; the apex names NSEC3PARAM.
 func (ch *Chain) buildNSEC3(names []Name, ttl uint32) error {
 	z := ch.s.zone
+	salt, err := hex.DecodeString(ch.salt)
+	if err != nil {
+		return fmt.Errorf("zone %s: NSEC3 salt %q is not hex", z, ch.salt)
+	}
+	ch.saltRaw = salt
 	for _, n := range names {
 		h := dns.HashName(n.Name, dns.SHA1, ch.iter, ch.salt)
 		raw, err := b32.DecodeString(h)
@@ -82,7 +89,7 @@ func (ch *Chain) deny3(m *dns.Msg, qname string, qtype uint16, now time.Time) bo
 	if nc != match {
 		m.Ns = ch.add(m.Ns, nc, now)
 	}
-	if w := ch.cover3("*." + ce); w != match && w != nc {
+	if w := ch.wildcard3(ce); w != match && w != nc {
 		m.Ns = ch.add(m.Ns, w, now)
 	}
 	return false
@@ -90,15 +97,53 @@ func (ch *Chain) deny3(m *dns.Msg, qname string, qtype uint16, now time.Time) bo
 
 // cover3 is the link whose hash is the last before name's, wrapping.
 func (ch *Chain) cover3(name string) *link {
-	raw, err := b32.DecodeString(dns.HashName(name, dns.SHA1, ch.iter, ch.salt))
-	if err != nil {
+	h, ok := ch.hash(name, "")
+	if !ok {
 		return &ch.links[0]
 	}
+	return ch.before(h[:])
+}
+
+// before is the link whose hash is the last before raw, wrapping.
+func (ch *Chain) before(raw []byte) *link {
 	i := sort.Search(len(ch.links), func(i int) bool { return bytes.Compare(ch.links[i].key, raw) >= 0 })
 	if i == 0 {
 		i = len(ch.links)
 	}
 	return &ch.links[i-1]
+}
+
+// hash is the NSEC3 hash (RFC 5155 §5) of the name prefix.name (prefix
+// one plain label, or "" for name alone), as dns.HashName makes it but without its
+// allocations: it is on the path of every denied name.
+func (ch *Chain) hash(name, prefix string) ([sha1.Size]byte, bool) {
+	var w [256 + 2 + 255]byte
+	off := 0
+	if prefix != "" { // a plain label, such as "*"
+		w[0] = byte(len(prefix))
+		off = 1 + copy(w[1:64], prefix)
+	}
+	end, err := dns.PackDomainName(name, w[:256], off, nil, false)
+	if err != nil {
+		return [sha1.Size]byte{}, false
+	}
+	for i := 0; i < end; i += int(w[i]) + 1 {
+		for j := i + 1; j <= i+int(w[i]) && j < end; j++ {
+			if 'A' <= w[j] && w[j] <= 'Z' {
+				w[j] += 'a' - 'A'
+			}
+		}
+		if w[i] == 0 {
+			break
+		}
+	}
+	buf := append(w[:end], ch.saltRaw...)
+	h := sha1.Sum(buf)
+	for range ch.iter {
+		buf = append(append(w[:0], h[:]...), ch.saltRaw...)
+		h = sha1.Sum(buf)
+	}
+	return h, true
 }
 
 // NSEC3 reports whether ch is an NSEC3 chain; false for nil.
@@ -130,4 +175,13 @@ func (ch *Chain) paramSigs(now time.Time) []dns.RR {
 		ch.psigs.Store(&signed{sigs: sigs, until: until(sigs)})
 	}
 	return sigs
+}
+
+// wildcard3 is the link covering the wildcard below ce.
+func (ch *Chain) wildcard3(ce string) *link {
+	h, ok := ch.hash(ce, "*")
+	if !ok {
+		return &ch.links[0]
+	}
+	return ch.before(h[:])
 }

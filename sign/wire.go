@@ -44,7 +44,7 @@ func (ch *Chain) AppendDenial(b []byte, qname string, qtype uint16, soaWire []by
 			if nc := ch.cover3(nextCloser(qname, ce)); nc != match {
 				proofs[k], k = nc, k+1
 			}
-			if w := ch.cover3("*." + ce); w != proofs[0] && w != proofs[k-1] {
+			if w := ch.wildcard3(ce); w != proofs[0] && w != proofs[k-1] {
 				proofs[k], k = w, k+1
 			}
 		}
