@@ -1,6 +1,8 @@
 package config
 
 import (
+	"strconv"
+
 	"github.com/coredns/caddy/caddyfile"
 
 	"github.com/gslbdns/gslb/rrl"
@@ -80,13 +82,17 @@ func parseRRL(c *caddyfile.Dispenser, r *rrl.Config) error {
 			}
 			r.Slip = uint32(n)
 		case "prefix":
-			v4, err := uintArg(c, 8, 32)
-			if err != nil {
-				return err
+			args := c.RemainingArgs()
+			if len(args) != 2 {
+				return c.Errf("prefix: want V4 V6 prefix lengths, such as 24 56")
 			}
-			v6, err := uintArg(c, 16, 64)
-			if err != nil {
-				return err
+			v4, err4 := strconv.ParseUint(args[0], 10, 8)
+			v6, err6 := strconv.ParseUint(args[1], 10, 8)
+			if err4 != nil || v4 < 8 || v4 > 32 {
+				return c.Errf("prefix: V4 %q is not a whole number in 8..32", args[0])
+			}
+			if err6 != nil || v6 < 16 || v6 > 64 {
+				return c.Errf("prefix: V6 %q is not a whole number in 16..64", args[1])
 			}
 			r.Prefix4, r.Prefix6 = uint8(v4), uint8(v6)
 		case "exempt":
