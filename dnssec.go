@@ -1,8 +1,6 @@
 package gslb
 
 import (
-	"fmt"
-
 	"github.com/gslbdns/gslb/sign"
 	"github.com/gslbdns/gslb/table"
 
@@ -13,22 +11,6 @@ import (
 type chainSet struct {
 	t *table.Table
 	z map[string]*sign.Chain
-}
-
-// denialMode is the dnssec option's denial, its default resolved: an
-// NSEC chain, or black lies when gslb falls through (the names the next
-// plugin serves are not gslb's to list). A chain with fallthrough would
-// deny those names: an error.
-func denialMode(c *sign.Config, fallsThrough bool) (sign.Denial, error) {
-	switch {
-	case c.Denial == sign.DenialDefault && fallsThrough:
-		return sign.DenialBlackLies, nil
-	case c.Denial == sign.DenialDefault:
-		return sign.DenialNSEC, nil
-	case fallsThrough && c.Denial != sign.DenialBlackLies:
-		return 0, fmt.Errorf("dnssec denial %s with fallthrough: the chain would deny the names the next plugin serves; use denial black_lies", c.Denial)
-	}
-	return c.Denial, nil
 }
 
 // buildChains builds and signs the chains of t's names, when the denial

@@ -57,7 +57,7 @@ func (g *GSLB) load() error {
 			return fmt.Errorf("%s:%d: %w", g.opts.File, g.opts.Lines["dnssec"], err)
 		}
 		g.signers = ss
-		if g.denial, err = denialMode(c, len(g.Fall.Zones) > 0); err != nil {
+		if g.denial, err = c.Resolve(len(g.Fall.Zones) > 0); err != nil {
 			return fmt.Errorf("%s:%d: %w", g.opts.File, g.opts.Lines["dnssec"], err)
 		}
 		if len(g.Fall.Zones) > 0 {

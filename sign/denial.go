@@ -88,3 +88,19 @@ func ParseDenial(c *Config, args []string) error {
 	}
 	return nil
 }
+
+// Resolve is c's denial with the default made: an NSEC chain, or black
+// lies when the zone falls through (the names the next plugin serves are
+// not the chain's to list). A chain with fallthrough would deny those
+// names to validating resolvers: an error.
+func (c Config) Resolve(fallsThrough bool) (Denial, error) {
+	switch {
+	case c.Denial == DenialDefault && fallsThrough:
+		return DenialBlackLies, nil
+	case c.Denial == DenialDefault:
+		return DenialNSEC, nil
+	case fallsThrough && c.Denial != DenialBlackLies:
+		return 0, fmt.Errorf("dnssec denial %s with fallthrough: the chain would deny the names the next plugin serves; use denial black_lies", c.Denial)
+	}
+	return c.Denial, nil
+}
