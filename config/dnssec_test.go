@@ -32,15 +32,9 @@ func TestParseDNSSECDenial(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			o, err := parseBlock("gslb {\ngeoip g.mmdb\nnodes n.yaml\n" + tc.line + "\n}")
-			if tc.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-					t.Fatalf("Expected an error with %q, got %v", tc.wantErr, err)
-				}
+			o := parseOption(t, tc.line, tc.wantErr)
+			if o == nil {
 				return
-			}
-			if err != nil {
-				t.Fatalf("Unexpected error: %v", err)
 			}
 			if !reflect.DeepEqual(*o.DNSSEC, tc.want) {
 				t.Errorf("Got %+v, want %+v", *o.DNSSEC, tc.want)
@@ -74,15 +68,9 @@ func TestParseRRL(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			o, err := parseBlock("gslb {\ngeoip g.mmdb\nnodes n.yaml\n" + tc.line + "\n}")
-			if tc.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-					t.Fatalf("Expected an error with %q, got %v", tc.wantErr, err)
-				}
+			o := parseOption(t, tc.line, tc.wantErr)
+			if o == nil {
 				return
-			}
-			if err != nil {
-				t.Fatalf("Unexpected error: %v", err)
 			}
 			want := def
 			tc.want(&want)
@@ -91,4 +79,21 @@ func TestParseRRL(t *testing.T) {
 			}
 		})
 	}
+}
+
+// parseOption parses a gslb block with line and checks its error: nil when
+// the error was wanted and found.
+func parseOption(t *testing.T, line, wantErr string) *Options {
+	t.Helper()
+	o, err := parseBlock("gslb {\ngeoip g.mmdb\nnodes n.yaml\n" + line + "\n}")
+	if wantErr != "" {
+		if err == nil || !strings.Contains(err.Error(), wantErr) {
+			t.Fatalf("Expected an error with %q, got %v", wantErr, err)
+		}
+		return nil
+	}
+	if err != nil {
+		t.Fatalf("Unexpected error: %v", err)
+	}
+	return o
 }

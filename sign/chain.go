@@ -24,17 +24,17 @@ type Name struct {
 // a query for a name that does not exist costs a search, not a signature.
 // It is immutable but for the signatures, refreshed when they near expiry.
 type Chain struct {
-	s       *Signer
-	nsec3   bool
-	links   []link         // by canonical order (NSEC) or hash (NSEC3)
-	names   map[string]int // a name that exists, its link (NSEC3: ENTs too)
-	ents    map[string]bool
-	iter    uint16
-	salt    string
-	saltRaw []byte
-	param   *dns.NSEC3PARAM
-	psigs   atomic.Pointer[signed]
-	soa     atomic.Pointer[soaSigned] // the wire path's last SOA
+	s         *Signer
+	nsec3     bool
+	links     []link         // by canonical order (NSEC) or hash (NSEC3)
+	names     map[string]int // a name that exists, its link (NSEC3: ENTs too)
+	ents      map[string]bool
+	iter      uint16
+	salt      string
+	saltRaw   []byte
+	param     *dns.NSEC3PARAM
+	paramLink link                      // the NSEC3PARAM and its signatures, as a link's
+	soa       atomic.Pointer[soaSigned] // the wire path's last SOA
 }
 
 // link is one NSEC or NSEC3 record of a chain.
@@ -91,7 +91,7 @@ func NewChain(s *Signer, c Config, names []Name, ttl uint32) (*Chain, error) {
 		ch.sigsOf(&ch.links[i], now)
 	}
 	if ch.param != nil {
-		ch.paramSigs(now)
+		ch.sigsOf(&ch.paramLink, now)
 	}
 	s.chain.Store(ch)
 	return ch, nil

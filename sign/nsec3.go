@@ -69,6 +69,7 @@ func (ch *Chain) buildNSEC3(names []Name, ttl uint32) error {
 	}
 	ch.param = &dns.NSEC3PARAM{Hdr: dns.RR_Header{Name: z, Rrtype: dns.TypeNSEC3PARAM, Class: dns.ClassINET, Ttl: 0},
 		Hash: dns.SHA1, Iterations: ch.iter, SaltLength: uint8(len(ch.salt) / 2), Salt: ch.salt}
+	ch.paramLink.rr = ch.param
 	return nil
 }
 
@@ -85,19 +86,20 @@ func (ch *Chain) deny3(m *dns.Msg, qname string, qtype uint16, now time.Time) bo
 	ce := ch.closestEncloser(qname)
 	match := &ch.links[ch.names[ce]]
 	m.Ns = ch.add(m.Ns, match, now)
-	nc := ch.cover3(nextCloser(qname, ce))
+	nc := ch.cover3(nextCloser(qname, ce), "")
 	if nc != match {
 		m.Ns = ch.add(m.Ns, nc, now)
 	}
-	if w := ch.wildcard3(ce); w != match && w != nc {
+	if w := ch.cover3(ce, "*"); w != match && w != nc {
 		m.Ns = ch.add(m.Ns, w, now)
 	}
 	return false
 }
 
-// cover3 is the link whose hash is the last before name's, wrapping.
-func (ch *Chain) cover3(name string) *link {
-	h, ok := ch.hash(name, "")
+// cover3 is the link whose hash is the last before that of prefix.name
+// (see hash), wrapping: it covers the name.
+func (ch *Chain) cover3(name, prefix string) *link {
+	h, ok := ch.hash(name, prefix)
 	if !ok {
 		return &ch.links[0]
 	}
@@ -156,32 +158,11 @@ func (ch *Chain) NSEC3PARAM(m *dns.Msg, do bool) bool {
 	if !ch.NSEC3() {
 		return false
 	}
-	p := *ch.param
-	m.Answer = append(m.Answer, &p)
-	if do {
-		for _, sig := range ch.paramSigs(ch.s.now()) {
-			m.Answer = append(m.Answer, clone(sig))
-		}
+	if !do {
+		p := *ch.param
+		m.Answer = append(m.Answer, &p)
+		return true
 	}
+	m.Answer = ch.add(m.Answer, &ch.paramLink, ch.s.now())
 	return true
-}
-
-func (ch *Chain) paramSigs(now time.Time) []dns.RR {
-	if p := ch.psigs.Load(); p != nil && now.Unix() < p.until {
-		return p.sigs
-	}
-	sigs := ch.s.signSet([]dns.RR{ch.param}, now)
-	if len(sigs) > 0 {
-		ch.psigs.Store(&signed{sigs: sigs, until: until(sigs)})
-	}
-	return sigs
-}
-
-// wildcard3 is the link covering the wildcard below ce.
-func (ch *Chain) wildcard3(ce string) *link {
-	h, ok := ch.hash(ce, "*")
-	if !ok {
-		return &ch.links[0]
-	}
-	return ch.before(h[:])
 }

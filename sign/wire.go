@@ -41,10 +41,10 @@ func (ch *Chain) AppendDenial(b []byte, qname string, qtype uint16, soaWire []by
 			ce := ch.closestEncloser(qname)
 			match := &ch.links[ch.names[ce]]
 			proofs[0], k = match, 1
-			if nc := ch.cover3(nextCloser(qname, ce)); nc != match {
+			if nc := ch.cover3(nextCloser(qname, ce), ""); nc != match {
 				proofs[k], k = nc, k+1
 			}
-			if w := ch.wildcard3(ce); w != proofs[0] && w != proofs[k-1] {
+			if w := ch.cover3(ce, "*"); w != proofs[0] && w != proofs[k-1] {
 				proofs[k], k = w, k+1
 			}
 		}

@@ -3,9 +3,9 @@ package test
 import (
 	"fmt"
 	"net"
-	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gslbdns/gslb/internal/testunbound"
 
@@ -18,14 +18,7 @@ import (
 // out, so that gslb writes its denials as bytes.
 func denialServer(t *testing.T, denial string, bare bool) (*server, *dns.DNSKEY) {
 	t.Helper()
-	dir := t.TempDir()
-	base, key := writeZoneKey(t, dir, "example.org.", 257)
-	demo, err := os.ReadFile(repoFile(t, "nodes.example.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	table := strings.Replace(string(demo), "  - name: api.example.org\n", "  - name: a.deep.example.org\n  - name: api.example.org\n", 1)
-	nodes := writeFile(t, dir, "nodes.yaml", table)
+	nodes, base, key := signedDemo(t, strings.NewReplacer("  - name: api.example.org\n", "  - name: a.deep.example.org\n  - name: api.example.org\n"))
 	dnssec := "dnssec " + base
 	if denial != "" {
 		dnssec += " {\n            denial " + denial + "\n        }"
@@ -122,6 +115,19 @@ func TestDenialChainValidates(t *testing.T) {
 			q.SetEdns0(1232, true)
 			if r := exchange(t, "tcp", ub, q); r.Rcode != dns.RcodeSuccess || !r.AuthenticatedData || len(answers(r)) == 0 {
 				t.Errorf("unbound a.deep.example.org A: want a validated answer:\n%s", r)
+			}
+			if proof == "\tNSEC3\t" {
+				q.SetQuestion("example.org.", dns.TypeNSEC3PARAM)
+				if r := exchange(t, "tcp", ub, q); r.Rcode != dns.RcodeSuccess || !r.AuthenticatedData || len(r.Answer) < 2 {
+					t.Errorf("unbound example.org NSEC3PARAM: want a validated answer:\n%s", r)
+				}
+			}
+			p := map[string]string{"proof": strings.TrimSpace(strings.ToLower(proof))}
+			if sumSeries(t, "coredns_gslb_dnssec_denials_total", p) == 0 {
+				t.Errorf("coredns_gslb_dnssec_denials_total%v is 0", p)
+			}
+			if e := seriesValue(t, "coredns_gslb_dnssec_signature_expiry_timestamp_seconds", map[string]string{"zone": "example.org."}); time.Until(time.Unix(int64(e), 0)) < 6*24*time.Hour {
+				t.Errorf("coredns_gslb_dnssec_signature_expiry_timestamp_seconds is %v, want about 8 days ahead", e)
 			}
 		})
 	}
