@@ -3,10 +3,13 @@ package test
 import (
 	"fmt"
 	"net"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/gslbdns/gslb/internal/testsupport"
 	"github.com/gslbdns/gslb/internal/testunbound"
 
 	"github.com/miekg/dns"
@@ -146,4 +149,39 @@ func verifyOwnerSets(t *testing.T, key *dns.DNSKEY, section []dns.RR) {
 	for _, rrs := range owners {
 		verifyRRSIGs(t, key, rrs)
 	}
+}
+
+// A node table reload builds the chain again: a record added by the
+// reload exists for the proofs at once (NODATA with its own NSEC), and a
+// name after it is denied by an NSEC naming it.
+func TestDenialChainReload(t *testing.T) {
+	nodes, base, key := signedDemo(t, strings.NewReplacer())
+	srv := startServer(t, gslbCorefile(t, nodes, "dnssec "+base+"\n        reload 1s"))
+	do := func(name string, qtype uint16) *dns.Msg {
+		m := newQuery(t, name, qtype, "")
+		m.SetEdns0(1232, true)
+		return exchange(t, "tcp", srv.tcp, m)
+	}
+	if r := do("new.example.org.", dns.TypeA); r.Rcode != dns.RcodeNameError {
+		t.Fatalf("Before the reload: want NXDOMAIN:\n%s", r)
+	}
+	demo, err := os.ReadFile(nodes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Dir(nodes), filepath.Base(nodes), strings.Replace(string(demo), "  - name: www.example.org\n", "  - name: www.example.org\n  - name: new.example.org\n", 1))
+	testsupport.WaitFor(t, "the new record", func() (bool, string) {
+		r := do("new.example.org.", dns.TypeA)
+		return r.Rcode == dns.RcodeSuccess && len(answers(r)) > 0, r.String()
+	})
+	r := do("new.example.org.", dns.TypeTXT)
+	if r.Rcode != dns.RcodeSuccess || !strings.Contains(fmt.Sprint(r.Ns), "new.example.org.\t60\tIN\tNSEC\twww.example.org. A ") {
+		t.Errorf("NODATA of the new name: want its own NSEC:\n%s", r)
+	}
+	verifyOwnerSets(t, key, r.Ns)
+	r = do("neu.example.org.", dns.TypeA)
+	if r.Rcode != dns.RcodeNameError || !strings.Contains(fmt.Sprint(r.Ns), "\tNSEC\tnew.example.org. ") {
+		t.Errorf("A name before the new one: want NXDOMAIN with an NSEC naming it next:\n%s", r)
+	}
+	verifyOwnerSets(t, key, r.Ns)
 }
