@@ -90,6 +90,12 @@ bench-gain:
 bench-scopes:
 	bench/scopes.sh
 
+# make bench-flood [SECS=8 ROUNDS=2 ...]: a random-name flood with DO beside www with DO, for each
+# DNSSEC denial, see bench/flood.sh.
+.PHONY: bench-flood
+bench-flood:
+	bench/flood.sh
+
 # make test-zonemaster: Zonemaster and DNSViz against two gslb instances in a
 # loopback-only network namespace (root; installs the tools), see
 # test/zonemaster/run.sh.

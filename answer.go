@@ -5,6 +5,7 @@ import (
 
 	"github.com/gslbdns/gslb/decide"
 	"github.com/gslbdns/gslb/policy"
+	"github.com/gslbdns/gslb/rrl"
 	"github.com/gslbdns/gslb/sign"
 
 	"github.com/miekg/dns"
@@ -23,6 +24,11 @@ type answer struct {
 	// zone is signed.
 	signer *sign.Signer
 	server string
+	// chain denies names when the zone is signed with NSEC or NSEC3;
+	// nil with black lies, or unsigned.
+	chain *sign.Chain
+	qname string // lower case
+	mx    *serverMetrics
 }
 
 // reply is one answer's message with the parts it points to, so that a
@@ -61,6 +67,9 @@ func newReply(r *dns.Msg) *reply {
 
 // write answers with rrs.
 func (a *answer) write(scope uint8, rrs ...dns.RR) (int, error) {
+	if a.limited(rrl.Answer, dns.RcodeSuccess, scope) {
+		return dns.RcodeSuccess, nil
+	}
 	p := newReply(a.r)
 	p.m.Answer = rrs
 	return a.send(p, scope)
@@ -77,9 +86,19 @@ func (a *answer) nonAddress(qname string, record bool, qtype uint16) (int, error
 	case apex && qtype == dns.TypeNS && len(a.v.Table.Nameservers) > 0:
 		return a.write(0, a.g.ns(a.v, a.zone)...)
 	case apex && qtype == dns.TypeDNSKEY && a.g.signers[a.zone] != nil:
+		if a.limited(rrl.Answer, dns.RcodeSuccess, 0) {
+			return dns.RcodeSuccess, nil
+		}
 		// Signed (already) only for a query with the DO bit.
 		p := newReply(a.r)
 		a.g.signers[a.zone].DNSKEY(&p.m, a.signer != nil, a.server)
+		return a.sendSigned(p, 0, false)
+	case apex && qtype == dns.TypeNSEC3PARAM && a.chain.NSEC3():
+		if a.limited(rrl.Answer, dns.RcodeSuccess, 0) {
+			return dns.RcodeSuccess, nil
+		}
+		p := newReply(a.r)
+		a.chain.NSEC3PARAM(&p.m, a.signer != nil)
 		return a.sendSigned(p, 0, false)
 	case !record && !apex && !a.v.Table.ENTs[qname]:
 		return a.negative(dns.RcodeNameError, 0)
@@ -89,7 +108,10 @@ func (a *answer) nonAddress(qname string, record bool, qtype uint16) (int, error
 
 // negative answers NXDOMAIN or NODATA with the zone's SOA.
 func (a *answer) negative(rcode int, scope uint8) (int, error) {
-	if a.wireNegative(rcode, scope) {
+	if a.limited(rrl.Denial, rcode, scope) {
+		return dns.RcodeSuccess, nil
+	}
+	if a.signer != nil && a.wireDenial(scope) || a.wireNegative(rcode, scope) {
 		return dns.RcodeSuccess, nil
 	}
 	p := newReply(a.r)
@@ -102,6 +124,9 @@ func (a *answer) negative(rcode int, scope uint8) (int, error) {
 // addresses answers with the A or AAAA records of the decision's nodes,
 // the winner first.
 func (a *answer) addresses(name string, out *decide.Outcome) (int, error) {
+	if a.limited(rrl.Answer, dns.RcodeSuccess, out.Scope) {
+		return dns.RcodeSuccess, nil
+	}
 	if a.wireAddresses(out) {
 		return dns.RcodeSuccess, nil
 	}
@@ -131,6 +156,9 @@ func (a *answer) addresses(name string, out *decide.Outcome) (int, error) {
 
 // cname answers a cname node's name alone: the resolver follows it.
 func (a *answer) cname(name, target string, out *decide.Outcome) (int, error) {
+	if a.limited(rrl.Answer, dns.RcodeSuccess, out.Scope) {
+		return dns.RcodeSuccess, nil
+	}
 	if a.wireCNAME(target, out) {
 		return dns.RcodeSuccess, nil
 	}
@@ -171,7 +199,7 @@ func (a *answer) sendSigned(p *reply, scope uint8, sign bool) (int, error) {
 		p.m.Extra = p.extra[:]
 	}
 	if sign {
-		a.signer.Sign(&p.m, a.server)
+		a.sign(&p.m)
 	}
 	a.w.WriteMsg(&p.m)
 	return dns.RcodeSuccess, nil
@@ -184,4 +212,22 @@ func (g *GSLB) ns(v *policy.View, zone string) []dns.RR {
 		rrs[i] = &dns.NS{Hdr: dns.RR_Header{Name: zone, Rrtype: dns.TypeNS, Class: dns.ClassINET, Ttl: g.opts.TTL}, Ns: n}
 	}
 	return rrs
+}
+
+// sign signs m: a negative answer is proven by the zone's chain, else
+// (black lies) by the signer with the rest.
+func (a *answer) sign(m *dns.Msg) {
+	neg := m.Rcode == dns.RcodeNameError || m.Rcode == dns.RcodeSuccess && len(m.Answer) == 0 &&
+		len(m.Ns) == 1 && m.Ns[0].Header().Rrtype == dns.TypeSOA
+	switch {
+	case !neg:
+		a.signer.Sign(m, a.server)
+	case a.chain != nil:
+		exists := a.chain.Deny(m, a.qname, a.r.Question[0].Qtype)
+		a.mx.denied(a.g.denial, exists)
+	default:
+		exists := m.Rcode == dns.RcodeSuccess
+		a.signer.Sign(m, a.server)
+		a.mx.denied(sign.DenialBlackLies, exists)
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
 
 	"github.com/coredns/caddy"
@@ -67,20 +68,7 @@ func BenchmarkServeDNS(b *testing.B) {
 // signing is a cache lookup per RRset. The first signature's cost is
 // sign's BenchmarkSignFirst.
 func BenchmarkServeDNSSigned(b *testing.B) {
-	k := &dns.DNSKEY{Hdr: dns.RR_Header{Name: "example.org.", Rrtype: dns.TypeDNSKEY, Class: dns.ClassINET, Ttl: 3600},
-		Flags: 257, Protocol: 3, Algorithm: dns.ECDSAP256SHA256}
-	priv, err := k.Generate(256)
-	if err != nil {
-		b.Fatal(err)
-	}
-	base := filepath.Join(b.TempDir(), "Kexample.org.+013+00001")
-	if err := os.WriteFile(base+".key", []byte(k.String()+"\n"), 0o600); err != nil {
-		b.Fatal(err)
-	}
-	if err := os.WriteFile(base+".private", []byte(k.PrivateKeyString(priv)), 0o600); err != nil {
-		b.Fatal(err)
-	}
-	g := newFixtureGSLB(b, fixtureNodes, "dnssec "+base+"\n")
+	g := newFixtureGSLB(b, fixtureNodes, "dnssec "+benchKey(b)+"\n")
 	for _, bc := range []struct {
 		name  string
 		qname string
@@ -99,6 +87,56 @@ func BenchmarkServeDNSSigned(b *testing.B) {
 			}
 		})
 	}
+}
+
+// BenchmarkServeDNSDenial is a query with the DO bit for www and for a
+// random name, in a zone signed with each denial, the reply packed: the
+// flood of random names costs a chain's search, where black lies sign.
+func BenchmarkServeDNSDenial(b *testing.B) {
+	base := benchKey(b)
+	for _, denial := range []string{"nsec", "nsec3", "black_lies"} {
+		g := newFixtureGSLB(b, fixtureNodes, "dnssec "+base+" {\ndenial "+denial+"\n}\n")
+		for _, random := range []bool{false, true} {
+			name := denial + "/www"
+			if random {
+				name = denial + "/random"
+			}
+			b.Run(name, func(b *testing.B) {
+				w := &connWriter{}
+				ctx := context.Background()
+				m := query("www.example.org", dns.TypeA, nil)
+				m.SetEdns0(1232, true)
+				i := 0
+				b.ReportAllocs()
+				for b.Loop() {
+					if random {
+						i++
+						m.Question[0].Name = strconv.Itoa(i) + "x.example.org."
+					}
+					g.ServeDNS(ctx, w, m)
+				}
+			})
+		}
+	}
+}
+
+// benchKey writes a new ECDSA P-256 KSK for example.org and returns its
+// base name.
+func benchKey(b *testing.B) string {
+	k := &dns.DNSKEY{Hdr: dns.RR_Header{Name: "example.org.", Rrtype: dns.TypeDNSKEY, Class: dns.ClassINET, Ttl: 3600},
+		Flags: 257, Protocol: 3, Algorithm: dns.ECDSAP256SHA256}
+	priv, err := k.Generate(256)
+	if err != nil {
+		b.Fatal(err)
+	}
+	base := filepath.Join(b.TempDir(), "Kexample.org.+013+00001")
+	if err := os.WriteFile(base+".key", []byte(k.String()+"\n"), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	if err := os.WriteFile(base+".private", []byte(k.PrivateKeyString(priv)), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	return base
 }
 
 // connWriter stands in for the server's own writer: WriteMsg packs the
@@ -150,7 +188,9 @@ func BenchmarkServeDNSGoroutine(b *testing.B) {
 		{"noecs", "www.example.org", dns.TypeA, nil, ""},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
-			g := newFixtureGSLB(b, fixtureNodes, bc.extra)
+			// The response rate limit counts every reply, at a rate it
+			// does not reach: its cost is in the figures.
+			g := newFixtureGSLB(b, fixtureNodes, bc.extra+"rrl {\nanswers 1000000\ndenials 1000000\n}\n")
 			var ms []*dns.Msg
 			for i := range 1 << 12 {
 				var ecs *dns.EDNS0_SUBNET

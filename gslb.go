@@ -17,6 +17,7 @@ import (
 	"github.com/gslbdns/gslb/config"
 	"github.com/gslbdns/gslb/control"
 	"github.com/gslbdns/gslb/decide"
+	"github.com/gslbdns/gslb/rrl"
 	"github.com/gslbdns/gslb/scoring"
 	"github.com/gslbdns/gslb/sign"
 	"github.com/gslbdns/gslb/table"
@@ -46,6 +47,12 @@ type GSLB struct {
 	// signers sign each zone's answers to queries with the DO bit; nil
 	// without the dnssec option. Set at setup, read-only after.
 	signers map[string]*sign.Signer
+	// denial is how signed answers deny, its default resolved; chains
+	// are the NSEC or NSEC3 chains of the latest node table.
+	denial sign.Denial
+	chains atomic.Pointer[chainSet]
+
+	rrl *rrl.Limiter // nil: rrl off
 
 	warned map[string]bool // warnUnreachable's, under the control plane's lock
 }
@@ -72,6 +79,9 @@ func (g *GSLB) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.Msg) (
 	case decideHTTPS:
 		rc, err = g.serveHTTPS(ctx, q)
 	}
+	if q.own && g.rrl != nil && !plugin.ClientWrite(rc) && g.limitedError(ctx, w, r) {
+		rc = dns.RcodeSuccess // nothing written: dropped, or slipped
+	}
 	// Not cleared: route and the decision set every field a query reads,
 	// and clearing would pay the write barrier on every pointer. What it
 	// still points to is kept only until the pool drops it at a GC.
@@ -90,6 +100,7 @@ type inflight struct {
 	mx    *serverMetrics
 	// decide: what route left to decide on the short stack.
 	decide uint8
+	own    bool // the reply is gslb's, not the next plugin's
 	q      decide.Query
 	out    decide.Outcome
 	out6   decide.Outcome // an HTTPS query's AAAA decision
@@ -114,6 +125,7 @@ func (g *GSLB) route(ctx context.Context, w dns.ResponseWriter, r *dns.Msg, q *i
 	asked := r.Question[0].Name
 	qname := strings.ToLower(asked)
 	zone := zoneOf(g.Zones, qname)
+	q.own = zone != ""
 	if zone == "" {
 		return plugin.NextOrFailure(g.Name(), g.Next, ctx, w, r)
 	}
@@ -124,6 +136,7 @@ func (g *GSLB) route(ctx context.Context, w dns.ResponseWriter, r *dns.Msg, q *i
 	v := g.ctl.View()
 	rec := v.Table.Records[qname]
 	if rec == nil && g.Fall.Through(qname) {
+		q.own = false
 		return plugin.NextOrFailure(g.Name(), g.Next, ctx, w, r)
 	}
 	qtype := r.Question[0].Qtype
@@ -142,7 +155,9 @@ func (g *GSLB) route(ctx context.Context, w dns.ResponseWriter, r *dns.Msg, q *i
 	// write pays the garbage collector's bulk write barrier.
 	a := &q.a
 	a.g, a.w, a.r, a.v, a.zone, a.ecs, a.signer, a.server = g, w, r, v, zone, ecs, nil, ""
+	a.qname, a.mx, a.chain = qname, mx, nil
 	if g.signers != nil {
+		a.chain = g.chainFor(v.Table, zone)
 		if o := r.IsEdns0(); o != nil && o.Do() {
 			a.signer, a.server = g.signers[zone], metrics.WithServer(ctx)
 		}

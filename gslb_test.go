@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/coredns/coredns/plugin"
@@ -16,8 +17,14 @@ import (
 
 const fixtureBlock = "gslb example.org {\ngeoip city.mmdb\nasn asn.mmdb\nnodes nodes.yaml\n%s}"
 
+// newFixtureGSLB is the fixture's gslb with extra options. Its test
+// writer is one client, which the response rate limit would limit: unless
+// extra sets rrl, it is off.
 func newFixtureGSLB(t testing.TB, nodes, extra string) *GSLB {
 	t.Helper()
+	if !strings.Contains(extra, "rrl") {
+		extra += "rrl off\n"
+	}
 	dir := fixture(t, nodes)
 	g := newTestGSLB(t, dir, fmt.Sprintf(fixtureBlock, extra))
 	g.Next = test.NextHandler(dns.RcodeRefused, nil)

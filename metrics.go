@@ -9,6 +9,7 @@ import (
 	"github.com/gslbdns/gslb/canary"
 	"github.com/gslbdns/gslb/decide"
 	"github.com/gslbdns/gslb/scoring"
+	"github.com/gslbdns/gslb/sign"
 	"github.com/gslbdns/gslb/table"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -58,6 +59,20 @@ var (
 		Name:      "policy_decisions_total",
 		Help:      "Counter of A/AAAA decisions by policy (stable or canary) and tier.",
 	}, []string{"policy", "tier"})
+
+	dnssecDenials = promauto.NewCounterVec(prometheus.CounterOpts{
+		Namespace: plugin.Namespace,
+		Subsystem: "gslb",
+		Name:      "dnssec_denials_total",
+		Help:      "Counter of signed negative answers by proof (nsec, nsec3, black_lie) and result (nxdomain, nodata).",
+	}, []string{"server", "proof", "result"})
+
+	rrlLimited = promauto.NewCounterVec(prometheus.CounterOpts{
+		Namespace: plugin.Namespace,
+		Subsystem: "gslb",
+		Name:      "rrl_limited_total",
+		Help:      "Counter of responses over the response rate limit, by kind (answer, denial, error) and action (drop, slip, log_only).",
+	}, []string{"server", "kind", "action"})
 
 	policyProvinceMatch = promauto.NewCounterVec(prometheus.CounterOpts{
 		Namespace: plugin.Namespace,
@@ -272,4 +287,17 @@ func (mc *metricsCache) reset() { mc.m.Store(nil) }
 
 // Collectors are the package's metrics, for tests that list them.
 var Collectors = []prometheus.Collector{decisions, nodeAnswers, provinceMatch, ecsTotal, decisionDuration,
-	policyDecisions, policyProvinceMatch}
+	policyDecisions, policyProvinceMatch, dnssecDenials, rrlLimited}
+
+// denied counts a signed negative answer: a denial of a name that exists
+// (NODATA) or not (NXDOMAIN, which black lies answer as a NODATA).
+func (m *serverMetrics) denied(d sign.Denial, exists bool) {
+	result := "nxdomain"
+	if exists {
+		result = "nodata"
+	}
+	dnssecDenials.WithLabelValues(m.server, d.Proof(), result).Inc()
+}
+
+// rrlLogEvery bounds the log lines of the response rate limit.
+const rrlLogEvery = time.Minute

@@ -2,6 +2,7 @@ package gslb
 
 import (
 	"fmt"
+	"net/netip"
 
 	"github.com/coredns/caddy"
 	"github.com/coredns/coredns/core/dnsserver"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/gslbdns/gslb/config"
 	"github.com/gslbdns/gslb/control"
+	"github.com/gslbdns/gslb/rrl"
 	"github.com/gslbdns/gslb/sign"
 	"github.com/gslbdns/gslb/table"
 )
@@ -55,6 +57,9 @@ func (g *GSLB) load() error {
 			return fmt.Errorf("%s:%d: %w", g.opts.File, g.opts.Lines["dnssec"], err)
 		}
 		g.signers = ss
+		if g.denial, err = c.Resolve(len(g.Fall.Zones) > 0); err != nil {
+			return fmt.Errorf("%s:%d: %w", g.opts.File, g.opts.Lines["dnssec"], err)
+		}
 		if len(g.Fall.Zones) > 0 {
 			log.Warningf("dnssec with fallthrough in %s: gslb signs only its own answers; the names it passes on must be signed by the next plugins (the dnssec plugin with the same keys), or validating resolvers reject them", g.opts.File)
 		}
@@ -65,11 +70,28 @@ func (g *GSLB) load() error {
 	}
 	g.ctl, g.decider = ctl, ctl.Decider()
 	g.warnUnreachable(ctl.Table())
+	if err := g.buildChains(ctl.Table()); err != nil {
+		return fmt.Errorf("%s:%d: %w", g.opts.File, g.opts.Lines["dnssec"], err)
+	}
 	ctl.OnTable = func(old, cur *table.Table) {
 		if forgetNodes(old, cur) {
 			g.metrics.reset()
 		}
 		g.warnUnreachable(cur)
+		if err := g.buildChains(cur); err != nil {
+			// Black lies until a table builds: still proofs, signed per name.
+			g.chains.Store(nil)
+			log.Errorf("Cannot build the DNSSEC denial chain of %s, denying with black lies: %v", g.opts.Nodes, err)
+		}
 	}
+	g.rrl = rrl.New(g.rrlConfig())
 	return nil
+}
+
+// rrlConfig is the rrl option with the trust_ecs resolvers exempt: the
+// operator named them as resolvers, which ask for many clients.
+func (g *GSLB) rrlConfig() rrl.Config {
+	c := g.opts.RRL
+	c.Exempt = append(append([]netip.Prefix(nil), c.Exempt...), g.opts.TrustECS...)
+	return c
 }

@@ -102,7 +102,13 @@ func classify(w dns.ResponseWriter, t reflect.Type) uint8 {
 // conn reports whether the reply may be bytes: w is the scrubbing writer
 // over the connection, behind CoreDNS's hops only; not signed, no TSIG.
 func (a *answer) conn() bool {
-	if a.signer != nil || a.r.IsTsig() != nil {
+	return a.signer == nil && a.plainConn()
+}
+
+// plainConn is conn but for the signing: a signed reply's bytes are the
+// caller's to make.
+func (a *answer) plainConn() bool {
+	if a.r.IsTsig() != nil {
 		return false
 	}
 	w := a.w
@@ -329,6 +335,35 @@ func (a *answer) wireNegative(rcode int, scope uint8) bool {
 	}
 	wr.b = append(wr.b, soa...)
 	return a.finish(&wr, 0, 1, scope)
+}
+
+// wireDenial writes a signed negative answer proven by the zone's chain
+// as bytes: the SOA, the proof and their signatures, each packed once;
+// false: take the message path.
+func (a *answer) wireDenial(scope uint8) bool {
+	if a.chain == nil || !a.plainConn() {
+		return false
+	}
+	soa := a.g.soaPacked(a.v, a.zone)
+	if soa == nil {
+		return false
+	}
+	var wr wire
+	if !a.start(&wr, dns.RcodeSuccess) {
+		return false
+	}
+	b, n, rcode, exists, ok := a.chain.AppendDenial(wr.b, a.qname, a.r.Question[0].Qtype, soa, func() *dns.SOA { return a.g.soa(a.v, a.zone) })
+	wr.b = b
+	if !ok {
+		wr.release()
+		return false
+	}
+	b[3] = b[3]&0xf0 | byte(rcode)
+	if !a.finish(&wr, 0, n, scope) {
+		return false
+	}
+	a.mx.denied(a.g.denial, exists)
+	return true
 }
 
 // soaPacked is soa packed, kept while the view and the next plugin's

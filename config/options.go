@@ -11,6 +11,7 @@ import (
 
 	"github.com/gslbdns/gslb/admin"
 	"github.com/gslbdns/gslb/locate"
+	"github.com/gslbdns/gslb/rrl"
 	"github.com/gslbdns/gslb/scoring"
 	"github.com/gslbdns/gslb/sign"
 )
@@ -65,6 +66,7 @@ type Options struct {
 	SOA            SOA
 	Fleet          *Fleet       // nil: a lone instance
 	DNSSEC         *sign.Config // nil: answers are not signed
+	RRL            rrl.Config   // the response rate limit; on unless Off
 }
 
 // Canary is the canary line: a candidate node table for a share of the

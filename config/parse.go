@@ -17,8 +17,8 @@ import (
 	"github.com/gslbdns/gslb/admin"
 	"github.com/gslbdns/gslb/internal/yamlfile"
 	"github.com/gslbdns/gslb/locate"
+	"github.com/gslbdns/gslb/rrl"
 	"github.com/gslbdns/gslb/scoring"
-	"github.com/gslbdns/gslb/sign"
 )
 
 // Parse reads the gslb block at the dispenser: keys are the server block's
@@ -41,6 +41,7 @@ func Parse(c *caddyfile.Dispenser, keys []string, root string, seen Unique) (*Op
 		SOA:           DefaultSOA(),
 		SpreadPrefix4: locate.DefaultSpreadPrefix4,
 		SpreadPrefix6: locate.DefaultSpreadPrefix6,
+		RRL:           rrl.Defaults(),
 	}
 	path := func(p string) string {
 		if !filepath.IsAbs(p) && root != "" {
@@ -306,16 +307,20 @@ func Parse(c *caddyfile.Dispenser, keys []string, root string, seen Unique) (*Op
 					return nil, err
 				}
 			case "dnssec":
-				sc, err := sign.ParseArgs(root, c.RemainingArgs())
+				sc, err := parseDNSSEC(c, root)
 				if err != nil {
-					return nil, c.Err(err.Error())
+					return nil, err
 				}
 				o.DNSSEC = &sc
+			case "rrl":
+				if err := parseRRL(c, &o.RRL); err != nil {
+					return nil, err
+				}
 			default:
 				return nil, c.Errf("unknown property %q", c.Val())
 			}
 			switch prop {
-			case "fallthrough", "redis", "online", "admin", "canary", "soa", "trust_ecs", "fleet", "dnssec":
+			case "fallthrough", "redis", "online", "admin", "canary", "soa", "trust_ecs", "fleet", "dnssec", "rrl":
 			default:
 				if args := c.RemainingArgs(); len(args) != 0 {
 					return nil, c.Errf("unexpected argument %q", args[0])
@@ -593,6 +598,11 @@ func subBlock(c *caddyfile.Dispenser, prop func() error) error {
 	if c.Val() != "{" {
 		return c.Errf("unexpected argument %q", c.Val())
 	}
+	return blockBody(c, prop)
+}
+
+// blockBody is subBlock after its opening brace.
+func blockBody(c *caddyfile.Dispenser, prop func() error) error {
 	for c.Next() {
 		if c.Val() == "}" {
 			return noArgs(c)
@@ -680,6 +690,11 @@ func prefixArgs(c *caddyfile.Dispenser) ([]netip.Prefix, error) {
 	if len(args) == 0 {
 		return nil, c.ArgErr()
 	}
+	return prefixList(c, name, args)
+}
+
+// prefixList is prefixArgs of args, the option name's.
+func prefixList(c *caddyfile.Dispenser, name string, args []string) ([]netip.Prefix, error) {
 	out := make([]netip.Prefix, 0, len(args))
 	for _, a := range args {
 		p, err := netip.ParsePrefix(a)

@@ -143,6 +143,9 @@ func Check(cfg Config) (warnings []string, err error) {
 			if _, err := sign.Load(o.Zones, *o.DNSSEC); err != nil {
 				return nil, plugin.Error(config.Name, fmt.Errorf("%s:%d: %w", o.File, o.Lines["dnssec"], err))
 			}
+			if _, err := o.DNSSEC.Resolve(len(o.Fall.Zones) > 0); err != nil {
+				return nil, plugin.Error(config.Name, fmt.Errorf("%s:%d: %w", o.File, o.Lines["dnssec"], err))
+			}
 		}
 		ctl, err := control.New(o)
 		if err != nil {

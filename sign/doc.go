@@ -2,8 +2,11 @@
 //
 // It loads a zone's BIND-format key files (as CoreDNS's dnssec plugin takes
 // them), answers the apex DNSKEY RRset, and adds RRSIGs to every RRset of a
-// reply, denying existence with NSEC black lies: an NXDOMAIN becomes a
-// NODATA whose NSEC covers only the query name. The signing follows
+// reply. It denies existence with a Chain, an NSEC or NSEC3 chain over the
+// zone's names built and signed once per node table (NewChain; Deny, or
+// AppendDenial for the bytes), or with NSEC black lies where the names are
+// not all known: an NXDOMAIN becomes a NODATA whose NSEC covers only the
+// query name, signed per name. The signing follows
 // CoreDNS's plugin/dnssec (the same RRSIG fields, validity and choice of
 // key: KSK for DNSKEY, ZSK for the rest when both exist) but for the
 // RRSIG's original TTL, which is the RRset's own TTL rather than a fixed

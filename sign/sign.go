@@ -18,6 +18,7 @@ import (
 	"github.com/gslbdns/gslb/internal/ratelog"
 
 	"github.com/miekg/dns"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // Config names a gslb block's keys.
@@ -33,6 +34,12 @@ type Config struct {
 	// Capacity bounds each signature cache (RRsets, and NSECs); 0
 	// means 10000.
 	Capacity int
+	// Denial is how names and types are denied; the NSEC3 parameters
+	// are its. None of them changes the Signer: a chain is built per
+	// node table (see NewChain).
+	Denial          Denial
+	NSEC3Iterations uint16
+	NSEC3Salt       string // hex; "": none
 }
 
 const (
@@ -62,6 +69,8 @@ type Signer struct {
 	seed1  maphash.Seed
 	seed2  maphash.Seed
 	now    func() time.Time
+	chain  atomic.Pointer[Chain] // the latest built, for the expiry gauge
+	made   prometheus.Counter
 
 	hits, misses atomic.Uint64
 }
@@ -190,6 +199,7 @@ func newSigner(zone string, signing, publish []*key, ttl uint32, capacity int) *
 		seed1:  maphash.MakeSeed(),
 		seed2:  maphash.MakeSeed(),
 		now:    time.Now,
+		made:   signatures.WithLabelValues(zone),
 	}
 	for _, k := range append(append([]*key(nil), signing...), publish...) {
 		dk := *k.pub
@@ -371,6 +381,7 @@ func (s *Signer) signSet(set []dns.RR, now time.Time) []dns.RR {
 			return nil
 		}
 		sigs = append(sigs, sig)
+		s.made.Inc()
 	}
 	return sigs
 }

@@ -36,21 +36,28 @@ func runDNSTool(t *testing.T, bin string, args ...string) string {
 }
 
 // signedServer serves the demo table with https on www.example.org,
-// and a ttl of 7200 on api.example.org, signed with a new KSK, and returns
-// the server and the key.
+// and a ttl of 7200 on api.example.org, signed with a new KSK and denying
+// with black lies, and returns the server and the key.
 func signedServer(t *testing.T) (*server, *dns.DNSKEY) {
 	t.Helper()
+	nodes, base, key := signedDemo(t, strings.NewReplacer("  - name: www.example.org\n",
+		"  - name: www.example.org\n    https: {alpn: [h2, h3], port: 443}\n",
+		"    ttl: 30\n", "    ttl: 7200\n")) // api.example.org
+	return startServer(t, gslbCorefile(t, nodes, "dnssec "+base+" {\n            denial black_lies\n        }")), key
+}
+
+// signedDemo writes the demo node table as edit rewrites it and a new KSK
+// for example.org, and returns the table's file, the key's base name and
+// the key.
+func signedDemo(t *testing.T, edit *strings.Replacer) (nodes, base string, key *dns.DNSKEY) {
+	t.Helper()
 	dir := t.TempDir()
-	base, key := writeZoneKey(t, dir, "example.org.", 257)
+	base, key = writeZoneKey(t, dir, "example.org.", 257)
 	demo, err := os.ReadFile(repoFile(t, "nodes.example.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	table := strings.Replace(string(demo), "  - name: www.example.org\n",
-		"  - name: www.example.org\n    https: {alpn: [h2, h3], port: 443}\n", 1)
-	table = strings.Replace(table, "    ttl: 30\n", "    ttl: 7200\n", 1) // api.example.org
-	nodes := writeFile(t, dir, "nodes.yaml", table)
-	return startServer(t, gslbCorefile(t, nodes, "dnssec "+base)), key
+	return writeFile(t, dir, "nodes.yaml", edit.Replace(string(demo))), base, key
 }
 
 // delv, BIND's validating lookup, with the zone's DS as its only trust

@@ -66,13 +66,13 @@ func verifyRRSIGs(t *testing.T, key *dns.DNSKEY, section []dns.RR) {
 	}
 }
 
-// With `dnssec KEYFILE`, gslb signs its answers: a validating unbound with
+// With `dnssec KEYFILE { denial black_lies }`, gslb signs its answers: a validating unbound with
 // the zone's trust anchor in front returns them with the AD bit, positive
 // and negative, and each RRSIG verifies against the zone's key.
 func TestDNSSECThroughUnbound(t *testing.T) {
 	dir := t.TempDir()
 	base, key := writeZoneKey(t, dir, "example.org.", 257)
-	srv := startServer(t, demoCorefile(t, "dnssec "+base))
+	srv := startServer(t, demoCorefile(t, "dnssec "+base+" {\n            denial black_lies\n        }"))
 
 	t.Run("direct", func(t *testing.T) {
 		do := func(name string, qtype uint16, ecs string) *dns.Msg {

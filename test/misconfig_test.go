@@ -87,6 +87,9 @@ func TestCheckLikeServer(t *testing.T) {
 		{"dnssec key missing", strings.Replace(text, "nodes ", "dnssec "+filepath.Join(dir, "Kmissing")+"\n        nodes ", 1), false, "Kmissing"},
 		{"dnssec key of another zone", strings.Replace(text, "nodes ", "dnssec "+otherKey+"\n        nodes ", 1), false, "is none of the zones"},
 		{"dnssec", strings.Replace(text, "nodes ", "dnssec "+key+"\n        nodes ", 1), true, ""},
+		{"dnssec nsec3", strings.Replace(text, "nodes ", "dnssec "+key+" {\n            denial nsec3\n        }\n        nodes ", 1), true, ""},
+		{"dnssec nsec with fallthrough", strings.Replace(text, "nodes ", "dnssec "+key+" {\n            denial nsec\n        }\n        fallthrough\n        nodes ", 1), false, "dnssec denial nsec with fallthrough"},
+		{"dnssec default with fallthrough", strings.Replace(text, "nodes ", "dnssec "+key+"\n        fallthrough\n        nodes ", 1), true, ""},
 	} {
 		conf := writeFile(t, dir, "Corefile."+strings.ReplaceAll(tc.name, " ", "-"), tc.corefile)
 		out, stderr, code := runTool(t, "check", "-conf", conf)

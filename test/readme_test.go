@@ -12,6 +12,7 @@ import (
 	"github.com/gslbdns/gslb/internal/recovery"
 	"github.com/gslbdns/gslb/internal/testsupport"
 	"github.com/gslbdns/gslb/locate"
+	"github.com/gslbdns/gslb/sign"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -21,7 +22,7 @@ import (
 func registeredMetrics(t *testing.T) []string {
 	t.Helper()
 	var cs []prometheus.Collector
-	for _, l := range [][]prometheus.Collector{gslb.Collectors, canary.Collectors, control.Collectors, health.Collectors, locate.Collectors, recovery.Collectors} {
+	for _, l := range [][]prometheus.Collector{gslb.Collectors, canary.Collectors, control.Collectors, health.Collectors, locate.Collectors, recovery.Collectors, sign.Collectors} {
 		cs = append(cs, l...)
 	}
 	names, err := testsupport.MetricNames(cs...)
