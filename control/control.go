@@ -88,6 +88,9 @@ type Control struct {
 	// shared the admin state as the fleet last had it from here.
 	member *member
 	shared map[string]json.RawMessage
+	// seedOrigins are the origins the state file kept: the fleet's
+	// last known state starts from them.
+	seedOrigins map[string]admin.KeyOrigin
 	// sharedKey says what the fleet's verdicts were at the last publish.
 	sharedKey string
 
