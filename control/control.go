@@ -1,3 +1,6 @@
+// Package control is a gslb block's control plane: it loads and reloads
+// the block's files, keeps the probes, the admin state and the fleet's
+// shared state, and publishes the immutable views queries decide with.
 package control
 
 import (
