@@ -1,4 +1,4 @@
-// Package health probes the nodes (HTTP, TCP, once), keeps each node's
+// Package health probes the nodes over HTTP and TCP, keeps each node's
 // state with rise and fall counts, and hands the control plane immutable
 // snapshots of the verdicts.
 package health
