@@ -14,6 +14,7 @@ import (
 
 	"github.com/gslbdns/gslb/admin"
 	"github.com/gslbdns/gslb/canary"
+	"github.com/gslbdns/gslb/config"
 	"github.com/gslbdns/gslb/decide"
 	"github.com/gslbdns/gslb/fleet"
 	"github.com/gslbdns/gslb/health"
@@ -68,6 +69,17 @@ func (c *Control) restoreState() {
 		return
 	}
 	c.adopt(st)
+}
+
+// storedSalt is the state file's canary_salt, read apart from its
+// entries: they are read again, with their errors, when the state is
+// restored, and a drain or pin that does not load does not lose the salt.
+func storedSalt(o *config.Options) canary.StoredSalt {
+	if o.Admin == nil || o.Admin.State == "" {
+		return canary.StoredSalt{Readable: true}
+	}
+	salt, ok := admin.ReadSalt(o.Admin.State, o.MaxFileSize)
+	return canary.StoredSalt{Salt: salt, Readable: ok}
 }
 
 // StateError is why the admin state file does not load; nil when it does

@@ -214,7 +214,7 @@ func loadControl(o *config.Options) (c *Control, option string, err error) {
 		}
 		return nil, option, err
 	}
-	salt := canary.ResolveSalt(o)
+	salt := canary.ResolveSalt(o, storedSalt(o))
 	var cn *canary.Rollout
 	if o.Canary != nil {
 		ct, err := loadTable("node table", o.Canary.File, zones, o)
