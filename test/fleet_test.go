@@ -94,16 +94,20 @@ func (m *fleetMember) launch(t *testing.T) {
 			t.Logf("%s's output:\n%s", name, out.String())
 		}
 	})
-	testsupport.WaitFor(t, name+" answering", func() (bool, string) {
+	// Generous: a member that starts from a large state file on a busy
+	// machine takes a while.
+	var err error
+	if !poll(30*time.Second, func() bool {
 		select {
 		case <-done:
 			t.Fatalf("%s exited: %s", name, out.String())
 		default:
 		}
-		a, err := m.query("www.example.org", "1.3.0.0/24")
-		m.first = a
-		return err == nil, fmt.Sprint(err)
-	})
+		m.first, err = m.query("www.example.org", "1.3.0.0/24")
+		return err == nil
+	}) {
+		t.Fatalf("Timed out after 30s waiting for %s answering; last: %v", name, err)
+	}
 }
 
 // corefile is member m's Corefile.
@@ -214,10 +218,11 @@ func within(t *testing.T, limit time.Duration, what string, ms []*fleetMember, n
 	t.Helper()
 	start := time.Now()
 	for _, m := range ms {
-		testsupport.WaitFor(t, m.name+": "+what, func() (bool, string) {
-			a, err := m.query(name, ecs)
-			return err == nil && ok(a), fmt.Sprint(a, err)
-		})
+		var a string
+		var err error
+		if !poll(max(limit, testsupport.WaitTimeout), func() bool { a, err = m.query(name, ecs); return err == nil && ok(a) }) {
+			t.Fatalf("Timed out after %v waiting for %s: %s; last: %s %v", max(limit, testsupport.WaitTimeout), m.name, what, a, err)
+		}
 	}
 	took := time.Since(start)
 	if took > limit {
