@@ -34,6 +34,15 @@ func newTarget(t *testing.T) *target {
 	return tg
 }
 
+func answerOf(t *testing.T, g *GSLB, name, ecs string) string {
+	t.Helper()
+	_, m := serve(t, g, query(name, dns.TypeA, subnet(ecs)))
+	if m == nil || len(m.Answer) != 1 {
+		t.Fatalf("Expected one answer for %s, got %v", name, m)
+	}
+	return m.Answer[0].(*dns.A).A.String()
+}
+
 // waitAnswer polls until the answer for ecs is want, for at most 5s.
 func waitAnswer(t *testing.T, g *GSLB, name, ecs, want string) {
 	t.Helper()

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/netip"
 	"os"
 	"slices"
@@ -31,6 +32,18 @@ type State struct {
 	// CanarySalt keys the canary's choice of subnets when the Corefile
 	// sets no salt: generated at the first start, then kept.
 	CanarySalt string `yaml:"canary_salt,omitempty" json:"canary_salt,omitempty"`
+	// Origins is, in a fleet, where each shared key's last change came
+	// from, deletions included: a change made while Redis was out of
+	// reach keeps its time over a restart and wins when it is the later.
+	// A file without them (an older one) seeds the fleet as the oldest.
+	Origins map[string]KeyOrigin `yaml:"origins,omitempty" json:"origins,omitempty"`
+}
+
+// KeyOrigin is the member and time of a shared key's last change.
+type KeyOrigin struct {
+	Member  string        `yaml:"member" json:"member"`
+	Time    yamlfile.Time `yaml:"time" json:"time"`
+	Deleted bool          `yaml:"deleted,omitempty" json:"deleted,omitempty"`
 }
 
 // DrainEntry is a drained node.
@@ -141,6 +154,14 @@ func parseState(data []byte, known func(id string) bool) (s *State, dropped []st
 	if c := s.Canary; c != nil && (c.Percent < 0 || c.Percent > 100) {
 		return nil, nil, fmt.Errorf("canary: field percent: %g is outside 0..100", c.Percent)
 	}
+	for _, k := range slices.Sorted(maps.Keys(s.Origins)) {
+		switch o := s.Origins[k]; {
+		case o.Member == "":
+			return nil, nil, fmt.Errorf("origins: %s: field member: missing", k)
+		case o.Time.IsZero():
+			return nil, nil, fmt.Errorf("origins: %s: field time: missing", k)
+		}
+	}
 	return s, dropped, nil
 }
 
@@ -165,7 +186,7 @@ func checkOverlap(entries []overrides.Entry) error {
 // drains and the canary are read back before they are written, and each
 // pin is when the API takes it (CheckPin).
 func (s *State) Marshal() ([]byte, error) {
-	if err := roundTrip(&State{Drains: s.Drains, Canary: s.Canary, CanarySalt: s.CanarySalt}); err != nil {
+	if err := roundTrip(&State{Drains: s.Drains, Canary: s.Canary, CanarySalt: s.CanarySalt, Origins: s.Origins}); err != nil {
 		return nil, err
 	}
 	return encode(s)
@@ -222,6 +243,29 @@ func encode(s *State) ([]byte, error) {
 			return nil, err
 		}
 		fmt.Fprintf(&b, "%s  \"canary_salt\": %s", sep, l)
+		sep = ",\n"
+	}
+	if len(s.Origins) > 0 {
+		fmt.Fprintf(&b, "%s  \"origins\": {\n", sep)
+		keys := slices.Sorted(maps.Keys(s.Origins))
+		for i, k := range keys {
+			o := s.Origins[k]
+			o.Time.Time = o.Time.UTC()
+			kl, err := compact(k)
+			if err != nil {
+				return nil, err
+			}
+			l, err := compact(o)
+			if err != nil {
+				return nil, err
+			}
+			fmt.Fprintf(&b, "    %s: %s", kl, l)
+			if i < len(keys)-1 {
+				b.WriteByte(',')
+			}
+			b.WriteByte('\n')
+		}
+		b.WriteString("  }")
 		sep = ",\n"
 	}
 	if sep == "\n" {
@@ -326,10 +370,18 @@ func CheckPin(y *overrides.EntryYAML) ([]byte, error) {
 }
 
 // TooLarge is a 507: the change would make the state file larger than the
-// size limit it is read back with, so it is not made.
-type TooLarge struct{ Size, Limit int64 }
+// size limit it is read back with (or, Fleet, the fleet's shared state
+// larger than it stores), so it is not made.
+type TooLarge struct {
+	Size, Limit int64
+	Fleet       bool
+}
 
 func (e *TooLarge) Error() string {
+	if e.Fleet {
+		return fmt.Sprintf("the fleet's shared state would be about %d bytes, over its limit of %d bytes: the change is not made; "+
+			"remove pins", e.Size, e.Limit)
+	}
 	return fmt.Sprintf("the state file would be %d bytes, over the size limit of %d bytes (max_file_size): the change is not made; "+
 		"remove pins or raise max_file_size", e.Size, e.Limit)
 }

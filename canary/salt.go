@@ -8,7 +8,6 @@ import (
 	"math/bits"
 	"sync"
 
-	"github.com/gslbdns/gslb/admin"
 	"github.com/gslbdns/gslb/config"
 	"github.com/gslbdns/gslb/internal/splitmix"
 )
@@ -72,22 +71,27 @@ func newSalt() string {
 // canary's subnets (and writes the salt back).
 var keptSalts sync.Map // path -> string
 
+// StoredSalt is the admin state file's canary_salt as the control plane
+// read it: Readable is false when the file exists and cannot be read.
+type StoredSalt struct {
+	Salt     string
+	Readable bool
+}
+
 // ResolveSalt picks the canary's salt: the canary line's `salt`, else the
-// admin state file's (generated at the first start and kept there; read
-// even when the file's entries do not load), else the process's, with a
-// warning: the canary's subnets then change at every start.
-func ResolveSalt(o *config.Options) Salt {
+// admin state file's (stored: generated at the first start and kept
+// there; read even when the file's entries do not load), else the
+// process's, with a warning: the canary's subnets then change at every
+// start.
+func ResolveSalt(o *config.Options, stored StoredSalt) Salt {
 	var s Salt
 	stateFile := ""
 	if o.Admin != nil && o.Admin.State != "" {
 		stateFile = o.Admin.State
-		// The entries are read again, with their errors, when the state
-		// is restored.
-		stored, ok := admin.ReadSalt(stateFile, o.MaxFileSize)
 		switch {
-		case stored != "":
-			s.Stored = stored
-		case !ok:
+		case stored.Salt != "":
+			s.Stored = stored.Salt
+		case !stored.Readable:
 			stateFile = ""
 		}
 	}

@@ -79,9 +79,7 @@ func FuzzAdminAPI(f *testing.F) {
 			t.Fatalf("%s %s %q: 200, and the state file does not load: %v", method, path, body, err)
 		}
 		var pins []overrides.EntryYAML
-		for _, p := range c.pinsForTest() {
-			pins = append(pins, p)
-		}
+		pins = append(pins, c.pinsForTest()...)
 		want, _ := json.Marshal(pins)
 		got, _ := json.Marshal(st.Pins)
 		if !bytes.Equal(want, got) {

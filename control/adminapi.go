@@ -2,6 +2,7 @@ package control
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -13,7 +14,9 @@ import (
 
 	"github.com/gslbdns/gslb/admin"
 	"github.com/gslbdns/gslb/canary"
+	"github.com/gslbdns/gslb/config"
 	"github.com/gslbdns/gslb/decide"
+	"github.com/gslbdns/gslb/fleet"
 	"github.com/gslbdns/gslb/health"
 	"github.com/gslbdns/gslb/internal/ratelog"
 	"github.com/gslbdns/gslb/internal/yamlfile"
@@ -60,11 +63,23 @@ func (c *Control) restoreState() {
 	} else if m, ok := adminMemory.Load(a.Addr); ok {
 		st = m.(*admin.State)
 	}
+	c.seedOrigins = st.Origins
 	if c.member != nil { // the fleet's state, of which the file is a copy
 		c.adoptFleet(c.member.f.State())
 		return
 	}
 	c.adopt(st)
+}
+
+// storedSalt is the state file's canary_salt, read apart from its
+// entries: they are read again, with their errors, when the state is
+// restored, and a drain or pin that does not load does not lose the salt.
+func storedSalt(o *config.Options) canary.StoredSalt {
+	if o.Admin == nil || o.Admin.State == "" {
+		return canary.StoredSalt{Readable: true}
+	}
+	salt, ok := admin.ReadSalt(o.Admin.State, o.MaxFileSize)
+	return canary.StoredSalt{Salt: salt, Readable: ok}
 }
 
 // StateError is why the admin state file does not load; nil when it does
@@ -296,16 +311,35 @@ func (c *Control) state() *admin.State {
 }
 
 // saveState writes st to the state file, or keeps it in memory without
-// one. Never over a state file that does not load, and never once a later
-// load of the Corefile serves the API (admin.ErrSuperseded). Callers hold
-// c.mu.
-func (c *Control) saveState(st *admin.State) error {
+// one, then hands the fleet what changed, and the touched keys however
+// little they changed: an acknowledged change gets its own origin, so
+// that it wins over any earlier one the member had not seen. Never over a
+// state file that does not load, never once a later load of the Corefile
+// serves the API (admin.ErrSuperseded), and never a change the fleet
+// cannot store. Callers hold c.mu.
+func (c *Control) saveState(st *admin.State, touched ...string) error {
 	a := c.opts.Admin
 	if a == nil || !c.started {
 		return nil
 	}
 	if c.stateErr != nil {
 		return &admin.Refused{Reason: fmt.Sprintf("%v: changes are refused until the file is fixed or removed", c.stateErr)}
+	}
+	var changes []fleet.Change
+	var next map[string]json.RawMessage
+	if c.member != nil {
+		next = sharedEntries(st)
+		changes = c.member.f.Stamp(c.changes(next, touched))
+		if len(changes) > 0 {
+			if err := c.member.f.Fits(changes); err != nil {
+				var tl *fleet.TooLarge
+				if errors.As(err, &tl) {
+					return &admin.TooLarge{Size: int64(tl.Size), Limit: int64(tl.Limit), Fleet: true}
+				}
+				return err
+			}
+		}
+		st.Origins = c.originsOf(next, changes)
 	}
 	write := func() error {
 		if a.State != "" {
@@ -329,8 +363,13 @@ func (c *Control) saveState(st *admin.State) error {
 	} else {
 		err = c.admin.Save(st, write)
 	}
-	if err == nil {
-		c.shareState(st)
+	if err == nil && c.member != nil {
+		c.shared = next
+		if len(changes) > 0 {
+			if _, err := c.member.f.Set(changes...); err != nil {
+				log.Errorf("Fleet: %v", err)
+			}
+		}
 	}
 	return err
 }
@@ -444,20 +483,25 @@ func (b *adminBackend) Drain(id string, drained bool, who string) (admin.Node, e
 		return admin.Node{}, err
 	}
 	if !c.known(c.table)(id) {
-		return admin.Node{}, fmt.Errorf("node %q: %w", id, admin.ErrNotFound)
+		return admin.Node{}, fmt.Errorf("node %q: %w%s", id, admin.ErrNotFound, c.nodeHint(id))
 	}
 	cur, was := c.drains[id]
-	if was && cur.Drained == drained || !was && !drained {
+	same := was && cur.Drained == drained || !was && !drained
+	if same && c.member == nil {
 		return b.nodeLocked(id), nil // nothing to change
 	}
-	next := maps.Clone(c.drains)
-	if next == nil {
-		next = map[string]policy.Drain{}
+	// In a fleet the change is shared even when this member holds it
+	// already: an opposite one it has not seen yet must not win.
+	prev, next := c.drains, c.drains
+	if !same {
+		next = maps.Clone(c.drains)
+		if next == nil {
+			next = map[string]policy.Drain{}
+		}
+		next[id] = policy.Drain{Drained: drained, Since: time.Now()}
 	}
-	next[id] = policy.Drain{Drained: drained, Since: time.Now()}
-	prev := c.drains
 	c.drains = next
-	if err := c.saveState(c.state()); err != nil {
+	if err := c.saveState(c.state(), drainPrefix+id); err != nil {
 		c.drains = prev
 		return admin.Node{}, err
 	}
@@ -519,6 +563,11 @@ func (b *adminBackend) AddPin(req admin.PinRequest, who string) ([]admin.Pin, er
 	}
 	e, err := y.Entry(c.known(c.table))
 	if err != nil {
+		for _, id := range y.Nodes {
+			if !c.known(c.table)(id) {
+				return nil, admin.Badf("%v%s", err, c.nodeHint(id))
+			}
+		}
 		return nil, admin.Badf("%v", err)
 	}
 	line, err := admin.CheckPin(&y)
@@ -535,7 +584,7 @@ func (b *adminBackend) AddPin(req admin.PinRequest, who string) ([]admin.Pin, er
 	next.pins, next.entries, next.lines = append(next.pins, y), append(next.entries, e), append(next.lines, line)
 	prev := c.pinSet()
 	c.installPins(next)
-	if err := c.saveState(c.state()); err != nil {
+	if err := c.saveState(c.state(), pinPrefix+y.CIDR); err != nil {
 		c.installPins(prev)
 		return nil, err
 	}
@@ -569,7 +618,7 @@ func (b *adminBackend) DeletePin(p netip.Prefix, who string) ([]admin.Pin, error
 	}
 	prev := c.pinSet()
 	c.installPins(next)
-	if err := c.saveState(c.state()); err != nil {
+	if err := c.saveState(c.state(), pinPrefix+p.String()); err != nil {
 		c.installPins(prev)
 		return nil, err
 	}
@@ -628,7 +677,7 @@ func (b *adminBackend) SetCanary(percent float64, who string) (admin.Canary, err
 	prevShare, wasBack := cn.Share(), false
 	wasBack, _ = cn.RolledBack()
 	cn.SetPercent(percent)
-	if err := c.saveState(c.state()); err != nil {
+	if err := c.saveState(c.state(), canaryKey); err != nil {
 		cn.Revert(prevShare, wasBack)
 		return admin.Canary{}, err
 	}

@@ -18,9 +18,8 @@ func (c *Control) publishCanary(now time.Time) time.Time {
 		snap = cn.Checker.Snapshot()
 	}
 	links, _, _, _ := c.quality.Links(cn.Table.Index, now, c.opts.QualityMaxAge)
-	sh, _ := c.sharedVerdicts(cn.Table)
-	v, step := policy.NewView(policy.Inputs{Table: cn.Table, Snapshot: snap, Params: &c.opts.Params,
-		Links: links, Serial: c.serial, Now: now, Cooldown: c.opts.Cooldown, Cache: cn.Cache, Drains: c.drains, Shared: policyShared(sh)})
+	in, _ := c.inputs(cn.Table, snap, links, cn.Cache, now)
+	v, step := policy.NewView(in)
 	cn.View.Store(v)
 	return step
 }

@@ -1,3 +1,6 @@
+// Package control is a gslb block's control plane: it loads and reloads
+// the block's files, keeps the probes, the admin state and the fleet's
+// shared state, and publishes the immutable views queries decide with.
 package control
 
 import (
@@ -23,6 +26,7 @@ import (
 	"github.com/gslbdns/gslb/overrides"
 	"github.com/gslbdns/gslb/policy"
 	"github.com/gslbdns/gslb/quality"
+	"github.com/gslbdns/gslb/scoring"
 	"github.com/gslbdns/gslb/table"
 )
 
@@ -88,6 +92,9 @@ type Control struct {
 	// shared the admin state as the fleet last had it from here.
 	member *member
 	shared map[string]json.RawMessage
+	// seedOrigins are the origins the state file kept: the fleet's
+	// last known state starts from them.
+	seedOrigins map[string]admin.KeyOrigin
 	// sharedKey says what the fleet's verdicts were at the last publish.
 	sharedKey string
 
@@ -207,7 +214,7 @@ func loadControl(o *config.Options) (c *Control, option string, err error) {
 		}
 		return nil, option, err
 	}
-	salt := canary.ResolveSalt(o)
+	salt := canary.ResolveSalt(o, storedSalt(o))
 	var cn *canary.Rollout
 	if o.Canary != nil {
 		ct, err := loadTable("node table", o.Canary.File, zones, o)
@@ -366,6 +373,16 @@ func (c *Control) canaryChecker(cn *canary.Rollout) *health.Checker {
 	})
 }
 
+// inputs is what a view of table t is built from: t's verdicts in snap
+// (and the fleet's), the quality links, the admin state's drains and
+// the block's parameters; the same for the stable table and the canary's
+// candidate. key says what the fleet's verdicts were. Callers hold c.mu.
+func (c *Control) inputs(t *table.Table, snap *health.Snapshot, links *scoring.Links, cache *policy.Cache, now time.Time) (policy.Inputs, string) {
+	sh, key := c.sharedVerdicts(t)
+	return policy.Inputs{Table: t, Snapshot: snap, Params: &c.opts.Params, Links: links, Serial: c.serial, Now: now,
+		Cooldown: c.opts.Cooldown, Cache: cache, Drains: c.drains, Shared: policyShared(sh)}, key
+}
+
 // publish builds and stores the view of the current table with snap's
 // verdicts, the fresh quality rows and the cooldown ramps. Callers hold
 // c.mu, or own c alone.
@@ -377,10 +394,9 @@ func (c *Control) publish() {
 		snap = c.checker.Snapshot()
 		c.reportFleet(snap)
 	}
-	sh, key := c.sharedVerdicts(c.table)
+	in, key := c.inputs(c.table, snap, links, c.decisions, now)
 	c.sharedKey = key
-	v, step := policy.NewView(policy.Inputs{Table: c.table, Snapshot: snap, Params: &c.opts.Params, Links: links,
-		Serial: c.serial, Now: now, Cooldown: c.opts.Cooldown, Cache: c.decisions, Drains: c.drains, Shared: policyShared(sh)})
+	v, step := policy.NewView(in)
 	c.view.Store(v)
 	if cstep := c.publishCanary(now); !cstep.IsZero() && (step.IsZero() || cstep.Before(step)) {
 		step = cstep

@@ -87,7 +87,7 @@ func (c *Control) joinFleet() error {
 			Vantage: fleet.Vantage{Carrier: o.Fleet.Carrier, Province: o.Fleet.Province},
 			Client:  m.client, Timeout: fleet.DefaultTimeout,
 			Quorum: o.Fleet.Quorum, Probers: o.Fleet.Probers, ProbeInterval: interval,
-			Seed:       seedOf(c.state(), o.Fleet.Member),
+			Seed:       seedOf(c.seedState(), o.Fleet.Member),
 			OnState:    m.onState,
 			OnConflict: onConflict,
 			OnVerdicts: m.onVerdicts,
@@ -113,6 +113,14 @@ func (c *Control) joinFleet() error {
 	c.member = m
 	c.adoptFleet(m.f.State())
 	return nil
+}
+
+// seedState is the admin state with the origins the state file kept.
+// Callers hold c.mu.
+func (c *Control) seedState() *admin.State {
+	st := c.state()
+	st.Origins = c.seedOrigins
+	return st
 }
 
 // leaveFleet gives c's hold up; the last one leaves the fleet.
@@ -255,25 +263,35 @@ func sharedEntries(st *admin.State) map[string]json.RawMessage {
 	return out
 }
 
-// seedOf is the state file as the fleet's last known state: older than any
-// change the fleet made, so that it fills only what Redis lacks.
+// seedOf is the state file as the fleet's last known state. Each entry
+// keeps the origin the file has for it, so that a change made while
+// Redis was out of reach wins when it is the later one; an entry without
+// one (an older file) is older than any change the fleet made, and fills
+// only what Redis lacks.
 func seedOf(st *admin.State, member string) *fleet.State {
 	s := &fleet.State{Entries: map[string]fleet.Entry{}}
 	for k, v := range sharedEntries(st) {
-		s.Entries[k] = fleet.Entry{Value: v, Origin: fleet.Origin{Member: member}}
+		o := fleet.Origin{Member: member}
+		if so, ok := st.Origins[k]; ok && !so.Deleted {
+			o = fleet.Origin{Member: so.Member, Time: so.Time.Time}
+		}
+		s.Entries[k] = fleet.Entry{Value: v, Origin: o}
+	}
+	for k, so := range st.Origins {
+		if _, live := s.Entries[k]; !live && so.Deleted {
+			s.Entries[k] = fleet.Entry{Origin: fleet.Origin{Member: so.Member, Time: so.Time.Time}}
+		}
 	}
 	return s
 }
 
-// shareState hands the fleet what a save changed. Callers hold c.mu.
-func (c *Control) shareState(st *admin.State) {
-	if c.member == nil {
-		return
-	}
-	next := sharedEntries(st)
+// changes is what the fleet must be told for the shared entries to be
+// next: the keys that changed since this member last shared or adopted
+// them, and the touched ones whatever they hold. Callers hold c.mu.
+func (c *Control) changes(next map[string]json.RawMessage, touched []string) []fleet.Change {
 	var changes []fleet.Change
 	for _, k := range slices.Sorted(maps.Keys(next)) {
-		if prev, ok := c.shared[k]; !ok || string(prev) != string(next[k]) {
+		if prev, ok := c.shared[k]; !ok || string(prev) != string(next[k]) || slices.Contains(touched, k) {
 			changes = append(changes, fleet.Change{Key: k, Value: next[k]})
 		}
 	}
@@ -282,13 +300,29 @@ func (c *Control) shareState(st *admin.State) {
 			changes = append(changes, fleet.Change{Key: k})
 		}
 	}
-	c.shared = next
-	if len(changes) == 0 {
-		return
+	for _, k := range touched {
+		if _, ok := next[k]; !ok && c.shared[k] == nil {
+			changes = append(changes, fleet.Change{Key: k}) // a deletion, even of what this member never saw
+		}
 	}
-	if _, err := c.member.f.Set(changes...); err != nil {
-		log.Errorf("Fleet: %v", err)
+	return changes
+}
+
+// originsOf is the origin of each shared entry, and of each deletion the
+// fleet remembers, with changes made: what the state file keeps of them.
+// Callers hold c.mu.
+func (c *Control) originsOf(live map[string]json.RawMessage, changes []fleet.Change) map[string]admin.KeyOrigin {
+	f := c.member.f
+	out := map[string]admin.KeyOrigin{}
+	for k, e := range f.State().Entries {
+		if _, ok := live[k]; (ok || e.Deleted()) && !e.Origin.Time.IsZero() {
+			out[k] = admin.KeyOrigin{Member: e.Origin.Member, Time: yamlfile.Time{Time: e.Origin.Time}, Deleted: !ok}
+		}
 	}
+	for _, ch := range changes {
+		out[ch.Key] = admin.KeyOrigin{Member: f.Member(), Time: yamlfile.Time{Time: ch.Time}, Deleted: ch.Value == nil}
+	}
+	return out
 }
 
 // origin is where the fleet's entry of key came from; nil: not shared.

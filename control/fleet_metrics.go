@@ -17,7 +17,7 @@ func fleetDesc(name, help string, labels ...string) *prometheus.Desc {
 }
 
 var (
-	fleetMembersDesc  = fleetDesc("fleet_members", "Gauge of the fleet's members with a fresh heartbeat, this one included.")
+	fleetMembersDesc  = fleetDesc("fleet_members", "Gauge of the fleet's members with a fresh heartbeat, this one included; 1 while the member is isolated.")
 	fleetSyncAgeDesc  = fleetDesc("fleet_sync_age_seconds", "Gauge of the seconds since the shared state was last read from Redis.")
 	fleetChangesDesc  = fleetDesc("fleet_changes_total", "Counter of shared control changes by origin (local, remote) and result (applied, pending, lost).", "origin", "result")
 	fleetIsolatedDesc = fleetDesc("fleet_isolated", "Gauge that is 1 while Redis has been out of reach for longer than a verdict counts: the member answers from its own probes.")

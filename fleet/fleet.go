@@ -108,7 +108,7 @@ type ChangeKey struct{ Origin, Result string }
 
 // Stats are the fleet's values for metrics.
 type Stats struct {
-	Members   int                  // members with a fresh heartbeat, this one included
+	Members   int                  // members with a fresh heartbeat, this one included; 1 while isolated
 	SyncAge   time.Duration        // since the last successful read of the state
 	Isolated  bool                 // SyncAge is past the verdicts' freshness: answering from own probes
 	Changes   map[ChangeKey]uint64 // counts since Start
@@ -330,6 +330,9 @@ func (f *Fleet) Stats() Stats {
 	}
 	s.SyncAge = f.now().Sub(since)
 	s.Isolated = s.SyncAge > f.freshness()
+	if s.Isolated {
+		s.Members = 1 // no other member's heartbeat can be known fresh
+	}
 	return s
 }
 

@@ -95,6 +95,7 @@ func (s *State) clone() *State {
 type Change struct {
 	Key   string
 	Value json.RawMessage
+	Time  time.Time // the origin's; zero: now
 }
 
 // Conflict is two members' changes of one key, made without seeing each

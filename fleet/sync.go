@@ -1,11 +1,13 @@
 package fleet
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -28,7 +30,8 @@ var errStateSize = fmt.Errorf("the shared state is over %d bytes", MaxStateBytes
 
 // Set applies changes here at once and has them written to the fleet in
 // the background; while Redis is unreachable they are kept and written
-// when it returns. A Value must be JSON; nil or null deletes the key.
+// when it returns. A Value must be JSON; nil or null deletes the key. A
+// change's Time, when set (by Stamp), is its origin's time.
 func (f *Fleet) Set(changes ...Change) (*State, error) {
 	for _, c := range changes {
 		if c.Key == "" {
@@ -47,10 +50,7 @@ func (f *Fleet) Set(changes ...Change) (*State, error) {
 			v = nil
 		}
 		prev, had := st.Entries[c.Key]
-		t := now
-		if had && !t.After(prev.Origin.Time) { // a change after another wins over it, whatever the clocks
-			t = prev.Origin.Time.Add(time.Microsecond)
-		}
+		t := next(prev, had, cmp.Or(c.Time, now))
 		e := Entry{Value: v, Origin: Origin{Member: f.cfg.Member, Time: t}}
 		p := pending{entry: e, base: prev.Origin}
 		if old, ok := f.pending[c.Key]; ok {
@@ -63,6 +63,67 @@ func (f *Fleet) Set(changes ...Change) (*State, error) {
 	f.mu.Unlock()
 	f.poke()
 	return st, nil
+}
+
+// next is the time of a change at t of a key whose entry is prev: a
+// change after another wins over it, whatever the clocks.
+func next(prev Entry, had bool, t time.Time) time.Time {
+	if had && !t.After(prev.Origin.Time) {
+		return prev.Origin.Time.Add(time.Microsecond)
+	}
+	return t
+}
+
+// Stamp gives each change the time Set would give it now, so that the
+// caller can keep the origins (in its state file) before it calls Set.
+func (f *Fleet) Stamp(changes []Change) []Change {
+	now := f.now().UTC().Round(0)
+	st := f.state.Load()
+	out := slices.Clone(changes)
+	for i := range out {
+		prev, had := st.Entries[out[i].Key]
+		out[i].Time = next(prev, had, now)
+	}
+	return out
+}
+
+// Member is this member's id, the Member of its changes' origins.
+func (f *Fleet) Member() string { return f.cfg.Member }
+
+// Fits returns an error unless the shared state, with changes made,
+// stays within MaxStateBytes: a change the fleet cannot store is refused
+// before anyone relies on it, rather than blocking every later one.
+func (f *Fleet) Fits(changes []Change) error {
+	st := f.state.Load()
+	size := 64 // the document's frame
+	sizes := make(map[string]int, len(st.Entries))
+	for k, e := range st.Entries {
+		sizes[k] = entrySize(k, e.Value, e.Origin.Member)
+	}
+	for _, c := range changes {
+		sizes[c.Key] = entrySize(c.Key, c.Value, f.cfg.Member)
+	}
+	for _, n := range sizes {
+		size += n
+	}
+	if size > MaxStateBytes {
+		return &TooLarge{Size: size, Limit: MaxStateBytes}
+	}
+	return nil
+}
+
+// entrySize bounds an entry's length in the stored document: keys and
+// member ids are escaped at most 6 bytes a byte; the rest is the origin.
+func entrySize(key string, value json.RawMessage, member string) int {
+	return 6*len(key) + len(value) + 6*len(member) + 128
+}
+
+// TooLarge is a change that would make the shared state larger than
+// MaxStateBytes.
+type TooLarge struct{ Size, Limit int }
+
+func (e *TooLarge) Error() string {
+	return fmt.Sprintf("the fleet's shared state would be about %d bytes, over its limit of %d bytes", e.Size, e.Limit)
 }
 
 // syncState reads the shared state and merges it with this member's; when
@@ -205,9 +266,13 @@ func (f *Fleet) commit(local *State, remote *doc, merged *State, stamp string, p
 			delete(f.pending, k)
 		}
 	}
+	var applied []string
 	for k, e := range merged.Entries {
 		if _, mine := pend[k]; !mine && !e.equal(local.Entries[k]) && e.Origin.Member != f.cfg.Member {
 			f.changes[ChangeKey{OriginRemote, ResultApplied}]++
+			if l, ok := local.Entries[k]; !ok || !l.Origin.same(e.Origin) {
+				applied = append(applied, k)
+			}
 		}
 	}
 	// Changes Set made meanwhile stay on top until the next sync writes them.
@@ -220,6 +285,13 @@ func (f *Fleet) commit(local *State, remote *doc, merged *State, stamp string, p
 	f.stamp = stamp
 	f.mu.Unlock()
 	f.reached()
+	if f.running.Load() { // not the first read, in Start: that is the state, not a change
+		slices.Sort(applied)
+		for _, k := range applied {
+			e := merged.Entries[k]
+			log.Infof("Fleet %s: applying %s of %s by %s at %s", f.cfg.Name, describe(e), k, e.Origin.Member, e.Origin.Time.Format(time.RFC3339Nano))
+		}
+	}
 	for _, c := range conflicts {
 		log.Warningf("Fleet %s: %s by %s at %s lost to %s by %s at %s", f.cfg.Name, c.Key,
 			c.Loser.Origin.Member, c.Loser.Origin.Time.Format(time.RFC3339Nano),

@@ -1,5 +1,7 @@
-// Package geo resolves a client address to a Location with a local MaxMind
-// City (or Country) database and an optional ASN/ISP database.
+// Package geo resolves a client address to a Location from local
+// databases: MaxMind City (or Country) and ASN, IPIP.net ipdb, ip2region
+// and carrier lists, with the provinces, carriers, continents and
+// special-purpose ranges they are read into.
 package geo
 
 import (

@@ -1,3 +1,6 @@
+// Package health probes the nodes over HTTP and TCP, keeps each node's
+// state with rise and fall counts, and hands the control plane immutable
+// snapshots of the verdicts.
 package health
 
 import (

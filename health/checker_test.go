@@ -89,8 +89,7 @@ func TestCheckerRise(t *testing.T) {
 	spec := fastSpec(e.URL)
 	spec.Rise = 3
 	var upHits atomic.Int64
-	var c *Checker
-	c = New([]Target{{ID: "a", Spec: spec}}, Options{}, func(s *Snapshot) {
+	c := New([]Target{{ID: "a", Spec: spec}}, Options{}, func(s *Snapshot) {
 		if st, _ := s.Status("a"); st.State == StateUp {
 			upHits.Store(e.hits.Load())
 		}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/gslbdns/gslb/geo"
 	"github.com/gslbdns/gslb/geo/mmdbgen"
+	"github.com/gslbdns/gslb/internal/offheap"
 	"github.com/gslbdns/gslb/internal/testsupport"
 )
 
@@ -85,7 +86,7 @@ func BenchmarkCacheMemory(b *testing.B) {
 		runtime.GC()
 		var before, after runtime.MemStats
 		runtime.ReadMemStats(&before)
-		off := offHeapBytes()
+		off := offheap.Bytes()
 		c := newCache(n)
 		now := time.Now().UnixNano()
 		for i := range n {
@@ -98,7 +99,7 @@ func BenchmarkCacheMemory(b *testing.B) {
 			b.Fatalf("Cache holds %d, want nearly %d and never more", l, n)
 		}
 		heap := float64(after.HeapAlloc) - float64(before.HeapAlloc)
-		b.ReportMetric((heap+float64(offHeapBytes()-off))/n, "B/entry")
+		b.ReportMetric((heap+float64(offheap.Bytes()-off))/n, "B/entry")
 		b.ReportMetric(heap/n, "heap-B/entry")
 		runtime.KeepAlive(c)
 	}

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 
 	"github.com/gslbdns/gslb/geo"
+	"github.com/gslbdns/gslb/internal/offheap"
 )
 
 // cache holds the chain's answers per /24 (/48), in small fixed-size
@@ -75,8 +76,8 @@ func newCache(size int) *cache {
 	// A cache dropped unpurged still unmaps its slots.
 	runtime.AddCleanup(c, func(shards []shard) {
 		for i := range shards {
-			freeOffHeap(shards[i].index)
-			freeOffHeap(shards[i].ents)
+			offheap.Free(shards[i].index)
+			offheap.Free(shards[i].ents)
 		}
 	}, c.shards)
 	return c
@@ -221,8 +222,8 @@ func (s *shard) remove(k Key) {
 // enough for the CPU's caches.
 func (s *shard) grow() {
 	old := s.index
-	s.index = makeOffHeap[int32](max(8, 2*len(s.index)))
-	freeOffHeap(old)
+	s.index = offheap.Make[int32](max(8, 2*len(s.index)))
+	offheap.Free(old)
 	for j := range s.ents {
 		s.insert(s.ents[j].key, j)
 	}
@@ -232,7 +233,7 @@ func (s *shard) grow() {
 // evicts. Callers hold s.mu.
 func (s *shard) slot() int {
 	if s.ents == nil {
-		s.ents = makeOffHeap[entry](s.limit)[:0] // at the bound, once
+		s.ents = offheap.Make[entry](s.limit)[:0] // at the bound, once
 	}
 	if len(s.ents) < s.limit {
 		s.ents = append(s.ents, entry{})
@@ -259,8 +260,8 @@ func (c *cache) purge() {
 		s := &c.shards[i]
 		s.mu.Lock()
 		CacheEntries.Sub(float64(len(s.ents)))
-		freeOffHeap(s.index)
-		freeOffHeap(s.ents)
+		offheap.Free(s.index)
+		offheap.Free(s.ents)
 		s.index, s.ents, s.hand = nil, nil, 0
 		s.mu.Unlock()
 	}

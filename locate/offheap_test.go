@@ -7,13 +7,14 @@ import (
 	"time"
 
 	"github.com/gslbdns/gslb/geo"
+	"github.com/gslbdns/gslb/internal/offheap"
 )
 
 // TestCacheSlotsOffHeap: a large cache's slots and index leave the heap
 // and are unmapped by a purge; the entries read back the same.
 func TestCacheSlotsOffHeap(t *testing.T) {
 	const n = 100000
-	base := offHeapBytes()
+	base := offheap.Bytes()
 	c := newCache(n)
 	now := time.Now().UnixNano()
 	loc := geo.Location{Country: "CN", Province: "ZJ", ISP: "telecom", Bits: 24, Source: geo.SourceDB}
@@ -26,7 +27,7 @@ func TestCacheSlotsOffHeap(t *testing.T) {
 	}
 	if runtime.GOOS != "windows" && runtime.GOOS != "plan9" && runtime.GOOS != "js" && runtime.GOOS != "wasip1" {
 		// 24-byte slots and an index of 4 bytes at twice their number.
-		if got := offHeapBytes() - base; got < n*24 {
+		if got := offheap.Bytes() - base; got < n*24 {
 			t.Errorf("Expected at least %d bytes mapped for %d slots, got %d", n*24, n, got)
 		}
 	}
@@ -39,7 +40,7 @@ func TestCacheSlotsOffHeap(t *testing.T) {
 		t.Errorf("Expected at most %d entries, got %d", n, l)
 	}
 	c.purge()
-	if got := offHeapBytes(); got != base {
+	if got := offheap.Bytes(); got != base {
 		t.Errorf("Expected the purge to unmap the slots: %d bytes mapped, %d before", got, base)
 	}
 	c.add(key(1), loc, now, now+int64(time.Hour), 1) // maps again
@@ -47,19 +48,4 @@ func TestCacheSlotsOffHeap(t *testing.T) {
 		t.Errorf("Expected an entry after the purge, got %+v %v", got, ok)
 	}
 	c.purge()
-}
-
-// TestOffHeapSmallOnHeap: a slice below the mapping size stays on the
-// heap, and freeing it does nothing.
-func TestOffHeapSmallOnHeap(t *testing.T) {
-	base := offHeapBytes()
-	s := makeOffHeap[int32](16)
-	if got := offHeapBytes(); got != base {
-		t.Errorf("Expected no mapping for 64 bytes, got %d bytes mapped (%d before)", got, base)
-	}
-	s[15] = 7
-	freeOffHeap(s)
-	if s[15] != 7 {
-		t.Error("Expected a heap slice untouched by freeOffHeap")
-	}
 }

@@ -66,7 +66,7 @@ func share(m map[string]bool) float64 {
 // each /24 keeps its policy across queries, and raising the share to 50%
 // through the admin API only adds /24s.
 func TestCanaryShare(t *testing.T) {
-	logs := captureLog(t)
+	captureLog(t)
 	dir := t.TempDir()
 	cand := writeFile(t, dir, "candidate.yaml", canaryNodes)
 	e := startAdmin(t, "canary "+cand+" 20")
@@ -101,7 +101,7 @@ func TestCanaryShare(t *testing.T) {
 			stableSubnet = s
 		}
 	}
-	logs = captureLog(t) // a fresh buffer: query ids repeat over thousands of queries
+	logs := captureLog(t) // a fresh buffer: query ids repeat over thousands of queries
 	for s, want := range map[string]string{canarySubnet: "canary", stableSubnet: "stable"} {
 		_, l := queryLabels(t, e.s, logs, newQuery(t, "www.example.org", dns.TypeA, s))
 		if l["gslb/policy"] != want {

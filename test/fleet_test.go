@@ -48,6 +48,7 @@ func newFleetEnv(t *testing.T) *fleetEnv {
 // fleetMember is one CoreDNS process of a fleet.
 type fleetMember struct {
 	name, dns, admin string
+	redis, conf      string // the Redis address it is given ("": Redis's), its Corefile
 	metrics          string // the prometheus plugin's address
 	first            string // the first answer, for www from 1.3.0.0/24
 	cmd              *exec.Cmd
@@ -58,36 +59,55 @@ type fleetMember struct {
 // start runs a member with the fleet block's inner lines fleetLines and
 // the extra gslb lines, and waits until it answers.
 func (e *fleetEnv) start(t *testing.T, name, fleetLines, extra string) *fleetMember {
+	return e.startVia(t, name, "", fleetLines, extra)
+}
+
+// startVia is start with the member reaching Redis at redis ("": Redis's
+// own address).
+func (e *fleetEnv) startVia(t *testing.T, name, redis, fleetLines, extra string) *fleetMember {
 	t.Helper()
-	m := &fleetMember{name: name, dns: freeAddr(t), admin: freeAddr(t), metrics: freeAddr(t), out: &testsupport.LogBuffer{}, done: make(chan struct{})}
-	text := e.corefile(m, fleetLines, extra)
-	conf := writeFile(t, e.dir, name+".Corefile", text)
-	m.cmd = exec.Command(corednsTool(t), "-conf", conf)
+	m := &fleetMember{name: name, dns: freeAddr(t), admin: freeAddr(t), metrics: freeAddr(t), redis: redis}
+	m.conf = writeFile(t, e.dir, name+".Corefile", e.corefile(m, fleetLines, extra))
+	m.launch(t)
+	return m
+}
+
+// launch runs the member's CoreDNS from its Corefile, and waits until it
+// answers.
+func (m *fleetMember) launch(t *testing.T) {
+	t.Helper()
+	name := m.name
+	m.out, m.done = &testsupport.LogBuffer{}, make(chan struct{})
+	m.cmd = exec.Command(corednsTool(t), "-conf", m.conf)
 	m.cmd.Stdout, m.cmd.Stderr = m.out, m.out
 	if err := m.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	go func() { m.cmd.Wait(); close(m.done) }()
+	cmd, out, done := m.cmd, m.out, m.done
+	go func() { cmd.Wait(); close(done) }()
 	t.Cleanup(func() {
-		m.stop()
-		if strings.Contains(m.out.String(), "DATA RACE") || strings.Contains(m.out.String(), "panic:") {
+		stop(cmd, done)
+		if strings.Contains(out.String(), "DATA RACE") || strings.Contains(out.String(), "panic:") {
 			t.Errorf("%s: a race or a panic", name)
 		}
 		if t.Failed() {
-			t.Logf("%s's output:\n%s", name, m.out.String())
+			t.Logf("%s's output:\n%s", name, out.String())
 		}
 	})
-	testsupport.WaitFor(t, name+" answering", func() (bool, string) {
+	// Generous: a member that starts from a large state file on a busy
+	// machine takes a while.
+	var err error
+	if !poll(30*time.Second, func() bool {
 		select {
-		case <-m.done:
-			t.Fatalf("%s exited: %s", name, m.out.String())
+		case <-done:
+			t.Fatalf("%s exited: %s", name, out.String())
 		default:
 		}
-		a, err := m.query("www.example.org", "1.3.0.0/24")
-		m.first = a
-		return err == nil, fmt.Sprint(err)
-	})
-	return m
+		m.first, err = m.query("www.example.org", "1.3.0.0/24")
+		return err == nil
+	}) {
+		t.Fatalf("Timed out after 30s waiting for %s answering; last: %v", name, err)
+	}
 }
 
 // corefile is member m's Corefile.
@@ -119,21 +139,24 @@ func (e *fleetEnv) corefile(m *fleetMember, fleetLines, extra string) string {
         %s
     }
 }
-`, port, m.metrics, e.city, e.asn, e.nodes, m.admin, e.token, filepath.Join(e.dir, name+"-state.yaml"), e.redis.Addr(), e.candidate+" "+cmpOr(e.canaryPercent, "0"), e.canaryOpts, fleetLines, extra)
+`, port, m.metrics, e.city, e.asn, e.nodes, m.admin, e.token, filepath.Join(e.dir, name+"-state.yaml"), cmpOr(m.redis, e.redis.Addr()), e.candidate+" "+cmpOr(e.canaryPercent, "0"), e.canaryOpts, fleetLines, extra)
 }
 
-func (m *fleetMember) stop() {
+func (m *fleetMember) stop() { stop(m.cmd, m.done) }
+
+// stop ends cmd, which closes done when it exits.
+func stop(cmd *exec.Cmd, done chan struct{}) {
 	select {
-	case <-m.done:
+	case <-done:
 		return
 	default:
 	}
-	m.cmd.Process.Signal(syscall.SIGTERM)
+	cmd.Process.Signal(syscall.SIGTERM)
 	select {
-	case <-m.done:
+	case <-done:
 	case <-time.After(10 * time.Second):
-		m.cmd.Process.Kill()
-		<-m.done
+		cmd.Process.Kill()
+		<-done
 	}
 }
 
@@ -195,10 +218,11 @@ func within(t *testing.T, limit time.Duration, what string, ms []*fleetMember, n
 	t.Helper()
 	start := time.Now()
 	for _, m := range ms {
-		testsupport.WaitFor(t, m.name+": "+what, func() (bool, string) {
-			a, err := m.query(name, ecs)
-			return err == nil && ok(a), fmt.Sprint(a, err)
-		})
+		var a string
+		var err error
+		if !poll(max(limit, testsupport.WaitTimeout), func() bool { a, err = m.query(name, ecs); return err == nil && ok(a) }) {
+			t.Fatalf("Timed out after %v waiting for %s: %s; last: %s %v", max(limit, testsupport.WaitTimeout), m.name, what, a, err)
+		}
 	}
 	took := time.Since(start)
 	if took > limit {

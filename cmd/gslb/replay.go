@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"net"
 	"net/netip"
 	"slices"
 	"strconv"
@@ -461,5 +460,3 @@ func share(n, total int) string {
 	}
 	return fmt.Sprintf("%.1f%%", 100*float64(n)/float64(total))
 }
-
-func ipString(b []byte) string { return net.IP(b).String() }

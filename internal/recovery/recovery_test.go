@@ -26,6 +26,7 @@ func TestDo(t *testing.T) {
 		defer close(done)
 		defer Guard("test")
 		var m map[string]int
+		//lint:ignore SA5000 a runtime panic in a goroutine is what is tested
 		m["x"] = 1
 	}()
 	<-done

@@ -1,6 +1,7 @@
-package gslb
+package control
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -8,18 +9,41 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gslbdns/gslb/decide"
 	"github.com/gslbdns/gslb/geo/mmdbgen"
+	"github.com/gslbdns/gslb/internal/testsupport"
 
 	"github.com/miekg/dns"
 )
 
-func answerOf(t *testing.T, g *GSLB, name, ecs string) string {
+const (
+	fixtureNodes = testsupport.FixtureNodes
+	fixtureBlock = "gslb example.org {\ngeoip city.mmdb\nasn asn.mmdb\nnodes nodes.yaml\n%s}"
+)
+
+func fixture(t testing.TB, nodes string) string { return testsupport.Fixture(t, nodes) }
+
+// answerOf is the first address c decides for name from a client in
+// subnet ecs, of family qtype (A when 0).
+func answerOf(t *testing.T, c *Control, name, ecs string, qtype ...uint16) string {
 	t.Helper()
-	_, m := serve(t, g, query(name, dns.TypeA, subnet(ecs)))
-	if m == nil || len(m.Answer) != 1 {
-		t.Fatalf("Expected one answer for %s, got %v", name, m)
+	cl, err := decide.ParseClient(ecs)
+	if err != nil {
+		t.Fatal(err)
 	}
-	return m.Answer[0].(*dns.A).A.String()
+	qt := dns.TypeA
+	if len(qtype) > 0 {
+		qt = qtype[0]
+	}
+	var out decide.Outcome
+	if err := c.Decider().For(context.Background(), cl, name, qt, &out); err != nil {
+		t.Fatalf("Expected an answer for %s, got %v", name, err)
+	}
+	for _, a := range out.Addresses() {
+		return a.String()
+	}
+	t.Fatalf("Expected an address for %s, got none", name)
+	return ""
 }
 
 // touch rewrites a file with a modification time that a reload will notice.
@@ -36,9 +60,9 @@ func touch(t *testing.T, path, content string, age int) {
 
 func TestReloadNodeTable(t *testing.T) {
 	dir := fixture(t, fixtureNodes)
-	g := newTestGSLB(t, dir, fmt.Sprintf(fixtureBlock, "reload 0\n"))
+	g := newTestControl(t, dir, fmt.Sprintf(fixtureBlock, "reload 0\n"))
 	nodes := filepath.Join(dir, "nodes.yaml")
-	serial := g.ctl.View().Serial
+	serial := g.View().Serial
 
 	if got := answerOf(t, g, "sh.example.org", "2.0.0.0/24"); got != "192.0.2.3" {
 		t.Fatalf("Expected 192.0.2.3 before the reload, got %s", got)
@@ -50,7 +74,7 @@ func TestReloadNodeTable(t *testing.T) {
 	if got := answerOf(t, g, "sh.example.org", "2.0.0.0/24"); got != "192.0.2.3" {
 		t.Fatalf("Expected the previous table to keep serving, got %s", got)
 	}
-	if g.ctl.View().Serial != serial {
+	if g.View().Serial != serial {
 		t.Errorf("Expected the SOA serial unchanged after a rejected reload")
 	}
 
@@ -60,14 +84,14 @@ func TestReloadNodeTable(t *testing.T) {
 	if got := answerOf(t, g, "sh.example.org", "2.0.0.0/24"); got != "192.0.2.33" {
 		t.Fatalf("Expected the new table's address, got %s", got)
 	}
-	if g.ctl.View().Serial <= serial {
-		t.Errorf("Expected the SOA serial to increase, got %d after %d", g.ctl.View().Serial, serial)
+	if g.View().Serial <= serial {
+		t.Errorf("Expected the SOA serial to increase, got %d after %d", g.View().Serial, serial)
 	}
 }
 
 func TestReloadGeoDatabase(t *testing.T) {
 	dir := fixture(t, fixtureNodes)
-	g := newTestGSLB(t, dir, fmt.Sprintf(fixtureBlock, "reload 0\n"))
+	g := newTestControl(t, dir, fmt.Sprintf(fixtureBlock, "reload 0\n"))
 	city := filepath.Join(dir, "city.mmdb")
 	if got := answerOf(t, g, "www.example.org", "2.0.0.0/24"); got != "192.0.2.3" {
 		t.Fatalf("Expected Shanghai's node, got %s", got)
@@ -97,7 +121,7 @@ func TestReloadGeoDatabase(t *testing.T) {
 // A rewrite of the same size within one mtime tick is still noticed.
 func TestReloadSameSizeRewrite(t *testing.T) {
 	dir := fixture(t, fixtureNodes)
-	g := newTestGSLB(t, dir, fmt.Sprintf(fixtureBlock, "reload 0\n"))
+	g := newTestControl(t, dir, fmt.Sprintf(fixtureBlock, "reload 0\n"))
 	nodes := filepath.Join(dir, "nodes.yaml")
 	fi, err := os.Stat(nodes)
 	if err != nil {
@@ -117,46 +141,46 @@ func TestReloadKeepsUnchangedProbes(t *testing.T) {
 	probed := strings.Replace(fixtureNodes, "lat: 31.23, lon: 121.47}",
 		"lat: 31.23, lon: 121.47, probe: {address: \"127.0.0.1:9\", hold_down: 1m}}", 1)
 	dir := fixture(t, probed)
-	g := newTestGSLB(t, dir, fmt.Sprintf(fixtureBlock, "reload 0\n"))
-	before := g.ctl.Checker()
+	g := newTestControl(t, dir, fmt.Sprintf(fixtureBlock, "reload 0\n"))
+	before := g.Checker()
 	touch(t, filepath.Join(dir, "nodes.yaml"), strings.Replace(probed, "192.0.2.1]", "192.0.2.11]", 1), 1)
 	reloadSettled(g)
 	if got := answerOf(t, g, "sh.example.org", "2.0.0.0/24"); got != "192.0.2.3" {
 		t.Fatalf("Expected sh's node, got %s", got)
 	}
-	if g.ctl.Table().Nodes[0].V4[0].String() != "192.0.2.11" {
+	if g.Table().Nodes[0].V4[0].String() != "192.0.2.11" {
 		t.Fatalf("Expected the new table to be loaded")
 	}
-	if g.ctl.Checker() != before {
+	if g.Checker() != before {
 		t.Errorf("Expected the checker to be kept when no probe changed")
 	}
 }
 
 // reloadSettled runs the two file checks a change needs to be loaded.
-func reloadSettled(g *GSLB) {
-	g.ctl.Reload()
-	g.ctl.Reload()
+func reloadSettled(g *Control) {
+	g.Reload()
+	g.Reload()
 }
 
 // A node table is loaded only once it looked the same on two checks in a
 // row: a copy read mid-write that still parses is never published.
 func TestReloadWaitsForSettledFile(t *testing.T) {
 	dir := fixture(t, fixtureNodes)
-	g := newTestGSLB(t, dir, fmt.Sprintf(fixtureBlock, "reload 0\n"))
+	g := newTestControl(t, dir, fmt.Sprintf(fixtureBlock, "reload 0\n"))
 	nodes := filepath.Join(dir, "nodes.yaml")
 	// Cut before the last record: valid YAML, one record short.
 	cut := fixtureNodes[:strings.Index(fixtureNodes, "  - name: v6.example.org")]
 	touch(t, nodes, cut, 1)
-	g.ctl.Reload()
+	g.Reload()
 	touch(t, nodes, strings.Replace(fixtureNodes, "192.0.2.3", "192.0.2.33", 1), 2)
-	g.ctl.Reload()
-	if _, m := serve(t, g, query("v6.example.org", dns.TypeAAAA, subnet("2400::/48"))); m.Rcode != dns.RcodeSuccess || len(m.Answer) != 1 {
-		t.Fatalf("Expected the record that only the cut copy lacks to keep answering, got %v", m)
+	g.Reload()
+	if got := answerOf(t, g, "v6.example.org", "2400::/48", dns.TypeAAAA); got == "" {
+		t.Fatalf("Expected the record that only the cut copy lacks to keep answering")
 	}
 	if got := answerOf(t, g, "sh.example.org", "2.0.0.0/24"); got != "192.0.2.3" {
 		t.Fatalf("Expected no change before the file settled, got %s", got)
 	}
-	g.ctl.Reload()
+	g.Reload()
 	if got := answerOf(t, g, "sh.example.org", "2.0.0.0/24"); got != "192.0.2.33" {
 		t.Fatalf("Expected the settled file to be loaded, got %s", got)
 	}
