@@ -311,7 +311,12 @@ func (d *Decider) explainHTTPS(ctx context.Context, v *policy.View, rec *table.R
 		return &x
 	}
 	h.Mode = "service"
-	x.Answer = append(append(x.Answer, x4.Answer...), x6.Answer...)
+	if out4.Own() {
+		x.Answer = append(x.Answer, x4.Answer...)
+	}
+	if out6.Own() {
+		x.Answer = append(x.Answer, x6.Answer...)
+	}
 	return &x
 }
 
