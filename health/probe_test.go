@@ -135,10 +135,30 @@ func TestProbe(t *testing.T) {
 			t.Fatalf("Test %q: invalid spec: %v", tc.name, err)
 		}
 		got := newProber(s, tc.roots).probe(context.Background())
+		detail := got.detail
+		got.detail = ""
 		if got != tc.want {
 			t.Errorf("Test %q: expected %+v, got %+v", tc.name, tc.want, got)
 		}
+		if want := details[tc.name]; !strings.Contains(detail, want) {
+			t.Errorf("Test %q: the failure's text %q, want one with %q", tc.name, detail, want)
+		}
 	}
+}
+
+// details are what the failures of TestProbe say, beyond their reason:
+// what an operator reads in the log and in explain.
+var details = map[string]string{
+	"tcp closed":              "connect: connection refused",
+	"http closed":             "connect: connection refused",
+	"http body mismatch":      `body without "healthy"`,
+	"http status":             "status 503",
+	"http 404":                "status 404",
+	"http load out of range":  `body without a load_field "load" in 0..1`,
+	"http load missing":       `body without a load_field "cpu" in 0..1`,
+	"http wrong host header":  "status 421",
+	"https unknown authority": "certificate signed by unknown authority",
+	"https wrong name":        "not www.example.net",
 }
 
 func TestProbeCanceled(t *testing.T) {
