@@ -22,31 +22,14 @@ func TestExplainDrainedAndDown(t *testing.T) {
 	rs := testredis.Start(t)
 	dir := t.TempDir()
 	closed := freeAddr(t) // nothing listens there
+	// hz-telecom, the Zhejiang client's own, is probed where nothing
+	// listens; sh-telecom, the next, gets drained.
 	nodes := writeFile(t, dir, "nodes.yaml", fmt.Sprintf(`nodes:
-  - id: hz-telecom
-    ipv4: [192.0.2.10]
-    country: CN
-    province: ZJ
-    isp: telecom
-    lat: 30.27
-    lon: 120.16
-    probe: {type: tcp, address: "%s", interval: 1s, timeout: 900ms, fall: 1, rise: 1}
-  - id: sh-telecom
-    ipv4: [192.0.2.20]
-    country: CN
-    province: SH
-    isp: telecom
-    lat: 31.23
-    lon: 121.47
-  - id: bj-unicom
-    ipv4: [198.51.100.10]
-    country: CN
-    province: BJ
-    isp: unicom
-    lat: 39.90
-    lon: 116.41
-records:
-  - name: www.example.org
+  - {id: hz-telecom, ipv4: [192.0.2.10], country: CN, province: ZJ, isp: telecom, lat: 30.27, lon: 120.16,
+     probe: {type: tcp, address: "%s", interval: 1s, timeout: 900ms, fall: 1, rise: 1}}
+  - {id: sh-telecom, ipv4: [192.0.2.20], country: CN, province: SH, isp: telecom, lat: 31.23, lon: 121.47}
+  - {id: bj-unicom, ipv4: [198.51.100.10], country: CN, province: BJ, isp: unicom, lat: 39.90, lon: 116.41}
+records: [{name: www.example.org}]
 nameservers: [ns1.example.net]
 `, closed))
 	e := &adminEnv{dir: dir, addr: freeAddr(t), token: "s3cret-token-for-tests"}

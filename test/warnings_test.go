@@ -2,8 +2,6 @@ package test
 
 import (
 	"fmt"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -19,23 +17,7 @@ import (
 func runCoreDNS(t *testing.T, conf string) *readmeServer {
 	t.Helper()
 	s := &readmeServer{}
-	s.cmd = exec.Command(corednsTool(t), "-conf", conf)
-	s.cmd.Dir = filepath.Dir(conf)
-	s.cmd.Stdout, s.cmd.Stderr = s, s
-	if err := s.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() { s.cmd.Wait(); close(done) }()
-	t.Cleanup(func() {
-		s.cmd.Process.Signal(os.Interrupt)
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			s.cmd.Process.Kill()
-			<-done
-		}
-	})
+	done := s.start(t, t, filepath.Dir(conf), conf)
 	waitFor(t, "CoreDNS -conf "+conf+" to load its gslb block", func() (bool, string) {
 		select {
 		case <-done:
