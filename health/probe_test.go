@@ -210,3 +210,15 @@ func TestProbeEndlessHeaders(t *testing.T) {
 		t.Errorf("Probe took %v, want a quick failure", d)
 	}
 }
+
+// TestProbeOnceError: a failed probe's status carries its reason and
+// text, as the tools show them.
+func TestProbeOnceError(t *testing.T) {
+	closed := closedAddr(t)
+	spec := Spec{Address: closed}.WithDefaults(Spec{})
+	snap := ProbeOnce(context.Background(), []Target{{ID: "a", Spec: spec}}, Options{})
+	st, ok := snap.Status("a")
+	if !ok || st.State != StateDown || st.Reason != ReasonConnect || st.Error != "connect: connection refused" {
+		t.Errorf("Status %+v, want down, connect, connect: connection refused", st)
+	}
+}
