@@ -231,9 +231,7 @@ func inZone(name, zone string) bool {
 }
 
 // serveHTTPS answers an HTTPS query with the decisions an A and an AAAA
-// query would get: one ServiceMode record whose hints are their
-// addresses, or an AliasMode record to a cname winner's (or the
-// fallback's) name. The A decision is the one counted and logged (the
+// query would get, built by decide.HTTPS. The A decision is the one counted and logged (the
 // AAAA one when the A decision has no node), as the tools count it.
 func (g *GSLB) serveHTTPS(ctx context.Context, q *inflight) (int, error) {
 	a, rec, out4, out6 := &q.a, q.rec, &q.out, &q.out6

@@ -25,6 +25,7 @@ func setup(c *caddy.Controller) error {
 		return plugin.Error(pluginName, err)
 	}
 	c.OnStartup(orderCheck(dnsserver.GetConfig(c)))
+	c.OnStartup(func() error { config.WarnMetadata(dnsserver.GetConfig(c)); return nil })
 	c.OnStartup(g.start)
 	c.OnShutdown(g.stop)
 	c.OnRestartFailed(g.ctl.Reclaim)
@@ -60,16 +61,17 @@ func (g *GSLB) load() error {
 		if g.denial, err = c.Resolve(len(g.Fall.Zones) > 0); err != nil {
 			return fmt.Errorf("%s:%d: %w", g.opts.File, g.opts.Lines["dnssec"], err)
 		}
-		if len(g.Fall.Zones) > 0 {
-			log.Warningf("dnssec with fallthrough in %s: gslb signs only its own answers; the names it passes on must be signed by the next plugins (the dnssec plugin with the same keys), or validating resolvers reject them", g.opts.File)
-		}
 	}
+	// New logs the start's warnings, as gslb check does.
 	ctl, err := control.New(g.opts)
 	if err != nil {
 		return err
 	}
 	g.ctl, g.decider = ctl, ctl.Decider()
-	g.warnUnreachable(ctl.Table())
+	g.warned = map[string]bool{}
+	for _, w := range control.UnreachableNames(g.opts, ctl.Table()) {
+		g.warned[w] = true
+	}
 	if err := g.buildChains(ctl.Table()); err != nil {
 		return fmt.Errorf("%s:%d: %w", g.opts.File, g.opts.Lines["dnssec"], err)
 	}

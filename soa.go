@@ -2,7 +2,6 @@ package gslb
 
 import (
 	"context"
-	"fmt"
 	"net"
 	"strings"
 	"time"
@@ -10,6 +9,7 @@ import (
 	"github.com/coredns/coredns/plugin"
 	"github.com/coredns/coredns/plugin/pkg/dnsutil"
 
+	"github.com/gslbdns/gslb/control"
 	"github.com/gslbdns/gslb/internal/recovery"
 	"github.com/gslbdns/gslb/policy"
 	"github.com/gslbdns/gslb/table"
@@ -160,43 +160,11 @@ func (w *soaWriter) TsigStatus() error           { return nil }
 func (w *soaWriter) TsigTimersOnly(bool)         {}
 func (w *soaWriter) Hijack()                     {}
 
-// unreachableNames are the warnings for the names the zones' SOA and NS
-// point to that gslb itself answers NXDOMAIN for: in a gslb zone, not a
-// record of t, and not passed on by fallthrough. A resolver sent there
-// finds no server.
-func (g *GSLB) unreachableNames(t *table.Table) []string {
-	unreachable := func(name string) bool {
-		return zoneOf(g.Zones, name) != "" && t.Records[name] == nil && !g.Fall.Through(name)
-	}
-	var out []string
-	for _, ns := range t.Nameservers {
-		if unreachable(ns) {
-			out = append(out, fmt.Sprintf("name server %s (the node table's nameservers) is in the zone but not a record of the node table: "+
-				"gslb answers NXDOMAIN for it; add it to records, or pass it on with fallthrough to a plugin that has it", ns))
-		}
-	}
-	for _, zone := range g.Zones {
-		mname, from := g.opts.SOA.MName, "soa mname"
-		if mname == "" {
-			mname, from = dnsutil.Join("ns1", "dns", zone), "the default MNAME, without nameservers in the node table"
-			if len(t.Nameservers) > 0 {
-				continue // said above
-			}
-		}
-		if unreachable(mname) {
-			out = append(out, fmt.Sprintf("zone %s: the SOA's MNAME %s (%s) is in the zone but not a record of the node table: "+
-				"gslb answers NXDOMAIN for it; list the zone's name servers under nameservers (and as records), "+
-				"set soa { mname NAME }, or pass it on with fallthrough", zone, mname, from))
-		}
-	}
-	return out
-}
-
-// warnUnreachable logs unreachableNames for t, each warning once: at
-// load, and at a table reload only what is new.
+// warnUnreachable logs control.UnreachableNames for a reloaded t, only
+// what is new: the start logged the first ones.
 func (g *GSLB) warnUnreachable(t *table.Table) {
 	seen := map[string]bool{}
-	for _, w := range g.unreachableNames(t) {
+	for _, w := range control.UnreachableNames(g.opts, t) {
 		seen[w] = true
 		if !g.warned[w] {
 			log.Warning(w)

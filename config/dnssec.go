@@ -5,6 +5,7 @@ import (
 
 	"github.com/coredns/caddy/caddyfile"
 
+	"github.com/gslbdns/gslb/internal/suggest"
 	"github.com/gslbdns/gslb/rrl"
 	"github.com/gslbdns/gslb/sign"
 )
@@ -37,7 +38,7 @@ func parseDNSSEC(c *caddyfile.Dispenser, root string) (sign.Config, error) {
 				return sign.Config{}, c.Err(err.Error())
 			}
 		default:
-			return sign.Config{}, c.Errf("dnssec: unknown property %q", c.Val())
+			return sign.Config{}, c.Errf("dnssec: unknown property %q%s", c.Val(), suggest.Hint(c.Val(), properties["dnssec"]))
 		}
 	}
 	return sign.Config{}, c.EOFErr()
@@ -112,7 +113,7 @@ func parseRRL(c *caddyfile.Dispenser, r *rrl.Config) error {
 		case "log_only":
 			r.LogOnly = true
 		default:
-			return c.Errf("rrl: unknown property %q", prop)
+			return c.Errf("rrl: unknown property %q%s", prop, suggest.Hint(prop, properties["rrl"]))
 		}
 		return nil
 	})

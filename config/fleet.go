@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/coredns/caddy/caddyfile"
+
+	"github.com/gslbdns/gslb/internal/suggest"
 )
 
 // Fleet is the fleet block: instances with the same Name share drains,
@@ -73,7 +75,7 @@ func parseFleet(c *caddyfile.Dispenser) (*Fleet, error) {
 			}
 			f.Member = c.Val()
 		default:
-			return c.Errf("fleet: unknown property %q", c.Val())
+			return c.Errf("fleet: unknown property %q%s", c.Val(), suggest.Hint(c.Val(), properties["fleet"]))
 		}
 		if args := c.RemainingArgs(); len(args) != 0 {
 			return c.Errf("fleet: unexpected argument %q", args[0])

@@ -15,6 +15,7 @@ import (
 	"github.com/coredns/coredns/plugin"
 
 	"github.com/gslbdns/gslb/admin"
+	"github.com/gslbdns/gslb/internal/suggest"
 	"github.com/gslbdns/gslb/internal/yamlfile"
 	"github.com/gslbdns/gslb/locate"
 	"github.com/gslbdns/gslb/rrl"
@@ -317,7 +318,7 @@ func Parse(c *caddyfile.Dispenser, keys []string, root string, seen Unique) (*Op
 					return nil, err
 				}
 			default:
-				return nil, c.Errf("unknown property %q", c.Val())
+				return nil, c.Errf("unknown property %q%s", c.Val(), suggest.Hint(c.Val(), properties[""]))
 			}
 			switch prop {
 			case "fallthrough", "redis", "online", "admin", "canary", "soa", "trust_ecs", "fleet", "dnssec", "rrl":
@@ -364,7 +365,7 @@ func parseAdmin(c *caddyfile.Dispenser, o *Options, path func(string) string, se
 			}
 			a.State = path(c.Val())
 		default:
-			return c.Errf("admin: unknown property %q", c.Val())
+			return c.Errf("admin: unknown property %q%s", c.Val(), suggest.Hint(c.Val(), properties["admin"]))
 		}
 		return nil
 	})
@@ -442,7 +443,7 @@ func parseCanary(c *caddyfile.Dispenser, path func(string) string) (*Canary, err
 				return c.Errf("canary: salt must be a secret of at least %d characters, got %d (an unset environment variable?)", MinSalt, len(cn.Salt))
 			}
 		default:
-			return c.Errf("canary: unknown property %q", c.Val())
+			return c.Errf("canary: unknown property %q%s", c.Val(), suggest.Hint(c.Val(), properties["canary"]))
 		}
 		return nil
 	})
@@ -493,7 +494,7 @@ func parseRedis(c *caddyfile.Dispenser) (*locate.RedisConfig, error) {
 			}
 			r.TTL = d
 		default:
-			return c.Errf("redis: unknown property %q", c.Val())
+			return c.Errf("redis: unknown property %q%s", c.Val(), suggest.Hint(c.Val(), properties["redis"]))
 		}
 		return nil
 	})
@@ -577,7 +578,7 @@ func parseOnline(c *caddyfile.Dispenser) (*locate.OnlineConfig, error) {
 			}
 			on.Format = c.Val()
 		default:
-			return c.Errf("online: unknown property %q", c.Val())
+			return c.Errf("online: unknown property %q%s", c.Val(), suggest.Hint(c.Val(), properties["online"]))
 		}
 		return nil
 	})

@@ -6,6 +6,8 @@ import (
 	"github.com/coredns/caddy/caddyfile"
 
 	"github.com/miekg/dns"
+
+	"github.com/gslbdns/gslb/internal/suggest"
 )
 
 // parseSOA reads `soa { serial N; refresh S; retry S; expire S; minimum S; mname NAME; rname NAME }`.
@@ -34,7 +36,7 @@ func parseSOA(c *caddyfile.Dispenser, s *SOA) error {
 				s.RName = name
 			}
 		default:
-			return c.Errf("soa: unknown property %q", prop)
+			return c.Errf("soa: unknown property %q%s", prop, suggest.Hint(prop, properties["soa"]))
 		}
 		if args := c.RemainingArgs(); len(args) != 0 {
 			return c.Errf("soa: unexpected argument %q", args[0])

@@ -248,7 +248,7 @@ func loadControl(o *config.Options) (c *Control, option string, err error) {
 		wake:      make(chan struct{}, 1),
 	}
 	c.decider = decide.New(c, decide.OptionsOf(o))
-	warnLadders(o)
+	warn(o, t)
 	c.serial = c.nextSerial()
 	c.checker = c.stableChecker(t)
 	if cn != nil {

@@ -89,12 +89,4 @@ func TestNodeHint(t *testing.T) {
 	if got := c.nodeHint("completely-unrelated-name"); got != "" {
 		t.Errorf("Expected no guess, got %q", got)
 	}
-	for _, tc := range []struct {
-		a, b string
-		d    int
-	}{{"", "", 0}, {"hz-telcom", "hz-telecom", 1}, {"abc", "", 3}, {"kitten", "sitting", 3}} {
-		if got := distance(tc.a, tc.b); got != tc.d {
-			t.Errorf("distance(%q, %q): expected %d, got %d", tc.a, tc.b, tc.d, got)
-		}
-	}
 }

@@ -6,8 +6,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gslbdns/gslb/admin"
 	"github.com/gslbdns/gslb/canary"
 	"github.com/gslbdns/gslb/geo"
+	"github.com/gslbdns/gslb/locate"
 	"github.com/gslbdns/gslb/overrides"
 	"github.com/gslbdns/gslb/quality"
 	"github.com/gslbdns/gslb/table"
@@ -32,6 +34,12 @@ func (c *Control) loadedLine() string {
 	}
 	if cn := c.canary.Load(); cn != nil {
 		parts = append(parts, describeCanary(cn))
+	}
+	if a := c.opts.Admin; a != nil {
+		parts = append(parts, describeAdmin(a))
+	}
+	if r := c.opts.Redis; r != nil {
+		parts = append(parts, describeRedis(r))
 	}
 	return "Loaded " + strings.Join(parts, "; ") + c.zonesSuffix()
 }
@@ -68,7 +76,33 @@ func describeTable(what string, t *table.Table, change string) string {
 	if change != "" {
 		change = " (" + change + " changed)"
 	}
-	return fmt.Sprintf("%s %s%s: %s, %s", what, t.Path, change, count(len(t.Nodes), "node", "nodes"), count(len(t.Records), "record", "records"))
+	probed := ""
+	if n := len(t.Probes); n > 0 {
+		probed = fmt.Sprintf(" (%d probed)", n)
+	}
+	return fmt.Sprintf("%s %s%s: %s%s, %s", what, t.Path, change, count(len(t.Nodes), "node", "nodes"), probed, count(len(t.Records), "record", "records"))
+}
+
+// describeAdmin names the admin API's address, whether it wants a token,
+// and where its changes are kept.
+func describeAdmin(a *admin.Config) string {
+	token, state := "token required", "state "+a.State
+	if a.Token == "" {
+		token = "no token"
+	}
+	if a.State == "" {
+		state = "no state file: changes last until a restart"
+	}
+	return fmt.Sprintf("admin API %s (%s, %s)", a.Addr, token, state)
+}
+
+// describeRedis names the Redis servers the location cache uses.
+func describeRedis(r *locate.RedisConfig) string {
+	s := "redis " + strings.Join(r.Addrs, ", ")
+	if r.MasterName != "" {
+		s += " (sentinels of " + r.MasterName + ")"
+	}
+	return s
 }
 
 func describeOverrides(path string, ov *overrides.Table) string {

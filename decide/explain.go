@@ -112,9 +112,13 @@ type ExplainedNode struct {
 	// fleet); absent: this instance's probes.
 	Vantage string `json:"vantage,omitempty"`
 	Usable  bool   `json:"usable"`
-	// Reason: down, overloaded, lossy, shed (turned away or ramping), or
-	// family (no address of the queried type).
-	Reason     string             `json:"reason,omitempty"`
+	// Reason: down, drained (by the admin API), overloaded, lossy, shed
+	// (turned away or ramping), or family (no address of the queried
+	// type).
+	Reason string `json:"reason,omitempty"`
+	// Error is the failure that took a down node down, as this
+	// instance's probe saw it: "connect: connection refused".
+	Error      string             `json:"error,omitempty"`
 	DistanceKm *float64           `json:"distance_km"` // null when distance plays no part
 	Load       float64            `json:"load"`
 	Cost       float64            `json:"cost"`
@@ -133,6 +137,23 @@ type ExplainedRR struct {
 
 // ReasonFamily: the node has no address of the queried type.
 const ReasonFamily = "family"
+
+// ReasonDrained: the admin API drained the node.
+const ReasonDrained = policy.StateDrained
+
+// whyDown tells a drained node from a down one, and gives a down node's
+// probe error when this instance's probe took it down.
+func whyDown(reason string, st *policy.NodeStatus) (string, string) {
+	switch {
+	case reason != scoring.ReasonDown:
+		return reason, ""
+	case st.State == policy.StateDrained:
+		return ReasonDrained, ""
+	case st.Vantage == "":
+		return reason, st.Error
+	}
+	return reason, ""
+}
 
 // Explain decides one query for client c like For and says why: every
 // source's location, every rung tried, every node's terms and score, the
@@ -197,6 +218,7 @@ func (d *Decider) explain(ctx context.Context, v *policy.View, rec *table.Record
 		en := ExplainedNode{ID: n.ID, Tier: t.Tier.String(), State: status[t.Node].State, Vantage: status[t.Node].Vantage, Usable: t.Usable,
 			Reason: t.Reason, Load: n.Load, Cost: n.Cost, Score: round(t.Score), Winner: n.ID == winner,
 			Terms: map[string]float64{}}
+		en.Reason, en.Error = whyDown(t.Reason, &status[t.Node])
 		if t.DistanceKm >= 0 {
 			km := round(t.DistanceKm)
 			en.DistanceKm = &km
@@ -311,7 +333,12 @@ func (d *Decider) explainHTTPS(ctx context.Context, v *policy.View, rec *table.R
 		return &x
 	}
 	h.Mode = "service"
-	x.Answer = append(append(x.Answer, x4.Answer...), x6.Answer...)
+	if out4.Own() {
+		x.Answer = append(x.Answer, x4.Answer...)
+	}
+	if out6.Own() {
+		x.Answer = append(x.Answer, x6.Answer...)
+	}
 	return &x
 }
 

@@ -26,9 +26,12 @@ func (d *Decider) ForHTTPS(ctx context.Context, c Client, name string, out4, out
 }
 
 // HTTPS is the HTTPS record for the A and AAAA decisions out4 and out6
-// of one query for rec: a ServiceMode record to "." with rec's SvcParams
-// and the decisions' addresses as hints, or an AliasMode record to a
-// cname winner's (or the fallback's) name. nil when neither has a node.
+// of one query for rec. A browser that asks HTTPS first goes where it
+// says, so it never moves a family away from its own decision: a
+// ServiceMode record to "." with rec's SvcParams and, as hints, the
+// addresses of each family whose decision is an own node; an AliasMode
+// record to the cname winner's (or the fallback's) name only when no
+// family's decision is an own node. nil when neither has a node.
 func HTTPS(name string, rec *table.Record, out4, out6 *Outcome) *dns.HTTPS {
 	ttl, scoped := uint32(0), false
 	for _, o := range []*Outcome{out4, out6} {
@@ -40,22 +43,29 @@ func HTTPS(name string, rec *table.Record, out4, out6 *Outcome) *dns.HTTPS {
 		return nil
 	}
 	rr := &dns.HTTPS{SVCB: dns.SVCB{Hdr: dns.RR_Header{Name: name, Rrtype: dns.TypeHTTPS, Class: dns.ClassINET, Ttl: ttl}}}
-	for _, o := range []*Outcome{out4, out6} {
-		if c := o.CNAME(); c != "" {
-			rr.Target = c // AliasMode: priority 0, no params
-			return rr
+	if !out4.Own() && !out6.Own() {
+		for _, o := range []*Outcome{out4, out6} {
+			if c := o.CNAME(); c != "" {
+				rr.Target = c // AliasMode: priority 0, no params
+				return rr
+			}
 		}
+		return nil
 	}
 	rr.Priority, rr.Target = 1, "."
 	rr.Value = append(rr.Value, rec.HTTPS...)
 	var v4, v6 []net.IP
-	for _, a := range out4.Addresses() {
-		ip := a.As4()
-		v4 = append(v4, net.IP(ip[:]))
+	if out4.Own() {
+		for _, a := range out4.Addresses() {
+			ip := a.As4()
+			v4 = append(v4, net.IP(ip[:]))
+		}
 	}
-	for _, a := range out6.Addresses() {
-		ip := a.As16()
-		v6 = append(v6, net.IP(ip[:]))
+	if out6.Own() {
+		for _, a := range out6.Addresses() {
+			ip := a.As16()
+			v6 = append(v6, net.IP(ip[:]))
+		}
 	}
 	if len(v4) > 0 {
 		rr.Value = append(rr.Value, &dns.SVCBIPv4Hint{Hint: v4})
@@ -64,6 +74,12 @@ func HTTPS(name string, rec *table.Record, out4, out6 *Outcome) *dns.HTTPS {
 		rr.Value = append(rr.Value, &dns.SVCBIPv6Hint{Hint: v6})
 	}
 	return rr
+}
+
+// Own reports whether the decision answers with an own node's addresses
+// (not a cname node, the fallback, or SERVFAIL).
+func (o *Outcome) Own() bool {
+	return o.Decision.Winner != nil && !o.Servfail && o.CNAME() == ""
 }
 
 // HTTPSScope is the ECS scope of the reply to an HTTPS query: the longer

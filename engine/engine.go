@@ -297,8 +297,10 @@ func (e *Engine) decideHTTPS(ctx context.Context, c decide.Client, name string) 
 	return o, nil
 }
 
+// winnerID is the node whose addresses a family's hints hold: "-" for a
+// family that gets none.
 func winnerID(o *decide.Outcome) string {
-	if w := o.Decision.Winner; w != nil {
+	if w := o.Decision.Winner; w != nil && o.Own() {
 		return w.ID
 	}
 	return "-"

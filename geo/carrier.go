@@ -6,6 +6,8 @@ import (
 	"maps"
 	"slices"
 	"strings"
+
+	"github.com/gslbdns/gslb/internal/suggest"
 )
 
 // Normalized carrier names.
@@ -322,23 +324,7 @@ func (c *Carriers) nearest(w string) (string, bool) {
 		}
 	}
 	slices.Sort(words)
-	best, bd := Telecom, -1
-	for _, k := range words {
-		if d := editDistance(w, k); bd < 0 || d < bd {
-			best, bd = k, d
-		}
-	}
-	return best, bd >= 0 && bd <= typoDistance(w)
-}
-
-// typoDistance is how many edits still make a typo of a word of w's
-// length: short carrier names differ from each other by two (cernet,
-// cstnet).
-func typoDistance(w string) int {
-	if len([]rune(w)) < 8 {
-		return 1
-	}
-	return 2
+	return suggest.Nearest(w, words)
 }
 
 // builtinTypo returns the built-in carrier word that carrier, which is not
@@ -351,40 +337,7 @@ func builtinTypo(carrier string) (string, bool) {
 	if _, alias := carrierAliases[carrier]; alias {
 		return "", false
 	}
-	best, bd := "", typoDistance(carrier)+1
-	for _, k := range slices.Sorted(maps.Keys(carrierAliases)) {
-		if d := editDistance(carrier, k); d < bd {
-			best, bd = k, d
-		}
-	}
-	return best, best != ""
-}
-
-// editDistance is the optimal-string-alignment distance of a and b, in
-// runes: a swap of two neighbours is one edit, as typists make them.
-func editDistance(a, b string) int {
-	ra, rb := []rune(a), []rune(b)
-	d := make([][]int, len(ra)+1)
-	for i := range d {
-		d[i] = make([]int, len(rb)+1)
-		d[i][0] = i
-	}
-	for j := range d[0] {
-		d[0][j] = j
-	}
-	for i := 1; i <= len(ra); i++ {
-		for j := 1; j <= len(rb); j++ {
-			cost := 1
-			if ra[i-1] == rb[j-1] {
-				cost = 0
-			}
-			d[i][j] = min(d[i-1][j]+1, d[i][j-1]+1, d[i-1][j-1]+cost)
-			if i > 1 && j > 1 && ra[i-1] == rb[j-2] && ra[i-2] == rb[j-1] {
-				d[i][j] = min(d[i][j], d[i-2][j-2]+1)
-			}
-		}
-	}
-	return d[len(ra)][len(rb)]
+	return suggest.Nearest(carrier, slices.Sorted(maps.Keys(carrierAliases)))
 }
 
 // NormalizeCarrier maps a carrier spelling to telecom, unicom, mobile or edu

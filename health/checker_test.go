@@ -363,3 +363,24 @@ func TestMetricsSurviveReload(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckerKeepsError: a node down keeps the text of the failure that
+// took it down, and loses it when it is back up.
+func TestCheckerKeepsError(t *testing.T) {
+	e := newEndpoint(t, "ok")
+	spec := Spec{URL: e.URL, Interval: Duration(time.Second), Timeout: Duration(900 * time.Millisecond), Rise: 1, Fall: 1, HoldDown: durp(0)}
+	c := New([]Target{{ID: "err", Spec: spec}}, Options{}, nil)
+	c.Start()
+	defer c.Stop()
+	waitFor(t, "err up", stateIs(c, "err", StateUp))
+	e.status.Store(http.StatusServiceUnavailable)
+	waitFor(t, "err down", stateIs(c, "err", StateDown))
+	if st, _ := c.Snapshot().Status("err"); st.Reason != ReasonStatus || st.Error != "status 503" {
+		t.Errorf("Down: %+v, want reason status and text status 503", st)
+	}
+	e.status.Store(http.StatusOK)
+	waitFor(t, "err up again", stateIs(c, "err", StateUp))
+	if st, _ := c.Snapshot().Status("err"); st.Error != "" {
+		t.Errorf("Up: the failure's text %q stayed", st.Error)
+	}
+}

@@ -15,6 +15,7 @@ import (
 	"net/netip"
 	"net/url"
 	"slices"
+	"strconv"
 )
 
 // What is read of a probe response: a target that sends endless headers or
@@ -129,14 +130,14 @@ func (p *httpProber) probe(parent context.Context) outcome {
 	resp, err := http.ReadResponse(bufio.NewReader(lr), req)
 	if err != nil {
 		if lr.N <= 0 {
-			return outcome{reason: ReasonHeader}
+			return outcome{reason: ReasonHeader, detail: "response headers over 16 KiB"}
 		}
 		return fail(ctx, err, ReasonStatus)
 	}
 	lr.N += maxBody
 	defer resp.Body.Close()
 	if !p.spec.statusOK(resp.StatusCode) {
-		return outcome{reason: ReasonStatus}
+		return outcome{reason: ReasonStatus, detail: "status " + strconv.Itoa(resp.StatusCode)}
 	}
 	if p.spec.ExpectBody == "" && p.spec.LoadField == "" {
 		return outcome{ok: true}
@@ -147,14 +148,14 @@ func (p *httpProber) probe(parent context.Context) outcome {
 		return fail(ctx, err, ReasonBody)
 	}
 	if p.spec.ExpectBody != "" && !bytes.Contains(body, []byte(p.spec.ExpectBody)) {
-		return outcome{reason: ReasonBody}
+		return outcome{reason: ReasonBody, detail: "body without " + strconv.Quote(p.spec.ExpectBody)}
 	}
 	if p.spec.LoadField == "" {
 		return outcome{ok: true}
 	}
 	load, ok := parseLoad(body, p.spec.LoadField)
 	if !ok {
-		return outcome{reason: ReasonBody}
+		return outcome{reason: ReasonBody, detail: "body without a load_field " + strconv.Quote(p.spec.LoadField) + " in 0..1"}
 	}
 	return outcome{ok: true, load: load, hasLoad: true}
 }

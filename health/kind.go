@@ -118,8 +118,17 @@ type prober interface {
 type outcome struct {
 	ok      bool
 	reason  string
+	detail  string // the failure's text; "": the reason says it all
 	load    float64
 	hasLoad bool
+}
+
+// text is what a failure is logged and shown as.
+func (o outcome) text() string {
+	if o.detail != "" {
+		return o.detail
+	}
+	return o.reason
 }
 
 // newProber builds the prober of a validated spec.
@@ -148,5 +157,11 @@ func fail(ctx context.Context, err error, reason string) outcome {
 	if ctx.Err() != nil || errors.Is(err, os.ErrDeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()) {
 		return outcome{reason: ReasonTimeout}
 	}
-	return outcome{reason: reason}
+	// The system call's words ("connect: connection refused") without
+	// the dial's addresses, which the log line names already.
+	var se *os.SyscallError
+	if errors.As(err, &se) {
+		return outcome{reason: reason, detail: se.Error()}
+	}
+	return outcome{reason: reason, detail: err.Error()}
 }

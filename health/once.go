@@ -35,7 +35,7 @@ func ProbeOnce(ctx context.Context, targets []Target, opts Options) *Snapshot {
 			recovery.Do("probe", func() { out = opts.prober(spec).probe(ctx) })
 			st := Status{State: StateUp, Load: out.load, HasLoad: out.hasLoad, From: StateUnknown, Since: now()}
 			if !out.ok {
-				st = Status{State: StateDown, Reason: out.reason, From: StateUnknown, Since: now()}
+				st = Status{State: StateDown, Reason: out.reason, Error: out.text(), From: StateUnknown, Since: now()}
 			}
 			mu.Lock()
 			m[t.ID] = st

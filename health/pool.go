@@ -1,6 +1,7 @@
 package health
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"math/rand/v2"
@@ -70,6 +71,7 @@ type probe struct {
 	pool   *Pool
 	key    probeKey
 	typ    string
+	target string // the URL or address probed, for the log
 	every  time.Duration
 	prober prober
 	refs   int // pool.mu
@@ -104,7 +106,7 @@ func (p *Pool) acquire(t Target, c *Checker) *probe {
 	pr := p.probes[k]
 	if pr == nil {
 		s := t.Spec
-		pr = &probe{pool: p, key: k, typ: s.Type, every: s.Interval.D(), prober: p.opts.prober(s),
+		pr = &probe{pool: p, key: k, typ: s.Type, target: cmp.Or(s.URL, s.Address), every: s.Interval.D(), prober: p.opts.prober(s),
 			done: make(chan struct{})}
 		pr.st = node{rise: s.Rise, fall: s.Fall, holdDown: s.holdDown()}
 		pr.st.st.Since = p.opts.Now()
@@ -237,6 +239,12 @@ func (pr *probe) apply(out outcome) {
 	prev := n.st.State
 	changed, transition := n.observe(out.ok, out.reason, out.load, out.hasLoad, pr.pool.opts.Now())
 	to := n.st.State
+	switch {
+	case to != StateDown:
+		n.st.Error = ""
+	case transition:
+		n.st.Error = out.text()
+	}
 	var watchers []*Checker
 	if changed {
 		watchers = slices.Clone(pr.watchers)
@@ -255,14 +263,14 @@ func (pr *probe) apply(out outcome) {
 		nodeUp.WithLabelValues(id).Set(up)
 		switch {
 		case to == StateDown:
-			log.Infof("node %s down: %s", id, out.reason)
+			log.Infof("node %s down: %s probe of %s: %s", id, pr.typ, pr.target, out.text())
 		case prev == StateUnknown:
 			log.Debugf("node %s up", id)
 		default:
 			log.Infof("node %s up", id)
 		}
 	} else if !out.ok {
-		log.Debugf("node %s probe failed: %s", id, out.reason)
+		log.Debugf("node %s: %s probe of %s failed: %s", id, pr.typ, pr.target, out.text())
 	}
 	for _, c := range watchers {
 		c.changed()

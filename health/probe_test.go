@@ -135,10 +135,30 @@ func TestProbe(t *testing.T) {
 			t.Fatalf("Test %q: invalid spec: %v", tc.name, err)
 		}
 		got := newProber(s, tc.roots).probe(context.Background())
+		detail := got.detail
+		got.detail = ""
 		if got != tc.want {
 			t.Errorf("Test %q: expected %+v, got %+v", tc.name, tc.want, got)
 		}
+		if want := details[tc.name]; !strings.Contains(detail, want) {
+			t.Errorf("Test %q: the failure's text %q, want one with %q", tc.name, detail, want)
+		}
 	}
+}
+
+// details are what the failures of TestProbe say, beyond their reason:
+// what an operator reads in the log and in explain.
+var details = map[string]string{
+	"tcp closed":              "connect: connection refused",
+	"http closed":             "connect: connection refused",
+	"http body mismatch":      `body without "healthy"`,
+	"http status":             "status 503",
+	"http 404":                "status 404",
+	"http load out of range":  `body without a load_field "load" in 0..1`,
+	"http load missing":       `body without a load_field "cpu" in 0..1`,
+	"http wrong host header":  "status 421",
+	"https unknown authority": "certificate signed by unknown authority",
+	"https wrong name":        "not www.example.net",
 }
 
 func TestProbeCanceled(t *testing.T) {
@@ -188,5 +208,17 @@ func TestProbeEndlessHeaders(t *testing.T) {
 	}
 	if d := time.Since(start); d > 2*time.Second {
 		t.Errorf("Probe took %v, want a quick failure", d)
+	}
+}
+
+// TestProbeOnceError: a failed probe's status carries its reason and
+// text, as the tools show them.
+func TestProbeOnceError(t *testing.T) {
+	closed := closedAddr(t)
+	spec := Spec{Address: closed}.WithDefaults(Spec{})
+	snap := ProbeOnce(context.Background(), []Target{{ID: "a", Spec: spec}}, Options{})
+	st, ok := snap.Status("a")
+	if !ok || st.State != StateDown || st.Reason != ReasonConnect || st.Error != "connect: connection refused" {
+		t.Errorf("Status %+v, want down, connect, connect: connection refused", st)
 	}
 }

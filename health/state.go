@@ -38,6 +38,7 @@ type Status struct {
 	Load    float64 // last load reported by load_field
 	HasLoad bool
 	Reason  string    // failure that took the node down ("" when up or unknown)
+	Error   string    // its text, e.g. "connect: connection refused"
 	Since   time.Time // last transition
 	From    State     // the state before it: a node up From down is recovering
 	// Fails and Flaps count the failed probes and the up/down transitions

@@ -33,6 +33,7 @@ type Drain struct {
 type NodeStatus struct {
 	State  string
 	Reason string    // the failure that took the node down
+	Error  string    // its text from this instance's probe
 	Since  time.Time // its last transition; zero when unprobed
 	// Vantage is the fleet vantage whose verdict decided (a carrier, or
 	// "fleet"); "": this instance's probes.
@@ -101,7 +102,7 @@ func NewView(in Inputs) (*View, time.Time) {
 		v.Nodes[i] = t.Nodes[i].Node
 		v.Status[i] = NodeStatus{State: StateUnprobed}
 		if st, ok := in.Snapshot.Status(t.Nodes[i].ID); ok {
-			v.Status[i] = NodeStatus{State: st.State.String(), Reason: st.Reason, Since: st.Since}
+			v.Status[i] = NodeStatus{State: st.State.String(), Reason: st.Reason, Error: st.Error, Since: st.Since}
 			v.Nodes[i].Down = st.State == health.StateDown
 			v.Nodes[i].Fails, v.Nodes[i].Flaps = st.Fails, st.Flaps
 			v.anyFails = v.anyFails || st.Fails > 0

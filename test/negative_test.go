@@ -30,7 +30,7 @@ other 3600 IN A   10.1.2.3
     file %s example.org
 }`, repoFile(t, "demo/gslb-demo-City.mmdb"), repoFile(t, "demo/gslb-demo-ASN.mmdb"), repoFile(t, "nodes.example.yaml"), zone))
 
-	const gslbSOA, fileSOA = "ns1.dns.example.org.", "ns.file.example.org."
+	const gslbSOA, fileSOA = "ns1.example.net.", "ns.file.example.org." // the demo table's first name server
 	tests := []struct {
 		srv    *server
 		name   string

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"net"
+	"strings"
 	"testing"
 
 	"github.com/miekg/dns"
@@ -26,6 +27,8 @@ func TestProtocol(t *testing.T) {
 	nodes := writeFile(t, t.TempDir(), "nodes.yaml", protocolNodes)
 	s := startServer(t, gslbCorefile(t, nodes, ""))
 	plain := startServer(t, demoCorefile(t, ""))
+	bareNodes := writeFile(t, t.TempDir(), "nodes.yaml", strings.Replace(protocolNodes, "nameservers: [ns1.example.net, ns2.example.net.]\n", "", 1))
+	bare := startServer(t, gslbCorefile(t, bareNodes, "")) // no nameservers
 
 	t.Run("answers", func(t *testing.T) {
 		tests := []struct {
@@ -43,8 +46,9 @@ func TestProtocol(t *testing.T) {
 			{s, "example.org", dns.TypeSOA, dns.RcodeSuccess, []string{"SOA"}, false},
 			{s, "example.org", dns.TypeNS, dns.RcodeSuccess, []string{"NS", "NS"}, false},
 			{s, "example.org", dns.TypeMX, dns.RcodeSuccess, nil, true},
-			{plain, "example.org", dns.TypeNS, dns.RcodeSuccess, nil, true},
+			{plain, "example.org", dns.TypeNS, dns.RcodeSuccess, []string{"NS", "NS"}, false},
 			{plain, "example.org", dns.TypeSOA, dns.RcodeSuccess, []string{"SOA"}, false},
+			{bare, "example.org", dns.TypeNS, dns.RcodeSuccess, nil, true},
 		}
 		for _, tc := range tests {
 			r := exchange(t, "udp", tc.srv.udp, newQuery(t, tc.name, tc.qtype, ""))

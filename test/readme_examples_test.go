@@ -967,23 +967,7 @@ func startReadmeServer(t, owner *testing.T, r *readmeRun, name, corefile string)
 	cf = s.mapPorts(cf)
 	name += ".ports"
 	r.write(name, cf, 0o644)
-	s.cmd = exec.Command(corednsTool(t), "-conf", name)
-	s.cmd.Dir = r.w
-	s.cmd.Stdout, s.cmd.Stderr = s, s
-	if err := s.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() { s.cmd.Wait(); close(done) }()
-	owner.Cleanup(func() {
-		s.cmd.Process.Signal(os.Interrupt)
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			s.cmd.Process.Kill()
-			<-done
-		}
-	})
+	done := s.start(t, owner, r.w, name)
 	port := s.ports["1053"]
 	if !strings.Contains(cf, ":"+port+" {") {
 		port = s.ports["53"]
@@ -1001,6 +985,30 @@ func startReadmeServer(t, owner *testing.T, r *readmeRun, name, corefile string)
 		return err == nil, s.output()
 	})
 	return s
+}
+
+// start runs our cmd/coredns in dir on the Corefile conf until owner
+// ends, its output into s; done closes when it exits.
+func (s *readmeServer) start(t, owner *testing.T, dir, conf string) (done <-chan struct{}) {
+	t.Helper()
+	s.cmd = exec.Command(corednsTool(t), "-conf", conf)
+	s.cmd.Dir = dir
+	s.cmd.Stdout, s.cmd.Stderr = s, s
+	if err := s.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { s.cmd.Wait(); close(exited) }()
+	owner.Cleanup(func() {
+		s.cmd.Process.Signal(os.Interrupt)
+		select {
+		case <-exited:
+		case <-time.After(10 * time.Second):
+			s.cmd.Process.Kill()
+			<-exited
+		}
+	})
+	return exited
 }
 
 var readmePort = regexp.MustCompile(`(127\.0\.0\.1|localhost|example\.org|\s-p) ?:?(1053|53|9153|8181|9154)\b`)

@@ -183,6 +183,9 @@ func reportDecision(w io.Writer, x *decide.Explanation) {
 		usable := "yes"
 		if !n.Usable {
 			usable = "no: " + n.Reason
+			if n.Error != "" {
+				usable += " (" + n.Error + ")"
+			}
 		}
 		if n.Winner {
 			usable += " *"

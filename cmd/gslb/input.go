@@ -60,6 +60,7 @@ const (
 // ignored counts what an input held that is not a gslb decision to replay.
 type ignored struct {
 	other    int // log lines of no query (startup, errors), or of a query gslb did not decide (client=-)
+	dash     int // of other, the lines with client=-: every query's, when the block lacks metadata
 	types    int // queries of another type than A, AAAA and HTTPS
 	noQuery  int // dnstap frames without the query message (recorded without "full")
 	response int // dnstap frames of responses and of other message types
@@ -108,6 +109,9 @@ func readInput(path string, fn func(query), bad func(*lineError) error, ign *ign
 			var ok bool
 			if q, ok, err = parseLogLine(line); err == nil && !ok {
 				ign.other++
+				if strings.Contains(" "+line+" ", " client=- ") {
+					ign.dash++
+				}
 				continue
 			}
 		} else {

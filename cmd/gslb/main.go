@@ -20,6 +20,7 @@ import (
 	"os"
 
 	"github.com/coredns/caddy"
+	"github.com/coredns/coredns/core/dnsserver"
 	"github.com/coredns/coredns/plugin"
 	clog "github.com/coredns/coredns/plugin/pkg/log"
 
@@ -138,18 +139,27 @@ func check(_ context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "gslb check: unexpected argument %q\n", fs.Arg(0))
 		return exitUsage
 	}
-	if err := validate(c.cfg.Corefile); err != nil {
+	// The plugins' setup warnings from validate; gslb's own from the
+	// engine, which loads the block as -nodes and the like say.
+	var ws warnings
+	done := ws.capture()
+	err := validate(c.cfg.Corefile)
+	done(false)
+	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return exitError
 	}
-	warnings, err := engine.Check(c.cfg)
+	done = ws.capture()
+	startupWarnings()
+	errs, err := engine.Check(c.cfg)
+	done(true)
 	if err != nil {
 		// The server's own message, as it would log it.
 		fmt.Fprintln(stderr, err)
 		return exitError
 	}
-	// The server starts, and logs these as errors.
-	for _, w := range warnings {
+	// The server starts and logs these: Warnings, then errors it survives.
+	for _, w := range append(ws.list, errs...) {
 		fmt.Fprintln(stderr, "WARNING:", w)
 	}
 	fmt.Fprintln(stdout, "ok")
@@ -176,7 +186,7 @@ func validate(path string) error {
 	if err != nil {
 		return err
 	}
-	validated = nil
+	validated, blocks = nil, nil
 	if err := caddy.ValidateAndExecuteDirectives(corefileInput{data, path}, nil, true); err != nil {
 		return err
 	}
@@ -198,6 +208,7 @@ var validated caddy.Context
 func init() {
 	plugin.Register(config.Name, func(c *caddy.Controller) error {
 		validated = c.Context()
+		blocks = append(blocks, dnsserver.GetConfig(c))
 		return engine.Validate(c)
 	})
 }

@@ -318,6 +318,10 @@ format is detected.`)
 		replayReport(stdout, &res, e.NodesFile(), *baselineNodes)
 	}
 	switch {
+	case cur.Queries == 0 && ign.dash > 0:
+		// Without the metadata plugin, log writes "-" for every gslb label.
+		fmt.Fprintln(stderr, "gslb replay: no query was decided: every line has client=-: was metadata enabled? (the log's {/gslb/...} labels need the metadata plugin in the server block)")
+		return exitError
 	case cur.Queries == 0:
 		fmt.Fprintln(stderr, "gslb replay: no query was decided: is the input a text file, a log with client=, or a dnstap file recorded with full?")
 		return exitError

@@ -9,14 +9,18 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"reflect"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/gslbdns/gslb/internal/suggest"
 )
 
 // DefaultMaxSize is the size limit of a YAML file (Corefile max_file_size).
@@ -162,10 +166,11 @@ func knownKeys(n *yaml.Node, t reflect.Type, path string) error {
 			k := n.Content[i]
 			ft, ok := fields[k.Value]
 			if !ok {
+				hint := suggest.Hint(k.Value, slices.Sorted(maps.Keys(fields)))
 				if path == "" {
-					return fmt.Errorf("line %d: unknown key %q", k.Line, k.Value)
+					return fmt.Errorf("line %d: unknown key %q%s", k.Line, k.Value, hint)
 				}
-				return fmt.Errorf("line %d: %s: unknown key %q", k.Line, path, k.Value)
+				return fmt.Errorf("line %d: %s: unknown key %q%s", k.Line, path, k.Value, hint)
 			}
 			if err := knownKeys(n.Content[i+1], ft, join(path, k.Value)); err != nil {
 				return err
