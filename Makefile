@@ -29,12 +29,14 @@ deps:
 	@missing=""; \
 	command -v delv >/dev/null 2>&1 || missing="$$missing bind9-dnsutils"; \
 	command -v kdig >/dev/null 2>&1 || missing="$$missing knot-dnsutils"; \
+	command -v dnssec-keygen >/dev/null 2>&1 || missing="$$missing bind9-utils"; \
+	command -v systemd-analyze >/dev/null 2>&1 || missing="$$missing systemd"; \
 	if [ -n "$$missing" ]; then \
 		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-			echo "installing$$missing (delv, kdig) for the DNSSEC tests"; \
+			echo "installing$$missing (delv, kdig, dnssec-keygen, systemd-analyze) for the tests"; \
 			apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
 		else \
-			echo "delv or kdig is missing: install$$missing (e.g. sudo apt-get install$$missing) and run make test again" >&2; \
+			echo "a tool the tests run is missing: install$$missing (e.g. sudo apt-get install$$missing) and run make test again" >&2; \
 			exit 1; \
 		fi; \
 	fi
@@ -53,8 +55,16 @@ test-plugincfg:
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 
+# make build [BIN=DIR]: coredns (CoreDNS with gslb) and the gslb tool, both
+# stamped with the plugin's version and commit (-version, gslb version).
+BIN ?= .
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null)
+COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null)
+LDFLAGS = -X github.com/gslbdns/gslb/internal/buildinfo.Version=$(VERSION) -X github.com/gslbdns/gslb/internal/buildinfo.Commit=$(COMMIT)
+
 build:
-	$(GO) build -o coredns ./cmd/coredns
+	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/coredns ./cmd/coredns
+	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/gslb ./cmd/gslb
 
 demo:
 	$(GO) run ./cmd/mmdbgen -in demo/demo.csv -city demo/gslb-demo-City.mmdb -asn demo/gslb-demo-ASN.mmdb
