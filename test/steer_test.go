@@ -19,7 +19,7 @@ import (
 // probedNode is a node probed at url with fall failed probes to go down.
 func probedNode(id, addr, prov, isp string, lat, lon float64, url string, fall int) string {
 	return fmt.Sprintf(`  - {id: %s, ipv4: [%s], country: CN, province: %s, isp: %s, lat: %.2f, lon: %.2f,
-     probe: {url: "%s", load_field: load, interval: 100ms, timeout: 80ms, rise: 1, fall: %d, hold_down: 0s}}
+     probe: {url: "%s", load_field: load, interval: 1s, timeout: 900ms, rise: 1, fall: %d, hold_down: 0s}}
 `, id, addr, prov, isp, lat, lon, url, fall)
 }
 
