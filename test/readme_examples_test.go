@@ -506,6 +506,7 @@ func (r *readmeRun) checkAdminCurl(t *testing.T, b readmeBlock) {
 	r.write("candidate.yaml", r.read("nodes.example.yaml"), 0o644)
 	s := startReadmeServer(t, t, r, "Corefile.admin", r.withGslbLines(r.adminFragment, "canary candidate.yaml 1 { rollback_cross 0.02 }"))
 	var prelude []string
+	pins := map[netip.Prefix]bool{}
 	for i, l := range b.lines {
 		cmd, _, _ := strings.Cut(l, "   #")
 		cmd = strings.TrimSpace(cmd)
@@ -526,6 +527,7 @@ func (r *readmeRun) checkAdminCurl(t *testing.T, b readmeBlock) {
 		if !json.Valid([]byte(out)) {
 			t.Errorf("README line %d: %s: not a JSON answer:\n%s", b.line+i, cmd, out)
 		}
+		r.trackPins(t, b.line+i, cmd, out, pins)
 		// "every request needs Authorization: Bearer TOKEN, reads too"
 		bare := strings.Replace(strings.Replace(mapped, ` -H "$T"`, "", 1), "curl ", `curl -s -o /dev/null -w '%{http_code}' `, 1)
 		if out, _ := r.bash(bare); out != "401" {
@@ -568,6 +570,37 @@ func (r *readmeRun) checkKeygen(t *testing.T, b readmeBlock) {
 	got := runDNSTool(t, dnsTool(t, "delv"), "@127.0.0.1", "-p", s.ports["1053"], "-4", "-a", anchors, "+root=example.org.", "+nosplit", "www.example.org.", "A")
 	if !strings.Contains(got, "; fully validated\n") || !strings.Contains(got, "\tRRSIG\tA 13 ") {
 		t.Errorf("README line %d: delv with the DS as trust anchor: want a fully validated, signed answer:\n%s", b.line, got)
+	}
+}
+
+var (
+	readmePinPost   = regexp.MustCompile(`-XPOST .*/v1/pins -d '\{"cidr": "([^"]+)"`)
+	readmePinDelete = regexp.MustCompile(`-XDELETE .*/v1/pins/(\S+)`)
+	readmeExplain   = regexp.MustCompile(`/v1/explain\?addr=([^&']+)`)
+)
+
+// trackPins follows the pins the curl lines make and delete: an explain
+// line must ask about a network a pin still holds, and the pin decides.
+func (r *readmeRun) trackPins(t *testing.T, line int, cmd, out string, pins map[netip.Prefix]bool) {
+	if m := readmePinPost.FindStringSubmatch(cmd); m != nil {
+		pins[netip.MustParsePrefix(m[1])] = true
+	}
+	if m := readmePinDelete.FindStringSubmatch(cmd); m != nil {
+		delete(pins, netip.MustParsePrefix(m[1]))
+	}
+	m := readmeExplain.FindStringSubmatch(cmd)
+	if m == nil {
+		return
+	}
+	asked := netip.MustParsePrefix(m[1])
+	held := false
+	for p := range pins {
+		held = held || p.Overlaps(asked) && p.Bits() <= asked.Bits()
+	}
+	var e struct{ Tier string }
+	json.Unmarshal([]byte(out), &e)
+	if !held || e.Tier != "override" {
+		t.Errorf("README line %d: the explain line asks about %s, which no pin holds at that point (pins %v), or the pin does not decide (tier %q)", line, asked, pins, e.Tier)
 	}
 }
 
