@@ -124,8 +124,15 @@ func parse(fs *flag.FlagSet, args []string, stderr io.Writer) (ok bool, status i
 
 // version prints the plugin's version and the commit the tool was built from.
 func version(_ context.Context, args []string, stdout, stderr io.Writer) int {
-	if len(args) > 0 {
-		fmt.Fprintf(stderr, "gslb version: unexpected argument %q\n", args[0])
+	fs := flag.NewFlagSet("version", flag.ContinueOnError)
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: gslb version\n\nPrints the plugin's version and the commit this tool was built from,\nas coredns -version does: gslb VERSION, commit COMMIT.\n\nExit status: 0, or 2 on bad usage.")
+	}
+	if ok, st := parse(fs, args, stderr); !ok {
+		return st
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "gslb version: unexpected argument %q\n", fs.Arg(0))
 		return exitUsage
 	}
 	fmt.Fprintln(stdout, buildinfo.Read())
