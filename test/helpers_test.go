@@ -38,6 +38,11 @@ const (
 	waitTimeout = testsupport.WaitTimeout
 )
 
+// toolTimeout bounds a command a test runs (the gslb tool, delv, bash): it
+// guards against a hang, and a loaded machine took over a minute for an
+// audit that takes seconds when it is quiet.
+const toolTimeout = 5 * time.Minute
+
 // input is a Corefile string as caddy input.
 type input []byte
 

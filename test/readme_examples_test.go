@@ -873,7 +873,7 @@ func (r *readmeRun) toolJSON(t *testing.T, args ...string) (string, int) {
 
 func (r *readmeRun) runTool(t *testing.T, stderr bool, args ...string) (string, int) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), toolTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, gslbTool(t), args...)
 	cmd.Dir = r.w
@@ -896,7 +896,7 @@ func (r *readmeRun) runTool(t *testing.T, stderr bool, args ...string) (string, 
 }
 
 func (r *readmeRun) bash(script string) (string, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), toolTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "bash", "-eu", "-o", "pipefail", "-c", script)
 	cmd.Dir = r.w
