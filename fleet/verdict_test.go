@@ -105,9 +105,12 @@ func decided(m *member, node, carrier string, down bool, vantage string, votes i
 // after 3 intervals; without Redis a member answers from its own probes.
 func TestVerdictsPerVantage(t *testing.T) {
 	rs := testredis.Start(t)
-	a := start(t, rs, "a", telecom, nil)
-	b := start(t, rs, "b", unicom, nil)
-	c := start(t, rs, "c", telecom, nil)
+	// Intervals long enough that a loaded machine's delays are small beside
+	// them: staleness is timed below.
+	long := func(c *Config) { c.ProbeInterval = 2 * time.Second }
+	a := start(t, rs, "a", telecom, long)
+	b := start(t, rs, "b", unicom, long)
+	c := start(t, rs, "c", telecom, long)
 	ms := []*member{a, b, c}
 	keepReporting(t, a, func() map[string]NodeVerdict { return map[string]NodeVerdict{"n1": up} })
 	stopB := keepReporting(t, b, func() map[string]NodeVerdict { return map[string]NodeVerdict{"n1": down} })

@@ -44,8 +44,13 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	testsupport.WaitFor(t, what, func() (bool, string) { return cond(), "" })
 }
 
+// liveTimeout bounds the probes of endpoints that answer: far above what
+// an answer takes on a loaded machine, so that only a hang times out.
+const liveTimeout = 10 * time.Second
+
+// fastSpec probes often; a live endpoint's probe never times out.
 func fastSpec(url string) Spec {
-	return Spec{URL: url, Interval: Duration(40 * time.Millisecond), Timeout: Duration(40 * time.Millisecond),
+	return Spec{URL: url, Interval: Duration(40 * time.Millisecond), Timeout: Duration(liveTimeout),
 		Rise: 2, Fall: 2, HoldDown: durp(time.Minute)}
 }
 
@@ -125,7 +130,12 @@ func TestCheckerReasons(t *testing.T) {
 	var targets []Target
 	for _, tc := range tests {
 		s := tc.spec
-		s.Interval, s.Timeout, s.Fall = Duration(100*time.Millisecond), Duration(50*time.Millisecond), 1
+		// Only the hang times out: the others fail for their own reason
+		// however slowly the machine answers.
+		s.Interval, s.Timeout, s.Fall = Duration(100*time.Millisecond), Duration(liveTimeout), 1
+		if tc.reason == ReasonTimeout {
+			s.Timeout = Duration(50 * time.Millisecond)
+		}
 		targets = append(targets, Target{ID: tc.id, Spec: s})
 	}
 	c := New(targets, Options{}, nil)
@@ -149,7 +159,9 @@ func TestCheckerReasons(t *testing.T) {
 func TestCheckerHangDoesNotDelayOthers(t *testing.T) {
 	hang := newHangServer(t)
 	fast := newEndpoint(t, "ok")
-	slow := Spec{URL: "http://" + hang.addr(), Interval: Duration(time.Second), Timeout: Duration(time.Second), Fall: 1}
+	// The hang's probe is pending for 3s: fast's three probes, 40ms apart,
+	// fit in it on a loaded machine.
+	slow := Spec{URL: "http://" + hang.addr(), Interval: Duration(3 * time.Second), Timeout: Duration(3 * time.Second), Fall: 1}
 	c := New([]Target{{ID: "hang", Spec: slow}, {ID: "fast", Spec: fastSpec(fast.URL)}}, Options{}, nil)
 	c.Start()
 	defer c.Stop()
@@ -303,11 +315,8 @@ func TestCheckerLifecycleNoLeaks(t *testing.T) {
 		t.Errorf("Expected a stopped checker never to start")
 	}
 
-	var after int
-	for range 400 {
-		if after = runtime.NumGoroutine(); after <= before {
-			break
-		}
+	after := runtime.NumGoroutine()
+	for deadline := time.Now().Add(testsupport.WaitTimeout); after > before && time.Now().Before(deadline); after = runtime.NumGoroutine() {
 		time.Sleep(5 * time.Millisecond)
 	}
 	if after > before {

@@ -35,8 +35,8 @@ func TestProbeSource(t *testing.T) {
 	defer web.Close()
 
 	targets := []Target{
-		{ID: "tcp", Spec: Spec{Type: TypeTCP, Address: l.Addr().String()}},
-		{ID: "http", Spec: Spec{Type: TypeHTTP, URL: web.URL + "/"}},
+		{ID: "tcp", Spec: Spec{Type: TypeTCP, Address: l.Addr().String(), Timeout: Duration(liveTimeout), Interval: Duration(2 * liveTimeout)}},
+		{ID: "http", Spec: Spec{Type: TypeHTTP, URL: web.URL + "/", Timeout: Duration(liveTimeout), Interval: Duration(2 * liveTimeout)}},
 	}
 	snap := ProbeOnce(context.Background(), targets, Options{Source: netip.MustParseAddr("127.0.0.2")})
 	for _, id := range []string{"tcp", "http"} {

@@ -60,7 +60,7 @@ func newLocatorClock(t testing.TB, cfg Config, clk *testsupport.Clock) *Locator 
 // idle waits for the background online calls to finish.
 func (l *Locator) idle(t testing.TB) {
 	t.Helper()
-	for range 5000 {
+	for deadline := time.Now().Add(testsupport.WaitTimeout); time.Now().Before(deadline); {
 		if l.online == nil {
 			return
 		}
@@ -72,7 +72,7 @@ func (l *Locator) idle(t testing.TB) {
 		}
 		time.Sleep(time.Millisecond)
 	}
-	t.Fatalf("Online calls still in flight after 5s")
+	t.Fatalf("Online calls still in flight after %v", testsupport.WaitTimeout)
 }
 
 // counters is a snapshot of the metrics a test looks at.

@@ -54,7 +54,7 @@ func TestEncoding(t *testing.T) {
 func TestRedisDeadThenRestarted(t *testing.T) {
 	rs := testredis.Start(t)
 	clk := testsupport.NewClock()
-	l := newLocatorClock(t, Config{DB: testDB(t), Redis: &RedisConfig{Addrs: []string{rs.Addr()}, Timeout: 50 * time.Millisecond}}, clk)
+	l := newLocatorClock(t, Config{DB: testDB(t), Redis: &RedisConfig{Addrs: []string{rs.Addr()}, Timeout: 2 * time.Second}}, clk)
 	n := 0
 	locate := func() geo.Location {
 		n++

@@ -111,7 +111,9 @@ func TestOverrides(t *testing.T) {
 	dir := t.TempDir()
 	city, ip := chinaDBs(t, dir, "广东")
 	nodes := writeFile(t, dir, "nodes.yaml", chinaNodes)
-	expires := time.Now().Add(3 * time.Second).UTC().Format(time.RFC3339)
+	// Far enough that a loaded machine starts the server and asks before
+	// it; the test then waits for it.
+	expires := time.Now().Add(10 * time.Second).UTC().Format(time.RFC3339)
 	ov := writeFile(t, dir, "overrides.yaml", `overrides:
   - cidr: 1.0.1.128/25
     location: {country: CN, province: GD, isp: telecom}

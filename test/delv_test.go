@@ -8,7 +8,6 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/miekg/dns"
 )
@@ -26,7 +25,7 @@ func dnsTool(t *testing.T, name string) string {
 // runDNSTool runs a tool and returns its standard output and error together.
 func runDNSTool(t *testing.T, bin string, args ...string) string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), toolTimeout)
 	defer cancel()
 	out, err := exec.CommandContext(ctx, bin, args...).CombinedOutput()
 	if err != nil {

@@ -47,10 +47,11 @@ func newProbeTarget(t *testing.T) *probeTarget {
 func (p *probeTarget) url() string { return p.srv.URL + "/health" }
 
 // probedNodes is a table with two Zhejiang-friendly nodes, both probed
-// every 50ms with rise 1 and fall 1: hz-telecom (same province) first,
+// every second with rise 1 and fall 1 (a timeout no live loopback
+// endpoint reaches on a loaded machine): hz-telecom (same province) first,
 // sh-telecom (a neighbour) next.
 func probedNodes(hz, sh string) string {
-	probe := `{type: http, url: "%s", expect_body: ok, interval: 100ms, timeout: 80ms, rise: 1, fall: 1, hold_down: 0s}`
+	probe := `{type: http, url: "%s", expect_body: ok, interval: 1s, timeout: 900ms, rise: 1, fall: 1, hold_down: 0s}`
 	return fmt.Sprintf(`nodes:
   - id: hz-telecom
     ipv4: [192.0.2.10]

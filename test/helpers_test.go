@@ -38,6 +38,11 @@ const (
 	waitTimeout = testsupport.WaitTimeout
 )
 
+// toolTimeout bounds a command a test runs (the gslb tool, delv, bash): it
+// guards against a hang, and a loaded machine took over a minute for an
+// audit that takes seconds when it is quiet.
+const toolTimeout = 5 * time.Minute
+
 // input is a Corefile string as caddy input.
 type input []byte
 
@@ -137,7 +142,7 @@ func newQuery(t *testing.T, name string, qtype uint16, ecs string) *dns.Msg {
 // exchange sends m over network to addr and fails the test on a transport error.
 func exchange(t *testing.T, network, addr string, m *dns.Msg) *dns.Msg {
 	t.Helper()
-	c := &dns.Client{Net: network, Timeout: 2 * time.Second}
+	c := &dns.Client{Net: network, Timeout: 10 * time.Second} // generous: a loaded machine can stall a reply
 	r, _, err := c.Exchange(m, addr)
 	if err != nil {
 		t.Fatalf("Exchange %s over %s with %s: %v", m.Question[0].Name, network, addr, err)

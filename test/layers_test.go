@@ -60,7 +60,7 @@ func TestLocationLayers(t *testing.T) {
 	}
 	nodes := writeFile(t, dir, "nodes.yaml", layersNodes)
 	withRedis := func(online string) string {
-		return corefile(city, "", nodes, fmt.Sprintf("redis %s {\n timeout 250ms\n}\n%s", rs.Addr(), online))
+		return corefile(city, "", nodes, fmt.Sprintf("redis %s {\n timeout 2s\n}\n%s", rs.Addr(), online))
 	}
 	a := startServer(t, withRedis(fmt.Sprintf(`online %s/v1/{ip} {
             timeout 1s

@@ -156,7 +156,7 @@ func TestSecrets(t *testing.T) {
 	o0 := seriesValue(t, "coredns_gslb_online_requests_total", onlineAuth)
 	s := startServer(t, corefile(city, "", nodes, fmt.Sprintf(`redis %s {
             password a-wrong-password
-            timeout 250ms
+            timeout 2s
         }
         online %s/v1/{ip} {
             header X-Api-Key a-wrong-key

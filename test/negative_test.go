@@ -138,7 +138,7 @@ func rawExchange(t *testing.T, addr string, pkt []byte) *dns.Msg {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	if err := c.SetDeadline(time.Now().Add(2 * time.Second)); err != nil {
+	if err := c.SetDeadline(time.Now().Add(10 * time.Second)); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := c.Write(pkt); err != nil {

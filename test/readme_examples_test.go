@@ -264,6 +264,8 @@ func (r *readmeRun) checkFor(b readmeBlock) func(*testing.T, readmeBlock) {
 		return r.checkNodeTable
 	case b.kind == "corefile" && strings.HasPrefix(first, "admin "):
 		return r.checkAdminFragment
+	case b.kind == "sh" && strings.Contains(b.text(), "dnssec-keygen "):
+		return r.checkKeygen
 	case b.kind == "sh" && strings.Contains(b.text(), "curl "):
 		return r.checkAdminCurl
 	case b.kind == "corefile":
@@ -504,6 +506,7 @@ func (r *readmeRun) checkAdminCurl(t *testing.T, b readmeBlock) {
 	r.write("candidate.yaml", r.read("nodes.example.yaml"), 0o644)
 	s := startReadmeServer(t, t, r, "Corefile.admin", r.withGslbLines(r.adminFragment, "canary candidate.yaml 1 { rollback_cross 0.02 }"))
 	var prelude []string
+	pins := map[netip.Prefix]bool{}
 	for i, l := range b.lines {
 		cmd, _, _ := strings.Cut(l, "   #")
 		cmd = strings.TrimSpace(cmd)
@@ -524,11 +527,80 @@ func (r *readmeRun) checkAdminCurl(t *testing.T, b readmeBlock) {
 		if !json.Valid([]byte(out)) {
 			t.Errorf("README line %d: %s: not a JSON answer:\n%s", b.line+i, cmd, out)
 		}
+		r.trackPins(t, b.line+i, cmd, out, pins)
 		// "every request needs Authorization: Bearer TOKEN, reads too"
 		bare := strings.Replace(strings.Replace(mapped, ` -H "$T"`, "", 1), "curl ", `curl -s -o /dev/null -w '%{http_code}' `, 1)
 		if out, _ := r.bash(bare); out != "401" {
 			t.Errorf("README line %d: without the token: status %s, want 401", b.line+i, out)
 		}
+	}
+}
+
+// checkKeygen runs the key commands as written (in W's /etc/coredns),
+// serves the demo signed with the two keys they made, and checks that the
+// startup line names them and that delv, with the printed DS as its only
+// trust anchor, fully validates an answer.
+func (r *readmeRun) checkKeygen(t *testing.T, b readmeBlock) {
+	out, err := r.bash(r.mapPaths(b.text()) + `echo "keys $KSK $ZSK"` + "\n")
+	if err != nil {
+		t.Fatalf("README line %d: %v\n%s", b.line, err, out)
+	}
+	var ksk, zsk string
+	var ds []string
+	for _, l := range strings.Split(out, "\n") {
+		f := strings.Fields(l)
+		switch {
+		case len(f) == 3 && f[0] == "keys":
+			ksk, zsk = f[1], f[2]
+		case len(f) == 7 && f[0] == "example.org." && f[1] == "IN" && f[2] == "DS":
+			ds = f[3:]
+		}
+	}
+	if ksk == "" || zsk == "" || ds == nil {
+		t.Fatalf("README line %d: expected two key names and a DS line, got:\n%s", b.line, out)
+	}
+	tag := func(base string) string { return strings.TrimLeft(base[strings.LastIndex(base, "+")+1:], "0") }
+	cf := r.mapPaths(r.withGslbLines("dnssec /etc/coredns/" + ksk + " /etc/coredns/" + zsk))
+	s := startReadmeServer(t, t, r, "Corefile.keygen", cf)
+	s.waitLine(t, "the keys' startup line", fmt.Sprintf("DNSSEC for example.org.: signing with key %s (KSK, ECDSAP256SHA256), key %s (ZSK, ECDSAP256SHA256)", tag(ksk), tag(zsk)))
+	if ds[0] != tag(ksk) || ds[2] != "2" {
+		t.Errorf("README line %d: expected the KSK's SHA-256 DS, got %v", b.line, ds)
+	}
+	anchors := r.write("anchors.conf", fmt.Sprintf("trust-anchors {\n    example.org. static-ds %s %s %s \"%s\";\n};\n", ds[0], ds[1], ds[2], ds[3]), 0o644)
+	got := runDNSTool(t, dnsTool(t, "delv"), "@127.0.0.1", "-p", s.ports["1053"], "-4", "-a", anchors, "+root=example.org.", "+nosplit", "www.example.org.", "A")
+	if !strings.Contains(got, "; fully validated\n") || !strings.Contains(got, "\tRRSIG\tA 13 ") {
+		t.Errorf("README line %d: delv with the DS as trust anchor: want a fully validated, signed answer:\n%s", b.line, got)
+	}
+}
+
+var (
+	readmePinPost   = regexp.MustCompile(`-XPOST .*/v1/pins -d '\{"cidr": "([^"]+)"`)
+	readmePinDelete = regexp.MustCompile(`-XDELETE .*/v1/pins/(\S+)`)
+	readmeExplain   = regexp.MustCompile(`/v1/explain\?addr=([^&']+)`)
+)
+
+// trackPins follows the pins the curl lines make and delete: an explain
+// line must ask about a network a pin still holds, and the pin decides.
+func (r *readmeRun) trackPins(t *testing.T, line int, cmd, out string, pins map[netip.Prefix]bool) {
+	if m := readmePinPost.FindStringSubmatch(cmd); m != nil {
+		pins[netip.MustParsePrefix(m[1])] = true
+	}
+	if m := readmePinDelete.FindStringSubmatch(cmd); m != nil {
+		delete(pins, netip.MustParsePrefix(m[1]))
+	}
+	m := readmeExplain.FindStringSubmatch(cmd)
+	if m == nil {
+		return
+	}
+	asked := netip.MustParsePrefix(m[1])
+	held := false
+	for p := range pins {
+		held = held || p.Overlaps(asked) && p.Bits() <= asked.Bits()
+	}
+	var e struct{ Tier string }
+	json.Unmarshal([]byte(out), &e)
+	if !held || e.Tier != "override" {
+		t.Errorf("README line %d: the explain line asks about %s, which no pin holds at that point (pins %v), or the pin does not decide (tier %q)", line, asked, pins, e.Tier)
 	}
 }
 
@@ -801,7 +873,7 @@ func (r *readmeRun) toolJSON(t *testing.T, args ...string) (string, int) {
 
 func (r *readmeRun) runTool(t *testing.T, stderr bool, args ...string) (string, int) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), toolTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, gslbTool(t), args...)
 	cmd.Dir = r.w
@@ -824,7 +896,7 @@ func (r *readmeRun) runTool(t *testing.T, stderr bool, args ...string) (string, 
 }
 
 func (r *readmeRun) bash(script string) (string, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), toolTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "bash", "-eu", "-o", "pipefail", "-c", script)
 	cmd.Dir = r.w
@@ -964,8 +1036,14 @@ func startReadmeServer(t, owner *testing.T, r *readmeRun, name, corefile string)
 	cf := readmeServerKey.ReplaceAllString(corefile, "${1}:53 {\n    bind 127.0.0.1\n")
 	cf = readmeBareProm.ReplaceAllString(cf, "${1}prometheus 127.0.0.1:9153\n")
 	cf = readmeBareReady.ReplaceAllString(cf, "${1}ready 127.0.0.1:8181\n")
-	cf = s.mapPorts(cf)
-	name += ".ports"
+	s.run(t, owner, r, name+".ports", s.mapPorts(cf))
+	return s
+}
+
+// run writes cf as W/name and runs it until the test owner ends, once it
+// answers on its README port 1053 (or 53).
+func (s *readmeServer) run(t, owner *testing.T, r *readmeRun, name, cf string) {
+	t.Helper()
 	r.write(name, cf, 0o644)
 	done := s.start(t, owner, r.w, name)
 	port := s.ports["1053"]
@@ -984,7 +1062,6 @@ func startReadmeServer(t, owner *testing.T, r *readmeRun, name, corefile string)
 		_, _, err := c.Exchange(m, "127.0.0.1:"+port)
 		return err == nil, s.output()
 	})
-	return s
 }
 
 // start runs our cmd/coredns in dir on the Corefile conf until owner

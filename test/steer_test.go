@@ -19,7 +19,7 @@ import (
 // probedNode is a node probed at url with fall failed probes to go down.
 func probedNode(id, addr, prov, isp string, lat, lon float64, url string, fall int) string {
 	return fmt.Sprintf(`  - {id: %s, ipv4: [%s], country: CN, province: %s, isp: %s, lat: %.2f, lon: %.2f,
-     probe: {url: "%s", load_field: load, interval: 100ms, timeout: 80ms, rise: 1, fall: %d, hold_down: 0s}}
+     probe: {url: "%s", load_field: load, interval: 1s, timeout: 900ms, rise: 1, fall: %d, hold_down: 0s}}
 `, id, addr, prov, isp, lat, lon, url, fall)
 }
 
@@ -282,6 +282,7 @@ records:
   - name: www.example.org
 `)
 	soon := time.Now().Add(30 * time.Second).UTC().Format(time.RFC3339)
+	soonAt, _ := time.Parse(time.RFC3339, soon)
 	later := time.Now().Add(2 * time.Hour).UTC().Format(time.RFC3339)
 	ov := writeFile(t, dir, "overrides.yaml", fmt.Sprintf(`overrides:
   - {cidr: 59.0.1.0/24, nodes: [sh-1], expires: %s}
@@ -305,8 +306,9 @@ records:
 	if ttl, why, a := ttlOf("58.0.1.0/24"); ttl != 60 || why != "stable" || a != "192.0.2.1" {
 		t.Errorf("A steady answer: %s ttl %d (%s), want hz-1 with 60 (stable)", a, ttl, why)
 	}
-	if ttl, why, a := ttlOf("59.0.1.0/24"); ttl > 30 || ttl < 25 || why != "expiry" || a != "192.0.2.9" {
-		t.Errorf("A pin ending in 30s: %s ttl %d (%s), want sh-1 with 25..30 (expiry)", a, ttl, why)
+	// The time left when asked, however long the start took (not under MIN).
+	if ttl, why, a := ttlOf("59.0.1.0/24"); math.Abs(float64(ttl)-max(time.Until(soonAt).Seconds(), 5)) > 2 || why != "expiry" || a != "192.0.2.9" {
+		t.Errorf("A pin ending at %s: %s ttl %d (%s), want sh-1 with the %.0fs left (expiry)", soon, a, ttl, why, time.Until(soonAt).Seconds())
 	}
 	if ttl, why, _ := ttlOf("59.0.2.0/24"); ttl != 60 || why != "stable" {
 		t.Errorf("A pin ending in 2h: ttl %d (%s), want 60 (stable)", ttl, why)

@@ -68,7 +68,7 @@ func gslbTool(t *testing.T) string {
 // runTool runs the gslb command and returns its output and exit status.
 func runTool(t *testing.T, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), toolTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, gslbTool(t), args...)
 	var out, errb bytes.Buffer

@@ -162,12 +162,12 @@ func (r *tapReceiver) count() int {
 // rawReply sends the packed query q and returns the reply's bytes.
 func rawReply(t *testing.T, network, addr string, q []byte) []byte {
 	t.Helper()
-	c, err := net.DialTimeout(network, addr, 2*time.Second)
+	c, err := net.DialTimeout(network, addr, 10*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	c.SetDeadline(time.Now().Add(2 * time.Second))
+	c.SetDeadline(time.Now().Add(10 * time.Second))
 	if network == "tcp" {
 		q = append(binary.BigEndian.AppendUint16(nil, uint16(len(q))), q...)
 	}

@@ -6,6 +6,7 @@
 //	gslb replay  [flags] INPUT...
 //	gslb check   [flags]
 //	gslb audit   [flags] [INPUT...]
+//	gslb version
 //
 // Exit status: 0 ok, 1 an error (a bad Corefile, node table, database or
 // input), 2 bad usage, 3 replay's cross-province ratio above -max-cross.
@@ -27,6 +28,7 @@ import (
 	_ "github.com/gslbdns/gslb/cmd/coredns/stock" // the stock plugins, in the server's order
 	"github.com/gslbdns/gslb/config"
 	"github.com/gslbdns/gslb/engine"
+	"github.com/gslbdns/gslb/internal/buildinfo"
 )
 
 // Exit statuses.
@@ -42,6 +44,7 @@ const usage = `usage:
   gslb replay  [flags] [-baseline-nodes FILE] [-max-cross FRACTION] [-name NAME] [-strict] INPUT...
   gslb check   [flags]
   gslb audit   [flags] [-json] [-sample N] [-quality FILE] [-overrides OUT] [INPUT...]
+  gslb version
 
 ADDRESS/PREFIX is sent as an ECS option; a bare ADDRESS is the resolver's own.
 Run 'gslb COMMAND -h' for the flags.
@@ -62,6 +65,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		"replay":  replay,
 		"check":   check,
 		"audit":   audit,
+		"version": version,
 	}
 	cmd, ok := cmds[args[0]]
 	if !ok {
@@ -117,6 +121,23 @@ func parse(fs *flag.FlagSet, args []string, stderr io.Writer) (ok bool, status i
 	}
 	fs.Parse(append([]string{"--"}, pos...)) // leaves the arguments in fs.Args()
 	return true, exitOK
+}
+
+// version prints the plugin's version and the commit the tool was built from.
+func version(_ context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("version", flag.ContinueOnError)
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: gslb version\n\nPrints the plugin's version and the commit this tool was built from,\nas coredns -version does: gslb VERSION, commit COMMIT.\n\nExit status: 0, or 2 on bad usage.")
+	}
+	if ok, st := parse(fs, args, stderr); !ok {
+		return st
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "gslb version: unexpected argument %q\n", fs.Arg(0))
+		return exitUsage
+	}
+	fmt.Fprintln(stdout, buildinfo.Read())
+	return exitOK
 }
 
 func fail(stderr io.Writer, err error) int {

@@ -14,8 +14,9 @@ import (
 	"time"
 )
 
-// startWait bounds how long a fresh redis-server may take to answer PING.
-const startWait = 5 * time.Second
+// startWait bounds how long a fresh redis-server may take to answer PING:
+// generous, for a machine loaded by other builds.
+const startWait = 30 * time.Second
 
 // Server is one redis-server process bound to 127.0.0.1.
 type Server struct {

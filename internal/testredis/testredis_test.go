@@ -27,7 +27,7 @@ func TestStartRestartPause(t *testing.T) {
 	if s.Addr() != addr {
 		t.Fatalf("Restart moved from %s to %s", addr, s.Addr())
 	}
-	deadline := time.Now().Add(2 * time.Second)
+	deadline := time.Now().Add(startWait)
 	for ping(s.Addr(), "") != nil && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 	}

@@ -7,7 +7,9 @@
 #
 # Served, each by ns1 (127.0.0.11) and ns2 (127.0.0.12), started apart:
 #   example.org       gslb + fallthrough + file (the README's Example 1)
-#   example-gslb.org  gslb alone, its synthesized SOA and the node table's NS
+#   example-gslb.org  gslb alone, its synthesized SOA and the node table's NS,
+#                     signed by gslb's dnssec with a KSK and a ZSK made by the
+#                     README's dnssec-keygen commands, the KSK's DS in org.
 #
 # Fails on any WARNING, ERROR or CRITICAL from Zonemaster, and any error or
 # warning from DNSViz, that is not in the allowed loopback artefacts below.
@@ -30,6 +32,10 @@ ZM_ALLOWED=(
 DV_ALLOWED=()
 
 if [ "${GSLB_ZM_INSIDE:-}" != 1 ]; then
+	if ! command -v dnssec-keygen >/dev/null; then
+		echo "test-zonemaster needs dnssec-keygen: run make deps (bind9-utils)" >&2
+		exit 1
+	fi
 	if [ "$(id -u)" != 0 ]; then
 		echo "test-zonemaster needs root (unshare -n, mount)" >&2
 		exit 1
@@ -58,6 +64,12 @@ if ip -4 route get 192.0.2.1 >/dev/null 2>&1 || ip -6 route get 2001:db8::1 >/de
 	exit 1
 fi
 
+# example-gslb.org's keys, as the README makes them; org. carries the KSK's DS.
+mkdir -p src
+KSK=$(cd src && dnssec-keygen -q -a ECDSAP256SHA256 -f KSK example-gslb.org)
+ZSK=$(cd src && dnssec-keygen -q -a ECDSAP256SHA256 example-gslb.org)
+DS=$(cd src && dnssec-dsfromkey -2 "$KSK.key" | awk '{print $1, 86400, $2, $3, $4, $5, $6, $7}')
+
 # The fake root: the root zone, with the loopback name servers' PTRs, and org.
 cat >root.db <<'EOF'
 $ORIGIN .
@@ -84,6 +96,7 @@ ns2.example       86400  IN A   127.0.0.12
 example-gslb      86400  IN NS  ns1.example.org.
 example-gslb      86400  IN NS  ns2.example.org.
 EOF
+echo "$DS" >>org.db
 cat >Corefile.root <<'EOF'
 . {
     bind 127.0.0.1
@@ -105,7 +118,6 @@ mount --bind "$work/resolv.conf" /etc/resolv.conf
 
 # The two gslb instances, each with its own copy of the same files (cp -p
 # keeps the modification times, as rsync -t does).
-mkdir -p src
 cp -p "$repo/demo/gslb-demo-City.mmdb" "$repo/demo/gslb-demo-ASN.mmdb" src/
 cat >src/db.example.org <<'EOF'
 $ORIGIN example.org.
@@ -147,6 +159,7 @@ example-gslb.org {
         asn gslb-demo-ASN.mmdb
         nodes nodes-gslb.yaml
         ttl 30
+        dnssec $KSK $ZSK
     }
 }
 EOF
@@ -212,6 +225,10 @@ for zone in example.org example-gslb.org; do
 	done <"zm-$zone.txt"
 	if ! grep -q -E ' (CONSISTENCY|ZONE) ' "zm-$zone.txt"; then
 		echo "   FAIL     no Consistency or Zone results: zonemaster-cli did not test"
+		bad=$((bad + 1))
+	fi
+	if [ "$zone" = example-gslb.org ] && ! grep -q -E ' DNSSEC +ALGORITHM_OK ' "zm-$zone.txt"; then
+		echo "   FAIL     no DNSSEC results: Zonemaster found no DNSKEY for the signed zone"
 		bad=$((bad + 1))
 	fi
 	if grep -q -i -E 'died|error loading|can.t locate' "zm-$zone.txt"; then
