@@ -33,15 +33,18 @@ const decideNodes = testsupport.FixtureNodes + `  - name: svc.example.org
   - name: fb.example.org
     nodes: [sh]
     fallback: backup.example.net
+  - name: v6only.example.org
+    nodes: [bj6]
 `
 
 // newControl loads the fixture's databases and nodes (decideNodes with
-// edge, a cname node, added for alias only) under a gslb block with extra options, the
+// edge, a cname node, and bj6, an IPv6-only one, added) under a gslb block with extra options, the
 // way the server's setup does.
 func newControl(t *testing.T, extra string) (*control.Control, string) {
 	t.Helper()
 	nodes := strings.Replace(decideNodes, "records:\n",
-		"  - {id: edge, cname: edge.cdn.example.net, country: CN, province: ZJ, isp: telecom, lat: 30.27, lon: 120.16}\nrecords:\n", 1)
+		"  - {id: edge, cname: edge.cdn.example.net, country: CN, province: ZJ, isp: telecom, lat: 30.27, lon: 120.16}\n"+
+			"  - {id: bj6, ipv6: [\"2001:db8::6\"], country: CN, province: BJ, isp: unicom, lat: 39.9, lon: 116.4}\nrecords:\n", 1)
 	// www keeps the fixture's four nodes.
 	nodes = strings.Replace(nodes, "  - name: www.example.org\n", "  - name: www.example.org\n    nodes: [hz-a, hz-b, sh, bj]\n", 1)
 	dir := testsupport.Fixture(t, nodes)
