@@ -234,7 +234,9 @@ func TestEngineProbe(t *testing.T) {
 	defer bad.Close()
 	good := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("ok")) }))
 	defer good.Close()
-	probe := func(url string) string { return ", probe: {type: http, url: \"" + url + "\", timeout: 2s, interval: 5s}}" }
+	probe := func(url string) string {
+		return ", probe: {type: http, url: \"" + url + "\", timeout: 2s, interval: 5s}}"
+	}
 	nodes := engineNodes
 	for id, url := range map[string]string{"hz-a": bad.URL, "hz-b": good.URL, "sh": bad.URL} {
 		start := strings.Index(nodes, "{id: "+id+",")
