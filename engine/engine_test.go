@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -60,13 +61,33 @@ func newEngine(t *testing.T, cfg engine.Config) *engine.Engine {
 	return e
 }
 
-func client(t *testing.T, s string) decide.Client {
+// decideFor decides name's qtype for a client given as the tool takes it:
+// ADDRESS or ADDRESS/PREFIX.
+func decideFor(t *testing.T, e *engine.Engine, client, name string, qtype uint16) engine.Outcome {
 	t.Helper()
-	c, err := decide.ParseClient(s)
+	c, err := decide.ParseClient(client)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return c
+	o, err := e.Decide(context.Background(), c, name, qtype)
+	if err != nil {
+		t.Fatalf("Decide(%s, %q): %v", client, name, err)
+	}
+	return o
+}
+
+// explainFor is decideFor's explanation.
+func explainFor(t *testing.T, e *engine.Engine, client, name string, qtype uint16) *decide.Explanation {
+	t.Helper()
+	c, err := decide.ParseClient(client)
+	if err != nil {
+		t.Fatal(err)
+	}
+	x, err := e.Explain(context.Background(), c, name, qtype)
+	if err != nil {
+		t.Fatalf("Explain(%s, %q): %v", client, name, err)
+	}
+	return x
 }
 
 // TestCheck: a block that loads passes; a node table the server would
@@ -153,39 +174,30 @@ func TestEngineDecide(t *testing.T) {
 		t.Errorf("Expected an unknown name refused with the known ones, got %v", err)
 	}
 
-	o, err := e.Decide(ctx, client(t, "1.0.1.7"), "", dns.TypeA)
-	if err != nil {
-		t.Fatal(err)
-	}
+	o := decideFor(t, e, "1.0.1.7", "", dns.TypeA)
 	if (o.Node != "hz-a" && o.Node != "hz-b") || o.Answer != o.Node || !o.Located || !o.Same || o.Policy != "stable" {
 		t.Errorf("Expected a Zhejiang node for a Zhejiang client, got %+v", o)
 	}
 	if o.Subnet.String() != "1.0.1.0/24" || o.Client.String() != "1.0.1.7" || o.Scope == 0 || o.Scope > 24 || o.DistanceKm < 0 {
 		t.Errorf("Expected the client's /24 with a scope within it, got %+v", o)
 	}
-	o, err = e.Decide(ctx, client(t, "1.0.1.0/24"), "sh.example.org", dns.TypeA)
-	if err != nil {
-		t.Fatal(err)
-	}
+	o = decideFor(t, e, "1.0.1.0/24", "sh.example.org", dns.TypeA)
 	if o.Node != "sh" || !o.Located || o.Same || o.DistanceKm <= 0 || o.Scope > 24 {
 		t.Errorf("Expected sh for a Zhejiang client, another province, got %+v", o)
 	}
 	// A client in China without a province is not located.
-	if o, _ := e.Decide(ctx, client(t, "3.1.2.3"), "", dns.TypeA); o.Node == "" || o.Located || o.Same {
+	if o := decideFor(t, e, "3.1.2.3", "", dns.TypeA); o.Node == "" || o.Located || o.Same {
 		t.Errorf("Expected an answer that counts in no province, got %+v", o)
 	}
 	// NODATA: no node has an address of the type.
-	o, err = e.Decide(ctx, client(t, "2.0.0.1"), "sh.example.org", dns.TypeAAAA)
-	if err != nil {
-		t.Fatal(err)
-	}
+	o = decideFor(t, e, "2.0.0.1", "sh.example.org", dns.TypeAAAA)
 	if o.Node != "" || o.Tier != "" || o.Located || o.DistanceKm != -1 || o.Answer != "" {
 		t.Errorf("Expected NODATA, got %+v", o)
 	}
-	if o, _ := e.Decide(ctx, client(t, "2400::1"), "v6.example.org", dns.TypeAAAA); o.Node != "bj" || o.Subnet.String() != "2400::/48" || !o.Same {
+	if o := decideFor(t, e, "2400::1", "v6.example.org", dns.TypeAAAA); o.Node != "bj" || o.Subnet.String() != "2400::/48" || !o.Same {
 		t.Errorf("Expected bj for a Beijing IPv6 client, got %+v", o)
 	}
-	if _, err := e.Decide(ctx, client(t, "1.0.1.7"), "nope.example.org", dns.TypeA); err == nil {
+	if _, err := e.Decide(ctx, decide.Client{Addr: netip.MustParseAddr("1.0.1.7"), Bits: -1}, "nope.example.org", dns.TypeA); err == nil {
 		t.Errorf("Expected an unknown name refused")
 	}
 }
@@ -195,13 +207,9 @@ func TestEngineDecide(t *testing.T) {
 func TestEngineHTTPS(t *testing.T) {
 	_, cf := fixture(t, engineNodes, "")
 	e := newEngine(t, engine.Config{Corefile: cf})
-	ctx := context.Background()
-	o, err := e.Decide(ctx, client(t, "2400::/48"), "svc.example.org", dns.TypeHTTPS)
-	if err != nil {
-		t.Fatal(err)
-	}
-	a, _ := e.Decide(ctx, client(t, "2400::/48"), "svc.example.org", dns.TypeA)
-	aaaa, _ := e.Decide(ctx, client(t, "2400::/48"), "svc.example.org", dns.TypeAAAA)
+	o := decideFor(t, e, "2400::/48", "svc.example.org", dns.TypeHTTPS)
+	a := decideFor(t, e, "2400::/48", "svc.example.org", dns.TypeA)
+	aaaa := decideFor(t, e, "2400::/48", "svc.example.org", dns.TypeAAAA)
 	if o.Node != a.Node || o.Tier != a.Tier || o.Answer != a.Node+" "+aaaa.Node || aaaa.Node != "bj" {
 		t.Errorf("Expected HTTPS counted as A (%s) answering %s %s, got %+v", a.Node, a.Node, aaaa.Node, o)
 	}
@@ -209,17 +217,11 @@ func TestEngineHTTPS(t *testing.T) {
 		t.Errorf("Expected the longer scope of %d and %d, got %d", a.Scope, aaaa.Scope, o.Scope)
 	}
 	// sh has no IPv6: its half answers "-".
-	o, err = e.Decide(ctx, client(t, "2.0.0.1"), "svc.example.org", dns.TypeHTTPS)
-	if err != nil {
-		t.Fatal(err)
-	}
+	o = decideFor(t, e, "2.0.0.1", "svc.example.org", dns.TypeHTTPS)
 	if o.Node != "sh" || o.Answer != "sh bj" && o.Answer != "sh -" {
 		t.Errorf("Expected sh counted for a Shanghai client, got %+v", o)
 	}
-	o, err = e.Decide(ctx, client(t, "2.0.0.0/24"), "www.example.org", dns.TypeHTTPS)
-	if err != nil {
-		t.Fatal(err)
-	}
+	o = decideFor(t, e, "2.0.0.0/24", "www.example.org", dns.TypeHTTPS)
 	if o.Node != "" || o.Tier != "" || o.Scope != 0 || o.DistanceKm != -1 || o.Subnet.String() != "2.0.0.0/24" || o.Policy != "stable" {
 		t.Errorf("Expected NODATA with scope 0 for a record without https, got %+v", o)
 	}
@@ -244,13 +246,12 @@ func TestEngineProbe(t *testing.T) {
 		nodes = nodes[:end] + probe(url) + nodes[end+1:]
 	}
 	_, cf := fixture(t, nodes, "")
-	ctx := context.Background()
 
 	up := newEngine(t, engine.Config{Corefile: cf})
 	if !strings.Contains(strings.Join(up.Notes, "\n"), "probes not run") {
 		t.Errorf("Expected a note that probes were not run, got %q", up.Notes)
 	}
-	if o, _ := up.Decide(ctx, client(t, "2.0.0.1"), "fb.example.org", dns.TypeA); o.Node != "sh" {
+	if o := decideFor(t, up, "2.0.0.1", "fb.example.org", dns.TypeA); o.Node != "sh" {
 		t.Errorf("Expected sh up without probing, got %+v", o)
 	}
 
@@ -259,26 +260,17 @@ func TestEngineProbe(t *testing.T) {
 		t.Errorf("Expected no note of unrun probes, got %q", e.Notes)
 	}
 	for i := range 32 {
-		c := client(t, "1.0."+strconv.Itoa(i)+".0/24")
-		o, err := e.Decide(ctx, c, "www.example.org", dns.TypeA)
-		if err != nil {
-			t.Fatal(err)
-		}
+		c := "1.0." + strconv.Itoa(i) + ".0/24"
+		o := decideFor(t, e, c, "www.example.org", dns.TypeA)
 		if o.Node != "hz-b" {
 			t.Fatalf("%s: expected hz-b, the Zhejiang node up, got %+v", c, o)
 		}
 	}
-	o, err := e.Decide(ctx, client(t, "2.0.0.1"), "fb.example.org", dns.TypeA)
-	if err != nil {
-		t.Fatal(err)
-	}
+	o := decideFor(t, e, "2.0.0.1", "fb.example.org", dns.TypeA)
 	if o.Tier != "fallback" || o.Node != "" || o.Located || o.DistanceKm != -1 {
 		t.Errorf("Expected the fallback for a record whose node is down, got %+v", o)
 	}
-	x, err := e.Explain(ctx, client(t, "2.0.0.1"), "fb.example.org", dns.TypeA)
-	if err != nil {
-		t.Fatal(err)
-	}
+	x := explainFor(t, e, "2.0.0.1", "fb.example.org", dns.TypeA)
 	if len(x.Answer) != 1 || x.Answer[0].CNAME != "backup.example.net." || x.Candidates[0].State != "down" {
 		t.Errorf("Expected the fallback explained with sh down, got answer %+v candidates %+v", x.Answer, x.Candidates)
 	}
@@ -293,10 +285,7 @@ func TestEngineNotes(t *testing.T) {
 	if !strings.Contains(strings.Join(e.Notes, "\n"), "local sources only") {
 		t.Fatalf("Expected a note that the online API is not asked, got %q", e.Notes)
 	}
-	x, err := e.Explain(context.Background(), client(t, "2.0.0.1"), "", dns.TypeA)
-	if err != nil {
-		t.Fatal(err)
-	}
+	x := explainFor(t, e, "2.0.0.1", "", dns.TypeA)
 	for _, n := range e.Notes {
 		found := false
 		for _, xn := range x.Notes {
