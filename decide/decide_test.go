@@ -198,9 +198,6 @@ func TestDecideAllDown(t *testing.T) {
 		t.Run(mode, func(t *testing.T) {
 			c, _ := newControl(t, "all_down "+mode+"\n")
 			m := map[string]health.Status{}
-			for _, p := range c.Probes() {
-				m[p.ID] = health.Status{State: health.StateDown}
-			}
 			for _, n := range c.View().Table.Nodes {
 				m[n.ID] = health.Status{State: health.StateDown}
 			}

@@ -202,6 +202,31 @@ func TestEngineDecide(t *testing.T) {
 	}
 }
 
+// TestEngineDecideMatchesExplain: a replay's counting and the explanation
+// are one decision: the same node, tier, policy and ECS scope per client.
+func TestEngineDecideMatchesExplain(t *testing.T) {
+	_, cf := fixture(t, engineNodes, "")
+	e := newEngine(t, engine.Config{Corefile: cf})
+	var clients []string
+	for i := range 16 {
+		clients = append(clients, "1.0."+strconv.Itoa(i*16)+".0/24", "2.0.0."+strconv.Itoa(i*16), "2400:0:"+strconv.Itoa(i)+"::/48")
+	}
+	for _, c := range clients {
+		for _, name := range []string{"www.example.org", "svc.example.org"} {
+			for _, qtype := range []uint16{dns.TypeA, dns.TypeAAAA, dns.TypeHTTPS} {
+				o := decideFor(t, e, c, name, qtype)
+				x := explainFor(t, e, c, name, qtype)
+				if o.Node != x.Node || o.Tier != x.Tier && o.Node != "" || o.Policy != x.Policy || o.Subnet.String() != x.Client.Subnet {
+					t.Errorf("%s %s %s: decided %+v, explained node %q tier %s policy %s subnet %s", c, name, dns.TypeToString[qtype], o, x.Node, x.Tier, x.Policy, x.Client.Subnet)
+				}
+				if x.Scope != nil && *x.Scope != o.Scope {
+					t.Errorf("%s %s %s: decided scope /%d, explained /%d", c, name, dns.TypeToString[qtype], o.Scope, *x.Scope)
+				}
+			}
+		}
+	}
+}
+
 // TestEngineHTTPS: an HTTPS query counts as its A decision, answers with
 // both decisions' nodes, and is NODATA for a record without https.
 func TestEngineHTTPS(t *testing.T) {
