@@ -16,7 +16,8 @@
 # Needs root (unshare, mount) and Debian's zonemaster-cli and dnsviz, which
 # it installs with apt-get when missing.
 #
-# KEEP=1 keeps the work directory; GO=... picks the go binary.
+# KEEP=1 keeps the work directory; GO=... picks the go binary; DENIAL=nsec3
+# (or black_lies) signs example-gslb.org's denials that way (default nsec).
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -159,7 +160,9 @@ example-gslb.org {
         asn gslb-demo-ASN.mmdb
         nodes nodes-gslb.yaml
         ttl 30
-        dnssec $KSK $ZSK
+        dnssec $KSK $ZSK {
+            denial ${DENIAL:-nsec}
+        }
     }
 }
 EOF
