@@ -10,6 +10,7 @@ import (
 	"github.com/coredns/coredns/plugin/pkg/fall"
 
 	"github.com/gslbdns/gslb/admin"
+	"github.com/gslbdns/gslb/feed"
 	"github.com/gslbdns/gslb/locate"
 	"github.com/gslbdns/gslb/scoring"
 	"github.com/gslbdns/gslb/sign"
@@ -65,6 +66,7 @@ type Options struct {
 	SOA            SOA
 	Fleet          *Fleet       // nil: a lone instance
 	DNSSEC         *sign.Config // nil: answers are not signed
+	Feed           *feed.Config // nil: no edge feed
 }
 
 // Canary is the canary line: a candidate node table for a share of the

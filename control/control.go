@@ -22,6 +22,7 @@ import (
 	"github.com/gslbdns/gslb/locate"
 	"github.com/gslbdns/gslb/overrides"
 	"github.com/gslbdns/gslb/policy"
+	"github.com/gslbdns/gslb/feed"
 	"github.com/gslbdns/gslb/quality"
 	"github.com/gslbdns/gslb/table"
 )
@@ -42,6 +43,7 @@ type Control struct {
 	table     *table.Table
 	overrides *overrides.Table // the file's, expired entries included
 	quality   *quality.Matrix  // the file's rows, stale ones included
+	feed      *feed.Feed       // the edges' rows and cells; nil without a feed block
 	checker   *health.Checker
 	decisions *policy.Cache
 	decider   *decide.Decider
@@ -250,6 +252,9 @@ func loadControl(o *config.Options) (c *Control, option string, err error) {
 		cn.Shared = o.Fleet != nil
 		c.canary.Store(cn)
 	}
+	if err := c.loadFeed(); err != nil {
+		return nil, "", err
+	}
 	c.restoreState()
 	c.applyOverrides(time.Now())
 	c.publish()
@@ -372,6 +377,10 @@ func (c *Control) canaryChecker(cn *canary.Rollout) *health.Checker {
 func (c *Control) publish() {
 	now := time.Now()
 	links, fresh, stale, next := c.quality.Links(c.table.Index, now, c.opts.QualityMaxAge)
+	links, ramp := c.feedLinks(links, now)
+	if !ramp.IsZero() && (next.IsZero() || ramp.Before(next)) {
+		next = ramp
+	}
 	snap := c.fixed
 	if snap == nil {
 		snap = c.checker.Snapshot()
@@ -580,6 +589,8 @@ func (c *Control) watch() {
 	}
 	expiry := time.NewTimer(time.Hour)
 	defer expiry.Stop()
+	foldTick, stopFold := c.feedTick()
+	defer stopFold()
 	for {
 		c.mu.Lock()
 		next := c.nextEvent()
@@ -596,6 +607,8 @@ func (c *Control) watch() {
 			}
 		case <-tick:
 			recovery.Do("reload", c.Reload)
+		case now := <-foldTick:
+			recovery.Do("feed", func() { c.fold(now) })
 		case now := <-expiry.C:
 			recovery.Do("reload", func() {
 				c.mu.Lock()
@@ -739,6 +752,9 @@ func (c *Control) swap(t *table.Table, ov *overrides.Table, qm *quality.Matrix, 
 			c.OnTable(c.table, t)
 		}
 		c.table = t
+		if c.feed != nil {
+			c.feed.SetTable(t)
+		}
 		changed = append(changed, describeTable("node table", t, change.String()))
 	}
 	if ov != nil {
