@@ -74,10 +74,13 @@ func (h *Hist) Quantile(q float64) float64 {
 	return Bound(NumBuckets - 1)
 }
 
-// addQuantiles stands in for a histogram an edge did not send: half of
-// the requests at p50, 45% at p95, 5% above it.
+// addQuantiles stands in for a histogram an edge did not send, shaped so
+// that its p50 and p95 fall in the middle of the given ones' buckets and
+// merged rows give the quantiles of the mixture: 45% a bucket below p50,
+// 10% at it, 35% between p50 and p95, 10% at p95.
 func (h *Hist) addQuantiles(n, p50, p95 float64) {
-	h[BucketOf(p50)] += n * 0.5
-	h[BucketOf(p95)] += n * 0.45
-	h[BucketOf(p95*1.2)] += n * 0.05
+	h[max(BucketOf(p50)-1, 0)] += n * 0.45
+	h[BucketOf(p50)] += n * 0.10
+	h[BucketOf((p50+p95)/2)] += n * 0.35
+	h[BucketOf(p95)] += n * 0.10
 }
