@@ -288,5 +288,7 @@ func (c *Cells) JSON() CellsJSON {
 func writeJSON(w http.ResponseWriter, code int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(code)
-	json.NewEncoder(w).Encode(v)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ") // as the admin API's other answers
+	enc.Encode(v)
 }

@@ -141,20 +141,19 @@ func Decode(body []byte, maxRows int) ([]RowJSON, error) {
 func decodeLines(body []byte, maxRows int) ([]RowJSON, error) {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
-	var rows []RowJSON
+	rows := make([]RowJSON, 0, min(bytes.Count(body, []byte{'\n'})+1, maxRows))
 	for {
-		var r RowJSON
-		err := dec.Decode(&r)
+		rows = append(rows, RowJSON{})
+		err := dec.Decode(&rows[len(rows)-1])
 		if err == io.EOF {
-			return rows, nil
+			return rows[:len(rows)-1], nil
 		}
-		if len(rows) >= maxRows {
+		if len(rows) > maxRows {
 			return nil, fmt.Errorf("%w: more than %d in one request", ErrTooManyRows, maxRows)
 		}
 		if err != nil {
-			return nil, &RowError{Index: len(rows), Err: err}
+			return nil, &RowError{Index: len(rows) - 1, Err: err}
 		}
-		rows = append(rows, r)
 	}
 }
 
