@@ -114,6 +114,13 @@ func (f *Feed) Cycle(now time.Time) *Cells {
 	for _, st := range []string{Fresh, Thin, Stale} {
 		cellsGauge.WithLabelValues(st).Set(float64(c.Count[st]))
 	}
+	// Places without fresh cells leave the gauge rather than show old
+	// figures.
+	ttfbGauge.Reset()
+	for _, p := range c.Places {
+		ttfbGauge.WithLabelValues(p.Province, p.ISP, "0.5").Set(p.P50 / 1000)
+		ttfbGauge.WithLabelValues(p.Province, p.ISP, "0.95").Set(p.P95 / 1000)
+	}
 	return c
 }
 

@@ -46,6 +46,16 @@ type Cells struct {
 	At    time.Time
 	Cells []Cell // sorted by province, carrier, node
 	Count map[string]int
+	// Places is the TTFB the clients of each place had from the nodes
+	// they were sent to: the fresh cells' histograms merged.
+	Places []PlaceTTFB
+}
+
+// PlaceTTFB is one place's TTFB over all its nodes.
+type PlaceTTFB struct {
+	Province, ISP string
+	P50, P95      float64 // ms
+	Samples       float64
 }
 
 // FoldConfig tunes the fold.
@@ -120,6 +130,7 @@ func (f *Fold) Fold(now time.Time) *Cells {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	out := &Cells{At: now, Cells: make([]Cell, 0, len(f.cells)), Count: map[string]int{Fresh: 0, Thin: 0, Stale: 0}}
+	places := map[Key]*Hist{}
 	for k, a := range f.cells {
 		c, keep := f.fold(k, a, now)
 		if !keep {
@@ -128,8 +139,23 @@ func (f *Fold) Fold(now time.Time) *Cells {
 		}
 		out.Cells = append(out.Cells, c)
 		out.Count[c.State]++
+		if c.State == Fresh {
+			pk := Key{Province: k.Province, ISP: k.ISP}
+			if places[pk] == nil {
+				places[pk] = &Hist{}
+			}
+			places[pk].Add(&a.hist)
+		}
 	}
 	sort.Slice(out.Cells, func(i, j int) bool { return less(out.Cells[i].Key, out.Cells[j].Key) })
+	for k, h := range places {
+		if n := h.Total(); n > 0 {
+			out.Places = append(out.Places, PlaceTTFB{Province: k.Province, ISP: k.ISP, P50: h.Quantile(0.5), P95: h.Quantile(0.95), Samples: n})
+		}
+	}
+	sort.Slice(out.Places, func(i, j int) bool {
+		return less(Key{Province: out.Places[i].Province, ISP: out.Places[i].ISP}, Key{Province: out.Places[j].Province, ISP: out.Places[j].ISP})
+	})
 	return out
 }
 

@@ -29,6 +29,13 @@ var (
 		Help:      "Gauge of the feed's cells by state: fresh (counted), thin (too few samples) or stale (no rows for longer than max_age).",
 	}, []string{"state"})
 
+	ttfbGauge = promauto.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: plugin.Namespace,
+		Subsystem: "gslb",
+		Name:      "feed_ttfb_seconds",
+		Help:      "Gauge of the TTFB the clients of a province and carrier had from the nodes they were sent to, by quantile (0.5, 0.95), from the fresh feed cells.",
+	}, []string{"province", "isp", "quantile"})
+
 	foldSeconds = promauto.NewHistogram(prometheus.HistogramOpts{
 		Namespace: plugin.Namespace,
 		Subsystem: "gslb",
@@ -39,4 +46,4 @@ var (
 )
 
 // Collectors are the package's metrics, for tests that list them.
-var Collectors = []prometheus.Collector{rowsTotal, requestsTotal, cellsGauge, foldSeconds}
+var Collectors = []prometheus.Collector{rowsTotal, requestsTotal, cellsGauge, ttfbGauge, foldSeconds}

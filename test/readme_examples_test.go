@@ -171,7 +171,9 @@ type readmeRun struct {
 	demo  *readmeServer // Corefile.example, started by the quick start
 	// the admin block, paths mapped, that the curl lines run against
 	adminFragment string
-	skippedLines  map[string]bool // the readmeSkipLines met
+	// the feed block, paths mapped, that the feed's curl lines run against
+	feedFragment string
+	skippedLines map[string]bool // the readmeSkipLines met
 }
 
 func newReadmeRun(t *testing.T) *readmeRun {
@@ -264,6 +266,10 @@ func (r *readmeRun) checkFor(b readmeBlock) func(*testing.T, readmeBlock) {
 		return r.checkNodeTable
 	case b.kind == "corefile" && strings.HasPrefix(first, "admin "):
 		return r.checkAdminFragment
+	case b.kind == "corefile" && strings.HasPrefix(first, "feed {"):
+		return r.checkFeedFragment
+	case b.kind == "sh" && strings.Contains(b.text(), "/v1/feed"):
+		return r.checkFeedCurl
 	case b.kind == "sh" && strings.Contains(b.text(), "curl "):
 		return r.checkAdminCurl
 	case b.kind == "corefile":
@@ -489,6 +495,49 @@ func (r *readmeRun) checkAdminFragment(t *testing.T, b readmeBlock) {
 	r.write("Corefile.admin", r.withGslbLines(r.adminFragment), 0o644)
 	if out, code := r.tool(t, "check", "-conf", "Corefile.admin"); code != 0 {
 		t.Errorf("README line %d: gslb check: status %d:\n%s", b.line, code, out)
+	}
+}
+
+// checkFeedFragment: the feed block, with the admin block before it and a
+// token in each of its token files, passes gslb check.
+func (r *readmeRun) checkFeedFragment(t *testing.T, b readmeBlock) {
+	if r.adminFragment == "" {
+		t.Fatalf("README line %d: no admin block came before the feed block", b.line)
+	}
+	r.feedFragment = r.mapPaths(b.text())
+	for i, m := range regexp.MustCompile(`token_file (\S+)`).FindAllStringSubmatch(r.feedFragment, -1) {
+		r.write(strings.TrimPrefix(m[1], r.w+"/"), fmt.Sprintf("feed%dtoken-9f8e7d6c5b4a3210", i), 0o600)
+	}
+	r.write("Corefile.feed", r.withGslbLines(r.adminFragment, r.feedFragment), 0o644)
+	if out, code := r.tool(t, "check", "-conf", "Corefile.feed"); code != 0 {
+		t.Errorf("README line %d: gslb check: status %d:\n%s", b.line, code, out)
+	}
+}
+
+// checkFeedCurl runs the block in bash against Corefile.example with the
+// admin and feed blocks above: every curl must get a 2xx JSON answer, and
+// the POST must have its row accepted.
+func (r *readmeRun) checkFeedCurl(t *testing.T, b readmeBlock) {
+	if r.feedFragment == "" {
+		t.Fatalf("README line %d: no feed block came before the curl lines", b.line)
+	}
+	s := startReadmeServer(t, t, r, "Corefile.feed", r.withGslbLines(r.adminFragment, r.feedFragment))
+	script := strings.ReplaceAll(s.mapPorts(r.mapPaths(b.text())), "curl ", "curl --fail-with-body -sS --max-time 10 ")
+	out, err := r.bash(script)
+	if err != nil {
+		t.Fatalf("README line %d: %v\n%s", b.line, err, out)
+	}
+	dec := json.NewDecoder(strings.NewReader(out))
+	var answers []map[string]any
+	for dec.More() {
+		var v map[string]any
+		if err := dec.Decode(&v); err != nil {
+			t.Fatalf("README line %d: not JSON answers: %v\n%s", b.line, err, out)
+		}
+		answers = append(answers, v)
+	}
+	if len(answers) != 2 || answers[0]["accepted"] != 1.0 || answers[1]["cells"] == nil {
+		t.Errorf("README line %d: want the row accepted, then the cells:\n%s", b.line, out)
 	}
 }
 
