@@ -6,6 +6,7 @@
 //	gslb replay  [flags] INPUT...
 //	gslb check   [flags]
 //	gslb audit   [flags] [INPUT...]
+//	gslb feed    [flags]           (the edge agent)
 //
 // Exit status: 0 ok, 1 an error (a bad Corefile, node table, database or
 // input), 2 bad usage, 3 replay's cross-province ratio above -max-cross.
@@ -41,6 +42,7 @@ const usage = `usage:
   gslb replay  [flags] [-baseline-nodes FILE] [-max-cross FRACTION] [-name NAME] [-strict] INPUT...
   gslb check   [flags]
   gslb audit   [flags] [-json] [-sample N] [-quality FILE] [-overrides OUT] [INPUT...]
+  gslb feed    -log FILE -url URL -token-file FILE -node ID [flags]
 
 ADDRESS/PREFIX is sent as an ECS option; a bare ADDRESS is the resolver's own.
 Run 'gslb COMMAND -h' for the flags.
@@ -61,6 +63,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		"replay":  replay,
 		"check":   check,
 		"audit":   audit,
+		"feed":    feedAgent,
 	}
 	cmd, ok := cmds[args[0]]
 	if !ok {
