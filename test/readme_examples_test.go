@@ -18,10 +18,13 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/gslbdns/gslb/edgeagent"
 	"github.com/gslbdns/gslb/geo/mmdbgen"
+	"github.com/gslbdns/gslb/internal/testsupport"
 
 	"github.com/miekg/dns"
 	"go.yaml.in/yaml/v3"
@@ -268,6 +271,10 @@ func (r *readmeRun) checkFor(b readmeBlock) func(*testing.T, readmeBlock) {
 		return r.checkAdminFragment
 	case b.kind == "corefile" && strings.HasPrefix(first, "feed {"):
 		return r.checkFeedFragment
+	case b.kind == "nginx":
+		return r.checkNginx
+	case b.kind == "sh" && strings.HasPrefix(first, "gslb feed "):
+		return r.checkFeedAgent
 	case b.kind == "sh" && strings.Contains(b.text(), "/v1/feed"):
 		return r.checkFeedCurl
 	case b.kind == "sh" && strings.Contains(b.text(), "curl "):
@@ -538,6 +545,69 @@ func (r *readmeRun) checkFeedCurl(t *testing.T, b readmeBlock) {
 	}
 	if len(answers) != 2 || answers[0]["accepted"] != 1.0 || answers[1]["cells"] == nil {
 		t.Errorf("README line %d: want the row accepted, then the cells:\n%s", b.line, out)
+	}
+}
+
+// checkNginx: the log_format lines are the agent's, and nginx -t takes
+// them in an http block.
+func (r *readmeRun) checkNginx(t *testing.T, b readmeBlock) {
+	text := strings.ReplaceAll(b.text(), "/var/log/nginx/", r.w+"/var/log/nginx/")
+	for _, want := range []string{edgeagent.LogFormatJSON, edgeagent.LogFormatCombined} {
+		if !strings.Contains(text, want+"\n") {
+			t.Errorf("README line %d: the agent's log_format line is missing:\n%s", b.line, want)
+		}
+	}
+	os.MkdirAll(filepath.Join(r.w, "var/log/nginx"), 0o755)
+	conf := r.write("nginx-readme.conf", fmt.Sprintf("pid %s/nginx.pid;\nerror_log %s/nginx-error.log;\nevents {}\nhttp {\n%s}\n", r.w, r.w, text), 0o644)
+	if out, err := exec.Command("nginx", "-t", "-c", conf, "-p", r.w).CombinedOutput(); err != nil {
+		t.Errorf("README line %d: nginx -t: %v\n%s", b.line, err, out)
+	}
+}
+
+// checkFeedAgent runs the agent's command line against Corefile.example
+// with the admin and feed blocks above, appends a line of the JSON
+// format to the log, and waits for the summary line that delivered it.
+func (r *readmeRun) checkFeedAgent(t *testing.T, b readmeBlock) {
+	if r.feedFragment == "" {
+		t.Fatalf("README line %d: no feed block came before the agent", b.line)
+	}
+	s := startReadmeServer(t, t, r, "Corefile.feed", r.withGslbLines(r.adminFragment, r.feedFragment))
+	logDir := filepath.Join(r.w, "var/log/nginx")
+	os.MkdirAll(logDir, 0o755)
+	logFile := filepath.Join(logDir, "access.log")
+	os.Remove(logFile + ".gslb-offset")
+	r.write("var/log/nginx/access.log", "", 0o644)
+	line := strings.ReplaceAll(s.mapPorts(r.mapPaths(b.first())), "/var/log/nginx/", logDir+"/")
+	args := strings.Fields(line)
+	if args[0] != "gslb" {
+		t.Fatalf("README line %d: %q is not a gslb command", b.line, line)
+	}
+	cmd := exec.Command(gslbTool(t), args[1:]...)
+	out := &testsupport.LogBuffer{}
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		cmd.Process.Signal(syscall.SIGTERM)
+		cmd.Wait()
+	}()
+	waitFor(t, "the agent's offset file", func() (bool, string) {
+		_, err := os.Stat(logFile + ".gslb-offset")
+		return err == nil, out.String()
+	})
+	f, err := os.OpenFile(logFile, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintln(f, `{"remote_addr":"202.101.172.35","status":"200","body_bytes_sent":"512","request_time":"0.040","upstream_response_time":"0.038","upstream_cache_status":"MISS"}`)
+	f.Close()
+	deadline := time.Now().Add(60 * time.Second)
+	for !strings.Contains(out.String(), "delivered 1 batches (1 rows)") {
+		if time.Now().After(deadline) {
+			t.Fatalf("README line %d: no summary line delivering the row within 60s:\n%s", b.line, out.String())
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }
 
