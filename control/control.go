@@ -484,7 +484,11 @@ func (c *Control) Start() error {
 		// The fleet's state first: the first answer has it.
 		c.mu.Lock()
 		err = c.joinFleet()
+		readStream := c.shareFeed()
 		c.mu.Unlock()
+		if readStream != nil {
+			go readStream()
+		}
 		c.locator.Start()
 		// Checkers start outside c.mu: a probe that reports meanwhile
 		// holds the checker's notify lock and waits for c.mu.

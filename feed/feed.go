@@ -66,6 +66,9 @@ type Feed struct {
 
 	mu   sync.Mutex
 	seen map[replayKey]time.Time // the latest window start taken per key
+
+	// Share, when set, hands each accepted batch to the fleet's stream.
+	Share func([]Placed)
 }
 
 // replayKey is what a window repeats on: the sender, the edge, the node
@@ -196,6 +199,7 @@ func (f *Feed) Ingest(ctx context.Context, src *Source, body []byte) (Result, er
 		rowsTotal.WithLabelValues(src.Name, "rate_limited").Add(n)
 		return res, refuse(http.StatusTooManyRequests, "source %s is over its rate of %g rows/s: nothing was stored", src.Name, src.Rate)
 	}
+	var shared []Placed
 	for i := range checked {
 		r := &checked[i]
 		if r.Client.IsValid() {
@@ -211,6 +215,12 @@ func (f *Feed) Ingest(ctx context.Context, src *Source, body []byte) (Result, er
 		}
 		f.fold.Add(Key{Province: r.Province, ISP: r.ISP, Node: r.Node}, r, src.Name)
 		res.Accepted++
+		if f.Share != nil {
+			shared = append(shared, placed(r, src.Name))
+		}
+	}
+	if len(shared) > 0 {
+		f.Share(shared)
 	}
 	rowsTotal.WithLabelValues(src.Name, "accepted").Add(float64(res.Accepted))
 	rowsTotal.WithLabelValues(src.Name, "replayed").Add(float64(res.Replayed))

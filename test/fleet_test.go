@@ -166,11 +166,17 @@ func (m *fleetMember) query(name, ecs string) (string, error) {
 
 func (m *fleetMember) call(t *testing.T, method, path, body string) (int, string) {
 	t.Helper()
+	return m.callToken(t, method, path, fleetToken, body)
+}
+
+// callToken is call with another bearer token (a feed source's).
+func (m *fleetMember) callToken(t *testing.T, method, path, token, body string) (int, string) {
+	t.Helper()
 	req, err := http.NewRequest(method, "http://"+m.admin+path, strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
-	req.Header.Set("Authorization", "Bearer "+fleetToken)
+	req.Header.Set("Authorization", "Bearer "+token)
 	resp, err := (&http.Client{Timeout: 5 * time.Second}).Do(req)
 	if err != nil {
 		t.Fatalf("%s %s %s: %v", m.name, method, path, err)
