@@ -39,7 +39,7 @@ const (
 
 const usage = `usage:
   gslb explain [flags] ADDRESS[/PREFIX] [NAME] [TYPE]
-  gslb replay  [flags] [-baseline-nodes FILE] [-max-cross FRACTION] [-name NAME] [-strict] INPUT...
+  gslb replay  [flags] [-baseline-nodes FILE] [-feed SNAPSHOT] [-max-cross FRACTION] [-name NAME] [-strict] INPUT...
   gslb check   [flags]
   gslb audit   [flags] [-json] [-sample N] [-quality FILE] [-overrides OUT] [INPUT...]
   gslb feed    -log FILE -url URL -token-file FILE -node ID [flags]
