@@ -27,7 +27,7 @@ const maxStreamRows = 100000
 func EncodePlaced(rows []Placed) ([]byte, error) { return json.Marshal(rows) }
 
 // AddEncoded folds a batch another member shared, after checking it: a
-// stream entry is input like any other.
+// stream entry is input like any other, and all or nothing.
 func (f *Feed) AddEncoded(data []byte) error {
 	var rows []Placed
 	if err := json.Unmarshal(data, &rows); err != nil {
@@ -37,6 +37,12 @@ func (f *Feed) AddEncoded(data []byte) error {
 		return fmt.Errorf("stream entry: %d rows, at most %d", len(rows), maxStreamRows)
 	}
 	t := f.table.Load()
+	type add struct {
+		k      Key
+		r      Row
+		source string
+	}
+	adds := make([]add, 0, len(rows))
 	for i := range rows {
 		p := &rows[i]
 		if t != nil {
@@ -59,9 +65,12 @@ func (f *Feed) AddEncoded(data []byte) error {
 			r.hist = append(r.hist, bucketCount{k, b[1]})
 		}
 		if !ok {
-			return fmt.Errorf("stream entry: row %d: a value out of bounds", i)
+			return fmt.Errorf("stream entry: row %d: a value out of bounds: the entry is ignored", i)
 		}
-		f.fold.Add(p.Key, &r, p.Source)
+		adds = append(adds, add{p.Key, r, p.Source})
+	}
+	for i := range adds {
+		f.fold.Add(adds[i].k, &adds[i].r, adds[i].source)
 	}
 	return nil
 }

@@ -44,23 +44,7 @@ func startProc(t *testing.T, name string, args ...string) *proc {
 	return p
 }
 
-// stop ends the process with SIGTERM (a stopped one is continued first),
-// and kills it after 10s.
-func (p *proc) stop() {
-	select {
-	case <-p.done:
-		return
-	default:
-	}
-	p.cmd.Process.Signal(syscall.SIGCONT)
-	p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-p.done:
-	case <-time.After(10 * time.Second):
-		p.cmd.Process.Kill()
-		<-p.done
-	}
-}
+func (p *proc) stop() { stopProcess(p.cmd, p.done) }
 
 // The data loop end to end through real processes: nginx (real client
 // addresses from X-Forwarded-For) in front of an upstream slower for

@@ -122,18 +122,23 @@ func (e *fleetEnv) corefile(m *fleetMember, fleetLines, extra string) string {
 `, port, m.metrics, e.city, e.asn, e.nodes, m.admin, e.token, filepath.Join(e.dir, name+"-state.yaml"), e.redis.Addr(), e.candidate+" "+cmpOr(e.canaryPercent, "0"), e.canaryOpts, fleetLines, extra)
 }
 
-func (m *fleetMember) stop() {
+func (m *fleetMember) stop() { stopProcess(m.cmd, m.done) }
+
+// stopProcess ends cmd, whose Wait closes done, with SIGTERM (continuing
+// it first if it was stopped), and kills it after 10s.
+func stopProcess(cmd *exec.Cmd, done <-chan struct{}) {
 	select {
-	case <-m.done:
+	case <-done:
 		return
 	default:
 	}
-	m.cmd.Process.Signal(syscall.SIGTERM)
+	cmd.Process.Signal(syscall.SIGCONT)
+	cmd.Process.Signal(syscall.SIGTERM)
 	select {
-	case <-m.done:
+	case <-done:
 	case <-time.After(10 * time.Second):
-		m.cmd.Process.Kill()
-		<-m.done
+		cmd.Process.Kill()
+		<-done
 	}
 }
 
