@@ -46,6 +46,18 @@ func startProc(t *testing.T, name string, args ...string) *proc {
 
 func (p *proc) stop() { stopProcess(p.cmd, p.done) }
 
+// nginxPath is Debian's nginx, in /usr/sbin, which a user's PATH may lack.
+func nginxPath(t *testing.T) string {
+	t.Helper()
+	if p, err := exec.LookPath("nginx"); err == nil {
+		return p
+	}
+	if _, err := os.Stat("/usr/sbin/nginx"); err != nil {
+		t.Fatalf("nginx is required (make deps installs it): %v", err)
+	}
+	return "/usr/sbin/nginx"
+}
+
 // The data loop end to end through real processes: nginx (real client
 // addresses from X-Forwarded-For) in front of an upstream slower for
 // Zhejiang's network, a gslb feed agent tailing its JSON log, and a
@@ -53,9 +65,7 @@ func (p *proc) stop() { stopProcess(p.cmd, p.done) }
 // reopen), CoreDNS is stopped (SIGSTOP) for 20 s while requests go on and
 // the agent restarts: the requests the feed counts equal those sent.
 func TestEdgeAgentCountsEveryRequest(t *testing.T) {
-	if _, err := exec.LookPath("nginx"); err != nil {
-		t.Fatalf("nginx is required (make deps installs it): %v", err)
-	}
+	nginxBin := nginxPath(t)
 	dir := t.TempDir()
 	city, asn := testsupport.WriteDBs(t, dir, []mmdbgen.City{
 		{Network: "1.0.0.0/8", Country: "CN", Province: "ZJ", Lat: 30.27, Lon: 120.16, Radius: 50},
@@ -117,7 +127,7 @@ http {
     }
 }
 `, user, dir, edgeagent.LogFormatJSON, log, web, upstream.Addr()))
-	startProc(t, "nginx", "nginx", "-c", conf, "-p", dir, "-g", "daemon off;")
+	startProc(t, "nginx", nginxBin, "-c", conf, "-p", dir, "-g", "daemon off;")
 
 	admin := freeAddr(t)
 	corefileText := fmt.Sprintf(`example.org:%s {
@@ -217,7 +227,7 @@ http {
 		t.Fatal(err)
 	}
 	send(30)
-	if out, err := exec.Command("nginx", "-c", conf, "-p", dir, "-s", "reopen").CombinedOutput(); err != nil {
+	if out, err := exec.Command(nginxBin, "-c", conf, "-p", dir, "-s", "reopen").CombinedOutput(); err != nil {
 		t.Fatalf("nginx -s reopen: %v\n%s", err, out)
 	}
 	send(120)

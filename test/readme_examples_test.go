@@ -559,7 +559,7 @@ func (r *readmeRun) checkNginx(t *testing.T, b readmeBlock) {
 	}
 	os.MkdirAll(filepath.Join(r.w, "var/log/nginx"), 0o755)
 	conf := r.write("nginx-readme.conf", fmt.Sprintf("pid %s/nginx.pid;\nerror_log %s/nginx-error.log;\nevents {}\nhttp {\n%s}\n", r.w, r.w, text), 0o644)
-	if out, err := exec.Command("nginx", "-t", "-c", conf, "-p", r.w).CombinedOutput(); err != nil {
+	if out, err := exec.Command(nginxPath(t), "-t", "-c", conf, "-p", r.w).CombinedOutput(); err != nil {
 		t.Errorf("README line %d: nginx -t: %v\n%s", b.line, err, out)
 	}
 }
