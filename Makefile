@@ -28,6 +28,15 @@ deps:
 			exit 1; \
 		fi; \
 	fi
+	@if ! command -v nginx >/dev/null 2>&1 && [ ! -x /usr/sbin/nginx ]; then \
+		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+			echo "installing nginx for the edge agent's tests"; \
+			apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx >/dev/null; \
+		else \
+			echo "nginx is missing: install it (e.g. sudo apt-get install nginx) and run make test again" >&2; \
+			exit 1; \
+		fi; \
+	fi
 	@missing=""; \
 	command -v delv >/dev/null 2>&1 || missing="$$missing bind9-dnsutils"; \
 	command -v kdig >/dev/null 2>&1 || missing="$$missing knot-dnsutils"; \

@@ -294,7 +294,7 @@ func TestSetupSteering(t *testing.T) {
 		t.Errorf("Defaults: %+v cooldown %v quality_max_age %v", p, g.opts.Cooldown, g.opts.QualityMaxAge)
 	}
 	g = newTestGSLB(t, dir, "gslb example.org {\n"+base+"spread 0.2\nshed_load 0.6 0.9\ncooldown 30s\nanswers 2\nquality q.yaml\nquality_max_age 5m\nmax_loss 0.1\nweights 0.4 0.2 0.1 0.3\n}")
-	want := scoring.Params{Weights: scoring.Weights{0.4, 0.2, 0.1, 0.3}, MaxLoad: 0.8, Spread: 0.2, ShedLow: 0.6, ShedHigh: 0.9, MaxLoss: 0.1, Answers: 2}
+	want := scoring.Params{Weights: scoring.Weights{0.4, 0.2, 0.1, 0.3}, MaxLoad: 0.8, Spread: 0.2, ShedLow: 0.6, ShedHigh: 0.9, MaxLoss: 0.1, MaxErrorRate: 0.2, Answers: 2}
 	if g.opts.Params != want || g.opts.Cooldown != 30*time.Second || g.opts.QualityMaxAge != 5*time.Minute || g.opts.Quality != filepath.Join(dir, "q.yaml") {
 		t.Errorf("Got %+v %v %v %s", g.opts.Params, g.opts.Cooldown, g.opts.QualityMaxAge, g.opts.Quality)
 	}
@@ -307,7 +307,7 @@ func TestSetupSteering(t *testing.T) {
 		{"answers 9", "answers"},
 		{"max_loss 0", "max_loss: must be above 0"},
 		{"quality_max_age 10ms", "quality_max_age"},
-		{"weights 1 1 1 1 1 1", `unexpected argument "1"`},
+		{"weights 1 1 1 1 1 1 1", `unexpected argument "1"`},
 		{"quality nope.yaml", "Testfile:4"},
 	} {
 		c := caddy.NewTestController("dns", "gslb example.org {\n"+base+tc.input+"\n}")

@@ -101,6 +101,13 @@ type Backend interface {
 	SetCanary(percent float64, who string) (Canary, error)
 }
 
+// Feeder is a Backend that takes the edges' feed: POST /v1/feed carries
+// a feed source's token, which FeedHandler checks, not the admin token.
+type Feeder interface {
+	FeedHandler() http.Handler // nil: no feed block
+	FeedCells() (any, error)   // GET /v1/feed
+}
+
 // ErrNotFound is a 404.
 var ErrNotFound = errors.New("not found")
 
@@ -295,7 +302,7 @@ func (s *server) guard(next http.Handler) http.Handler {
 			writeError(w, http.StatusForbidden, err.Error())
 			return
 		}
-		if t.token != "" && !authorized(r, t.token) {
+		if t.token != "" && !feedPost(r) && !authorized(r, t.token) {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="gslb"`)
 			writeError(w, http.StatusUnauthorized, "a valid bearer token is required")
 			logUnauthorized(&s.unauthorized, r)
@@ -304,6 +311,9 @@ func (s *server) guard(next http.Handler) http.Handler {
 		next.ServeHTTP(w, r)
 	}))
 }
+
+// feedPost is a request the feed's own source tokens authorize.
+func feedPost(r *http.Request) bool { return r.Method == http.MethodPost && r.URL.Path == "/v1/feed" }
 
 // checkHost accepts a Host header that names an address, not a name that
 // could resolve to one.
@@ -369,6 +379,8 @@ func (s *server) routes() http.Handler {
 		return t.b.DeletePin(p, who)
 	}))
 	m.HandleFunc("GET /v1/explain", s.explain)
+	m.HandleFunc("POST /v1/feed", s.feedPost)
+	m.HandleFunc("GET /v1/feed", s.feedCells)
 	m.HandleFunc("GET /v1/canary", s.canary)
 	m.HandleFunc("POST /v1/canary", s.change(func(t *target, r *http.Request, body []byte, who string) (any, error) {
 		var req struct {
@@ -461,6 +473,34 @@ func (s *server) canary(w http.ResponseWriter, _ *http.Request) {
 		v, err := b.Canary()
 		reply(w, v, err)
 	}
+}
+
+func (s *server) feedPost(w http.ResponseWriter, r *http.Request) {
+	b := s.backend(w)
+	if b == nil {
+		return
+	}
+	if f, ok := b.(Feeder); ok {
+		if h := f.FeedHandler(); h != nil {
+			h.ServeHTTP(w, r)
+			return
+		}
+	}
+	writeError(w, http.StatusNotFound, "no feed block in this gslb block")
+}
+
+func (s *server) feedCells(w http.ResponseWriter, _ *http.Request) {
+	b := s.backend(w)
+	if b == nil {
+		return
+	}
+	f, ok := b.(Feeder)
+	if !ok {
+		writeError(w, http.StatusNotFound, "no feed block in this gslb block")
+		return
+	}
+	v, err := f.FeedCells()
+	reply(w, v, err)
 }
 
 func (s *server) explain(w http.ResponseWriter, r *http.Request) {

@@ -10,6 +10,7 @@ import (
 	"github.com/coredns/coredns/plugin/pkg/fall"
 
 	"github.com/gslbdns/gslb/admin"
+	"github.com/gslbdns/gslb/feed"
 	"github.com/gslbdns/gslb/locate"
 	"github.com/gslbdns/gslb/rrl"
 	"github.com/gslbdns/gslb/scoring"
@@ -67,6 +68,7 @@ type Options struct {
 	Fleet          *Fleet       // nil: a lone instance
 	DNSSEC         *sign.Config // nil: answers are not signed
 	RRL            rrl.Config   // the response rate limit; on unless Off
+	Feed           *feed.Config // nil: no edge feed
 }
 
 // Canary is the canary line: a candidate node table for a share of the

@@ -232,6 +232,18 @@ func Parse(c *caddyfile.Dispenser, keys []string, root string, seen Unique) (*Op
 					return nil, c.Err("max_loss: must be above 0")
 				}
 				o.Params.MaxLoss = f
+			case "max_error_rate":
+				f, err := floatArg(c, 0, 1)
+				if err != nil {
+					return nil, err
+				}
+				o.Params.MaxErrorRate = f
+			case "feed":
+				fc, err := parseFeed(c, path)
+				if err != nil {
+					return nil, err
+				}
+				o.Feed = fc
 			case "fallthrough":
 				o.Fall.SetZonesFromArgs(c.RemainingArgs())
 			case "all_down":
@@ -321,7 +333,7 @@ func Parse(c *caddyfile.Dispenser, keys []string, root string, seen Unique) (*Op
 				return nil, c.Errf("unknown property %q%s", c.Val(), suggest.Hint(c.Val(), properties[""]))
 			}
 			switch prop {
-			case "fallthrough", "redis", "online", "admin", "canary", "soa", "trust_ecs", "fleet", "dnssec", "rrl":
+			case "fallthrough", "redis", "online", "admin", "canary", "soa", "trust_ecs", "fleet", "dnssec", "rrl", "feed":
 			default:
 				if args := c.RemainingArgs(); len(args) != 0 {
 					return nil, c.Errf("unexpected argument %q", args[0])
@@ -334,6 +346,9 @@ func Parse(c *caddyfile.Dispenser, keys []string, root string, seen Unique) (*Op
 	}
 	if o.Nodes == "" {
 		return nil, c.Err("nodes FILE is required")
+	}
+	if o.Feed != nil && o.Admin == nil {
+		return nil, c.Errf("feed at line %d: an admin block is required: POST /v1/feed is on its listener", o.Feed.Line)
 	}
 	if o.Fleet != nil && o.Redis == nil {
 		return nil, c.Errf("fleet %s at line %d: a redis block is required: the fleet shares its state through it", o.Fleet.Name, o.Fleet.Line)
@@ -649,8 +664,8 @@ func weightsArg(c *caddyfile.Dispenser) (scoring.Weights, error) {
 	return w, nil
 }
 
-// minWeights: distance, load and cost are always given; quality and
-// stability may follow.
+// minWeights: distance, load and cost are always given; quality,
+// stability and hit may follow.
 const minWeights = 3
 
 func uintArg(c *caddyfile.Dispenser, lo, hi uint64) (uint64, error) {

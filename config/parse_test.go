@@ -148,7 +148,10 @@ func TestParseSteeringOptions(t *testing.T) {
 		{"spread_prefix wide", "spread_prefix 25", nil, `spread_prefix: V4 "25" is not a whole number in 8..24`},
 		{"spread_prefix v6", "spread_prefix 20 49", nil, `spread_prefix: V6 "49"`},
 		{"weights five", "weights 0.5 0.2 0.1 0.1 0.1", func(o *Options) bool { return o.Params.Weights[4] == 0.1 && o.Params.Weights[3] == 0.1 }, ""},
-		{"weights six", "weights 1 1 1 1 1 1", nil, `unexpected argument "1"`},
+		{"weights six", "weights 0.4 0.2 0.1 0.2 0.05 0.05", func(o *Options) bool { return o.Params.Weights[5] == 0.05 }, ""},
+		{"weights seven", "weights 1 1 1 1 1 1 1", nil, `unexpected argument "1"`},
+		{"max_error_rate", "max_error_rate 0.1", func(o *Options) bool { return o.Params.MaxErrorRate == 0.1 }, ""},
+		{"max_error_rate bad", "max_error_rate 1.5", nil, `max_error_rate: "1.5" is not a number in 0..1`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

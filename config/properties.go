@@ -7,7 +7,7 @@ var properties = map[string][]string{
 	"": {"geoip", "asn", "ipdb", "ip2region", "carrier_lists", "overrides", "nodes", "ttl", "ladder", "ladder6",
 		"spread_prefix", "ecs_min_prefix", "trust_ecs", "weights", "max_load", "spread", "shed_load", "cooldown",
 		"answers", "quality", "quality_max_age", "max_loss", "fallthrough", "all_down", "reload", "cache_size",
-		"max_file_size", "cache_ttl", "redis", "online", "admin", "canary", "fleet", "soa", "dnssec", "rrl"},
+		"max_file_size", "cache_ttl", "redis", "online", "admin", "canary", "fleet", "soa", "dnssec", "rrl", "feed", "max_error_rate"},
 	"admin":  {"token_file", "state"},
 	"canary": {"rollback_cross", "rollback_min", "rollback_window", "salt"},
 	"redis":  {"password", "db", "tls", "master", "timeout", "ttl"},
@@ -15,5 +15,7 @@ var properties = map[string][]string{
 	"fleet":  {"vantage", "probe_source", "quorum", "probers", "member"},
 	"soa":    {"serial", "refresh", "retry", "expire", "minimum", "mname", "rname"},
 	"dnssec": {"denial"},
+	"feed":   {"cycle", "half_life", "max_age", "min_samples", "hysteresis", "max_rows", "max_body", "source"},
+	"source": {"token_file", "nodes", "rate"},
 	"rrl":    {"answers", "denials", "errors", "window", "slip", "prefix", "exempt", "log_only"},
 }

@@ -18,10 +18,15 @@ func blockOf(sub, prop string) string {
 		"soa":    "soa {\n",
 		"dnssec": "dnssec Kexample.org.+013+12345 {\n",
 		"rrl":    "rrl {\n",
+		"feed":   "feed {\n",
+		"source": "feed {\nsource s {\n",
 	}[sub]
 	end := ""
 	if sub != "" {
 		end = "\n}"
+	}
+	if sub == "source" {
+		end = "\n}\n}"
 	}
 	return "gslb {\ngeoip g.mmdb\nnodes n.yaml\n" + open + prop + end + "\n}"
 }
@@ -54,6 +59,8 @@ func TestUnknownPropertyHint(t *testing.T) {
 		{"soa", "mnmae ns1.example.net", `soa: unknown property "mnmae" (did you mean mname?)`},
 		{"dnssec", "denail nsec", `dnssec: unknown property "denail" (did you mean denial?)`},
 		{"rrl", "windwo 5s", `rrl: unknown property "windwo" (did you mean window?)`},
+		{"feed", "half_lfie 5m", `feed: unknown property "half_lfie" (did you mean half_life?)`},
+		{"source", "token_fiel t", `feed: source s: unknown property "token_fiel" (did you mean token_file?)`},
 	}
 	for _, tc := range tests {
 		_, err := parseBlock(blockOf(tc.sub, tc.prop))

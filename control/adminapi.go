@@ -644,7 +644,7 @@ func (b *adminBackend) Explain(ctx context.Context, addr, name, qtype string) (a
 	if err != nil {
 		return nil, admin.Badf("%v", err)
 	}
-	return x, nil
+	return b.c.withCells(x), nil
 }
 
 func (b *adminBackend) Canary() (admin.Canary, error) {

@@ -19,6 +19,7 @@ import (
 	"github.com/gslbdns/gslb/canary"
 	"github.com/gslbdns/gslb/config"
 	"github.com/gslbdns/gslb/decide"
+	"github.com/gslbdns/gslb/feed"
 	"github.com/gslbdns/gslb/geo"
 	"github.com/gslbdns/gslb/health"
 	"github.com/gslbdns/gslb/internal/recovery"
@@ -46,6 +47,7 @@ type Control struct {
 	table     *table.Table
 	overrides *overrides.Table // the file's, expired entries included
 	quality   *quality.Matrix  // the file's rows, stale ones included
+	feed      *feed.Feed       // the edges' rows and cells; nil without a feed block
 	checker   *health.Checker
 	decisions *policy.Cache
 	decider   *decide.Decider
@@ -257,6 +259,9 @@ func loadControl(o *config.Options) (c *Control, option string, err error) {
 		cn.Shared = o.Fleet != nil
 		c.canary.Store(cn)
 	}
+	if err := c.loadFeed(); err != nil {
+		return nil, "", err
+	}
 	c.restoreState()
 	c.applyOverrides(time.Now())
 	c.publish()
@@ -389,6 +394,10 @@ func (c *Control) inputs(t *table.Table, snap *health.Snapshot, links *scoring.L
 func (c *Control) publish() {
 	now := time.Now()
 	links, fresh, stale, next := c.quality.Links(c.table.Index, now, c.opts.QualityMaxAge)
+	links, ramp := c.feedLinks(links, now)
+	if !ramp.IsZero() && (next.IsZero() || ramp.Before(next)) {
+		next = ramp
+	}
 	snap := c.fixed
 	if snap == nil {
 		snap = c.checker.Snapshot()
@@ -491,7 +500,11 @@ func (c *Control) Start() error {
 		// The fleet's state first: the first answer has it.
 		c.mu.Lock()
 		err = c.joinFleet()
+		readStream := c.shareFeed()
 		c.mu.Unlock()
+		if readStream != nil {
+			go readStream()
+		}
 		c.locator.Start()
 		// Checkers start outside c.mu: a probe that reports meanwhile
 		// holds the checker's notify lock and waits for c.mu.
@@ -596,6 +609,8 @@ func (c *Control) watch() {
 	}
 	expiry := time.NewTimer(time.Hour)
 	defer expiry.Stop()
+	foldTick, stopFold := c.feedTick()
+	defer stopFold()
 	for {
 		c.mu.Lock()
 		next := c.nextEvent()
@@ -612,6 +627,8 @@ func (c *Control) watch() {
 			}
 		case <-tick:
 			recovery.Do("reload", c.Reload)
+		case now := <-foldTick:
+			recovery.Do("feed", func() { c.fold(now) })
 		case now := <-expiry.C:
 			recovery.Do("reload", func() {
 				c.mu.Lock()
@@ -755,6 +772,9 @@ func (c *Control) swap(t *table.Table, ov *overrides.Table, qm *quality.Matrix, 
 			c.OnTable(c.table, t)
 		}
 		c.table = t
+		if c.feed != nil {
+			c.feed.SetTable(t)
+		}
 		changed = append(changed, describeTable("node table", t, change.String()))
 	}
 	if ov != nil {

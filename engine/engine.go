@@ -250,6 +250,8 @@ type Outcome struct {
 	// resolver keeps the answer for.
 	Scope  uint8
 	Client netip.Addr
+	// Province and ISP are where the client was placed.
+	Province, ISP string
 	// Answer tells answers apart for an ECS-caching resolver's entries:
 	// the node, or for HTTPS the A and the AAAA decision's nodes (the
 	// cname for an AliasMode record).
@@ -308,7 +310,8 @@ func winnerID(o *decide.Outcome) string {
 
 func outcomeOf(out *decide.Outcome) Outcome {
 	d := &out.Decision
-	o := Outcome{Subnet: out.Loc.Key.Prefix(), DistanceKm: d.DistanceKm, Policy: out.Policy(), Scope: out.KeyScope, Client: out.Client}
+	o := Outcome{Subnet: out.Loc.Key.Prefix(), DistanceKm: d.DistanceKm, Policy: out.Policy(), Scope: out.KeyScope, Client: out.Client,
+		Province: out.Loc.Province, ISP: out.Loc.ISP}
 	if out.FromECS {
 		o.Scope = out.Scope
 	}

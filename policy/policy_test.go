@@ -74,6 +74,11 @@ func TestCachedDecisionsAreExact(t *testing.T) {
 	links := scoring.NewLinks()
 	links.Set("ZJ", "telecom", 7, scoring.Link{RTTMs: 5, Loss: 0.01})
 	links.Set("", "unicom", 5, scoring.Link{RTTMs: 40, Loss: 0.3})
+	// Feed cells: a TTFB, a 5xx ratio over max_error_rate, a hit ratio,
+	// and a place coming back over the cooldown.
+	links.Set("ZJ", "telecom", 3, scoring.Link{RTTMs: 35, Feed: true, ErrRate: 0.01, Hit: 0.9})
+	links.Set("GD", "", 2, scoring.Link{RTTMs: 80, Feed: true, ErrRate: 0.4, Hit: 0.5})
+	links.Set("", "mobile", 4, scoring.Link{RTTMs: -1, Feed: true, Hit: 0.7, Shed: 0.5})
 	pin := &overrides.Entry{Prefixes: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}, Nodes: []string{"GD-mobile", "SC-telecom"}}
 	now := time.Now()
 	for round := range 40 {
@@ -88,6 +93,9 @@ func TestCachedDecisionsAreExact(t *testing.T) {
 		}
 		if round%4 == 1 {
 			p.Weights = scoring.Weights{0.4, 0.2, 0.1, 0.2, 0.1}
+		}
+		if round%4 == 2 {
+			p.Weights = scoring.Weights{0.4, 0.2, 0.1, 0.2, 0, 0.1}
 		}
 		switch round % 3 {
 		case 1:

@@ -136,7 +136,7 @@ func NewView(in Inputs) (*View, time.Time) {
 // since, keeping the larger of two ramps, and returns the earlier of next
 // and the ramp's next step.
 func (v *View) rampFrom(i int, since time.Time, in Inputs, next time.Time) time.Time {
-	shed, at := ramp(since, in.Now, in.Cooldown)
+	shed, at := Ramp(since, in.Now, in.Cooldown)
 	v.Nodes[i].Shed = max(v.Nodes[i].Shed, shed)
 	if !at.IsZero() && (next.IsZero() || at.Before(next)) {
 		next = at
@@ -144,9 +144,9 @@ func (v *View) rampFrom(i int, since time.Time, in Inputs, next time.Time) time.
 	return next
 }
 
-// ramp is the share of subnets a node back up since turns away at now,
+// Ramp is the share of subnets a node back up since turns away at now,
 // falling in rampSteps steps over cooldown, and when the next step comes.
-func ramp(since, now time.Time, cooldown time.Duration) (float64, time.Time) {
+func Ramp(since, now time.Time, cooldown time.Duration) (float64, time.Time) {
 	elapsed := now.Sub(since)
 	if cooldown <= 0 || elapsed >= cooldown {
 		return 0, time.Time{}

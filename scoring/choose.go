@@ -332,12 +332,19 @@ func (ch *chooser) why(i int) string {
 	case n.Load >= limit:
 		return ReasonOverloaded
 	}
-	if q := ch.in.Quality; q != nil && p.MaxLoss > 0 && ch.lc.c != nil {
-		if l, ok := q.Link(ch.lc.c.Province, ch.lc.c.ISP, i); ok && l.Loss >= p.MaxLoss {
-			return ReasonLossy
+	keep, ramping := 1-n.Shed, n.Shed > 0
+	if q := ch.in.Quality; q != nil && ch.lc.c != nil {
+		if l, ok := q.Link(ch.lc.c.Province, ch.lc.c.ISP, i); ok {
+			switch {
+			case p.MaxLoss > 0 && l.Loss >= p.MaxLoss:
+				return ReasonLossy
+			case l.Feed && p.MaxErrorRate > 0 && l.ErrRate >= p.MaxErrorRate:
+				return ReasonErrors
+			}
+			keep *= 1 - l.Shed
+			ramping = ramping || l.Shed > 0
 		}
 	}
-	keep := 1 - n.Shed
 	if p.ShedHigh > 0 && n.Load > p.ShedLow {
 		shed := (n.Load - p.ShedLow) / (p.ShedHigh - p.ShedLow)
 		switch ch.in.Priority {
@@ -352,7 +359,7 @@ func (ch *chooser) why(i int) string {
 		return ""
 	}
 	ch.perSubnet = true
-	if n.Shed > 0 {
+	if ramping {
 		ch.ramping = ch.lc.bestOf(n, ch.ramping)
 	} else {
 		ch.shedding = ch.lc.bestOf(n, ch.shedding)

@@ -5,7 +5,7 @@ type NodeTrace struct {
 	Node   int
 	Tier   Tier   // the best rung the node is on for this client
 	Usable bool   // for this client's subnet
-	Reason string // why not: down, overloaded, lossy, shed
+	Reason string // why not: down, overloaded, lossy, errors, shed
 	Terms  [NumTerms]float64
 	Score  float64 // with the costs of its own tier, as its tier would score it
 	// DistanceKm is -1 when distance plays no part; RTTMs is -1 without a
@@ -18,6 +18,7 @@ const (
 	ReasonDown       = "down"
 	ReasonOverloaded = "overloaded"
 	ReasonLossy      = "lossy"
+	ReasonErrors     = "errors" // a feed cell's 5xx ratio at or above max_error_rate
 	ReasonShed       = "shed"
 )
 

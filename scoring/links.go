@@ -7,10 +7,18 @@ type Links struct {
 	m map[linkKey]Link
 }
 
-// Link is one row: a round trip and a loss rate.
+// Link is one row: a round trip and a loss rate, and what the edges'
+// feed measured when a fresh cell stands behind it.
 type Link struct {
-	RTTMs float64
+	RTTMs float64 // the file's round trip, or the cell's TTFB p50; < 0: neither
 	Loss  float64 // 0..1
+	// Feed: a fresh feed cell; ErrRate is its 5xx ratio, Hit its cache
+	// hit ratio (< 0: unknown), Shed the share of its place's subnets it
+	// still turns away while coming back from max_error_rate.
+	Feed    bool
+	ErrRate float64
+	Hit     float64
+	Shed    float64
 }
 
 type linkKey struct {
@@ -25,6 +33,17 @@ func NewLinks() *Links { return &Links{m: map[linkKey]Link{}} }
 // node i.
 func (l *Links) Set(province, isp string, i int, link Link) {
 	l.m[linkKey{province, isp, int32(i)}] = link
+}
+
+// Clone returns a copy that can be added to.
+func (l *Links) Clone() *Links {
+	out := NewLinks()
+	if l != nil {
+		for k, v := range l.m {
+			out.m[k] = v
+		}
+	}
+	return out
 }
 
 // Len is the number of rows.

@@ -12,16 +12,17 @@ const (
 	Cost             // cheapness: 1 - cost/highest cost in the tier
 	Quality          // the network: 1/(1 + rtt_ms/50) × (1 - loss), 0 without a row
 	Stability        // steadiness: 1/(1 + failed probes + 2 × flaps) over the health window
+	Hit              // the edges' cache hit ratio for the client's place, 0 without a feed cell
 	NumTerms
 )
 
 // Weights of the score's terms, indexed by Distance, Load, Cost, Quality,
-// Stability; the ones left out weigh 0.
+// Stability, Hit; the ones left out weigh 0.
 type Weights [NumTerms]float64
 
 // terms are the score's parts, in Weights order; scorer.values computes
 // them.
-var terms = [NumTerms]string{Distance: "distance", Load: "load", Cost: "cost", Quality: "quality", Stability: "stability"}
+var terms = [NumTerms]string{Distance: "distance", Load: "load", Cost: "cost", Quality: "quality", Stability: "stability", Hit: "hit"}
 
 // TermNames lists the terms in Weights order.
 func TermNames() []string {
@@ -59,10 +60,13 @@ func (s *scorer) values(i int, n *Node, v *[NumTerms]float64) float64 {
 	if s.maxCost > 0 {
 		v[Cost] = 1 - n.Cost/s.maxCost
 	}
-	v[Quality], s.rtt = 0, -1
+	v[Quality], v[Hit], s.rtt = 0, 0, -1
 	if s.quality != nil && s.c != nil {
 		if l, ok := s.quality.Link(s.c.Province, s.c.ISP, i); ok {
-			v[Quality], s.rtt = 1/(1+l.RTTMs/50)*(1-l.Loss), l.RTTMs
+			if l.RTTMs >= 0 {
+				v[Quality], s.rtt = 1/(1+l.RTTMs/50)*(1-l.Loss), l.RTTMs
+			}
+			v[Hit] = max(l.Hit, 0)
 		}
 	}
 	v[Stability] = 1
@@ -74,7 +78,7 @@ func (s *scorer) values(i int, n *Node, v *[NumTerms]float64) float64 {
 
 // dot is the weighted sum of a node's term values: its score.
 func (w *Weights) dot(v *[NumTerms]float64) float64 {
-	return w[Distance]*v[Distance] + w[Load]*v[Load] + w[Cost]*v[Cost] + w[Quality]*v[Quality] + w[Stability]*v[Stability]
+	return w[Distance]*v[Distance] + w[Load]*v[Load] + w[Cost]*v[Cost] + w[Quality]*v[Quality] + w[Stability]*v[Stability] + w[Hit]*v[Hit]
 }
 
 // Haversine returns the great-circle distance in km between two points

@@ -87,6 +87,9 @@ type Params struct {
 	// MaxLoss: a quality row with this loss or more makes the node unusable
 	// for that row's clients.
 	MaxLoss float64
+	// MaxErrorRate: a fresh feed cell with this 5xx ratio or more makes
+	// the node unusable for that cell's clients; 0: off.
+	MaxErrorRate float64
 	// Answers is how many nodes the decision orders, 1..MaxAnswers.
 	Answers int
 	// Ladder and Ladder6 order the tiers for A and AAAA; nil: the
@@ -110,7 +113,7 @@ const MaxAnswers = 8
 
 // DefaultParams weigh nearness most, then spare capacity, then cost, and
 // spread the clients over nodes within 10% of the best.
-var DefaultParams = Params{Weights: Weights{0.5, 0.3, 0.2}, MaxLoad: 0.8, Spread: 0.1, MaxLoss: 0.2, Answers: 1}
+var DefaultParams = Params{Weights: Weights{0.5, 0.3, 0.2}, MaxLoad: 0.8, Spread: 0.1, MaxLoss: 0.2, MaxErrorRate: 0.2, Answers: 1}
 
 // Decision is the outcome of Choose.
 type Decision struct {

@@ -84,7 +84,7 @@ func TestDashboard(t *testing.T) {
 			}
 		}
 	}
-	for _, want := range []string{"Cross-province ratio", "Tier mix", "Geo database age", "Online geo API",
+	for _, want := range []string{"Cross-province ratio", "TTFB p50 by province × carrier", "Tier mix", "Geo database age", "Online geo API",
 		"Redis errors", "Nodes up and load", "Fail-open decisions", "Decision duration p99", "Policy: canary vs stable",
 		"Fleet: members and sync", "Fleet: changes and verdicts by vantage"} {
 		if !slices.Contains(titles, want) {

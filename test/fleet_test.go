@@ -86,7 +86,7 @@ func (m *fleetMember) launch(t *testing.T) {
 	cmd, out, done := m.cmd, m.out, m.done
 	go func() { cmd.Wait(); close(done) }()
 	t.Cleanup(func() {
-		stop(cmd, done)
+		stopProcess(cmd, done)
 		if strings.Contains(out.String(), "DATA RACE") || strings.Contains(out.String(), "panic:") {
 			t.Errorf("%s: a race or a panic", name)
 		}
@@ -142,15 +142,17 @@ func (e *fleetEnv) corefile(m *fleetMember, fleetLines, extra string) string {
 `, port, m.metrics, e.city, e.asn, e.nodes, m.admin, e.token, filepath.Join(e.dir, name+"-state.yaml"), cmpOr(m.redis, e.redis.Addr()), e.candidate+" "+cmpOr(e.canaryPercent, "0"), e.canaryOpts, fleetLines, extra)
 }
 
-func (m *fleetMember) stop() { stop(m.cmd, m.done) }
+func (m *fleetMember) stop() { stopProcess(m.cmd, m.done) }
 
-// stop ends cmd, which closes done when it exits.
-func stop(cmd *exec.Cmd, done chan struct{}) {
+// stopProcess ends cmd, whose Wait closes done, with SIGTERM (continuing
+// it first if it was stopped), and kills it after 10s.
+func stopProcess(cmd *exec.Cmd, done <-chan struct{}) {
 	select {
 	case <-done:
 		return
 	default:
 	}
+	cmd.Process.Signal(syscall.SIGCONT)
 	cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case <-done:
@@ -189,11 +191,17 @@ func (m *fleetMember) query(name, ecs string) (string, error) {
 
 func (m *fleetMember) call(t *testing.T, method, path, body string) (int, string) {
 	t.Helper()
+	return m.callToken(t, method, path, fleetToken, body)
+}
+
+// callToken is call with another bearer token (a feed source's).
+func (m *fleetMember) callToken(t *testing.T, method, path, token, body string) (int, string) {
+	t.Helper()
 	req, err := http.NewRequest(method, "http://"+m.admin+path, strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
-	req.Header.Set("Authorization", "Bearer "+fleetToken)
+	req.Header.Set("Authorization", "Bearer "+token)
 	resp, err := (&http.Client{Timeout: 5 * time.Second}).Do(req)
 	if err != nil {
 		t.Fatalf("%s %s %s: %v", m.name, method, path, err)

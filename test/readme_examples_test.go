@@ -18,10 +18,13 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/gslbdns/gslb/edgeagent"
 	"github.com/gslbdns/gslb/geo/mmdbgen"
+	"github.com/gslbdns/gslb/internal/testsupport"
 
 	"github.com/miekg/dns"
 	"go.yaml.in/yaml/v3"
@@ -171,7 +174,9 @@ type readmeRun struct {
 	demo  *readmeServer // Corefile.example, started by the quick start
 	// the admin block, paths mapped, that the curl lines run against
 	adminFragment string
-	skippedLines  map[string]bool // the readmeSkipLines met
+	// the feed block, paths mapped, that the feed's curl lines run against
+	feedFragment string
+	skippedLines map[string]bool // the readmeSkipLines met
 }
 
 func newReadmeRun(t *testing.T) *readmeRun {
@@ -266,6 +271,14 @@ func (r *readmeRun) checkFor(b readmeBlock) func(*testing.T, readmeBlock) {
 		return r.checkAdminFragment
 	case b.kind == "sh" && strings.Contains(b.text(), "dnssec-keygen "):
 		return r.checkKeygen
+	case b.kind == "corefile" && strings.HasPrefix(first, "feed {"):
+		return r.checkFeedFragment
+	case b.kind == "nginx":
+		return r.checkNginx
+	case b.kind == "sh" && strings.HasPrefix(first, "gslb feed "):
+		return r.checkFeedAgent
+	case b.kind == "sh" && strings.Contains(b.text(), "/v1/feed"):
+		return r.checkFeedCurl
 	case b.kind == "sh" && strings.Contains(b.text(), "curl "):
 		return r.checkAdminCurl
 	case b.kind == "corefile":
@@ -491,6 +504,112 @@ func (r *readmeRun) checkAdminFragment(t *testing.T, b readmeBlock) {
 	r.write("Corefile.admin", r.withGslbLines(r.adminFragment), 0o644)
 	if out, code := r.tool(t, "check", "-conf", "Corefile.admin"); code != 0 {
 		t.Errorf("README line %d: gslb check: status %d:\n%s", b.line, code, out)
+	}
+}
+
+// checkFeedFragment: the feed block, with the admin block before it and a
+// token in each of its token files, passes gslb check.
+func (r *readmeRun) checkFeedFragment(t *testing.T, b readmeBlock) {
+	if r.adminFragment == "" {
+		t.Fatalf("README line %d: no admin block came before the feed block", b.line)
+	}
+	r.feedFragment = r.mapPaths(b.text())
+	for i, m := range regexp.MustCompile(`token_file (\S+)`).FindAllStringSubmatch(r.feedFragment, -1) {
+		r.write(strings.TrimPrefix(m[1], r.w+"/"), fmt.Sprintf("feed%dtoken-9f8e7d6c5b4a3210", i), 0o600)
+	}
+	r.write("Corefile.feed", r.withGslbLines(r.adminFragment, r.feedFragment), 0o644)
+	if out, code := r.tool(t, "check", "-conf", "Corefile.feed"); code != 0 {
+		t.Errorf("README line %d: gslb check: status %d:\n%s", b.line, code, out)
+	}
+}
+
+// checkFeedCurl runs the block in bash against Corefile.example with the
+// admin and feed blocks above: every curl must get a 2xx JSON answer, and
+// the POST must have its row accepted.
+func (r *readmeRun) checkFeedCurl(t *testing.T, b readmeBlock) {
+	if r.feedFragment == "" {
+		t.Fatalf("README line %d: no feed block came before the curl lines", b.line)
+	}
+	s := startReadmeServer(t, t, r, "Corefile.feed", r.withGslbLines(r.adminFragment, r.feedFragment))
+	script := strings.ReplaceAll(s.mapPorts(r.mapPaths(b.text())), "curl ", "curl --fail-with-body -sS --max-time 10 ")
+	out, err := r.bash(script)
+	if err != nil {
+		t.Fatalf("README line %d: %v\n%s", b.line, err, out)
+	}
+	dec := json.NewDecoder(strings.NewReader(out))
+	var answers []map[string]any
+	for dec.More() {
+		var v map[string]any
+		if err := dec.Decode(&v); err != nil {
+			t.Fatalf("README line %d: not JSON answers: %v\n%s", b.line, err, out)
+		}
+		answers = append(answers, v)
+	}
+	if len(answers) != 2 || answers[0]["accepted"] != 1.0 || answers[1]["cells"] == nil {
+		t.Errorf("README line %d: want the row accepted, then the cells:\n%s", b.line, out)
+	}
+}
+
+// checkNginx: the log_format lines are the agent's, and nginx -t takes
+// them in an http block.
+func (r *readmeRun) checkNginx(t *testing.T, b readmeBlock) {
+	text := strings.ReplaceAll(b.text(), "/var/log/nginx/", r.w+"/var/log/nginx/")
+	for _, want := range []string{edgeagent.LogFormatJSON, edgeagent.LogFormatCombined} {
+		if !strings.Contains(text, want+"\n") {
+			t.Errorf("README line %d: the agent's log_format line is missing:\n%s", b.line, want)
+		}
+	}
+	os.MkdirAll(filepath.Join(r.w, "var/log/nginx"), 0o755)
+	conf := r.write("nginx-readme.conf", fmt.Sprintf("pid %s/nginx.pid;\nerror_log %s/nginx-error.log;\nevents {}\nhttp {\n%s}\n", r.w, r.w, text), 0o644)
+	if out, err := exec.Command(nginxPath(t), "-t", "-c", conf, "-p", r.w).CombinedOutput(); err != nil {
+		t.Errorf("README line %d: nginx -t: %v\n%s", b.line, err, out)
+	}
+}
+
+// checkFeedAgent runs the agent's command line against Corefile.example
+// with the admin and feed blocks above, appends a line of the JSON
+// format to the log, and waits for the summary line that delivered it.
+func (r *readmeRun) checkFeedAgent(t *testing.T, b readmeBlock) {
+	if r.feedFragment == "" {
+		t.Fatalf("README line %d: no feed block came before the agent", b.line)
+	}
+	s := startReadmeServer(t, t, r, "Corefile.feed", r.withGslbLines(r.adminFragment, r.feedFragment))
+	logDir := filepath.Join(r.w, "var/log/nginx")
+	os.MkdirAll(logDir, 0o755)
+	logFile := filepath.Join(logDir, "access.log")
+	os.Remove(logFile + ".gslb-offset")
+	r.write("var/log/nginx/access.log", "", 0o644)
+	line := strings.ReplaceAll(s.mapPorts(r.mapPaths(b.first())), "/var/log/nginx/", logDir+"/")
+	args := strings.Fields(line)
+	if args[0] != "gslb" {
+		t.Fatalf("README line %d: %q is not a gslb command", b.line, line)
+	}
+	cmd := exec.Command(gslbTool(t), args[1:]...)
+	out := &testsupport.LogBuffer{}
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		cmd.Process.Signal(syscall.SIGTERM)
+		cmd.Wait()
+	}()
+	waitFor(t, "the agent's offset file", func() (bool, string) {
+		_, err := os.Stat(logFile + ".gslb-offset")
+		return err == nil, out.String()
+	})
+	f, err := os.OpenFile(logFile, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintln(f, `{"remote_addr":"202.101.172.35","status":"200","body_bytes_sent":"512","request_time":"0.040","upstream_response_time":"0.038","upstream_cache_status":"MISS"}`)
+	f.Close()
+	deadline := time.Now().Add(60 * time.Second)
+	for !strings.Contains(out.String(), "delivered 1 batches (1 rows)") {
+		if time.Now().After(deadline) {
+			t.Fatalf("README line %d: no summary line delivering the row within 60s:\n%s", b.line, out.String())
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"github.com/gslbdns/gslb"
 	"github.com/gslbdns/gslb/canary"
 	"github.com/gslbdns/gslb/control"
+	"github.com/gslbdns/gslb/feed"
 	"github.com/gslbdns/gslb/health"
 	"github.com/gslbdns/gslb/internal/recovery"
 	"github.com/gslbdns/gslb/internal/testsupport"
@@ -22,7 +23,7 @@ import (
 func registeredMetrics(t *testing.T) []string {
 	t.Helper()
 	var cs []prometheus.Collector
-	for _, l := range [][]prometheus.Collector{gslb.Collectors, canary.Collectors, control.Collectors, health.Collectors, locate.Collectors, recovery.Collectors, sign.Collectors} {
+	for _, l := range [][]prometheus.Collector{gslb.Collectors, canary.Collectors, control.Collectors, feed.Collectors, health.Collectors, locate.Collectors, recovery.Collectors, sign.Collectors} {
 		cs = append(cs, l...)
 	}
 	names, err := testsupport.MetricNames(cs...)

@@ -331,7 +331,7 @@ func TestExplainReport(t *testing.T) {
 				t.Errorf("Expected js-telecom overloaded, got %+v", c)
 			}
 		case "sh-telecom":
-			if !c.Usable || c.DistanceKm == nil || *c.DistanceKm < 200 || *c.DistanceKm > 300 || len(c.Terms) != 5 || c.Score <= 0 {
+			if !c.Usable || c.DistanceKm == nil || *c.DistanceKm < 200 || *c.DistanceKm > 300 || len(c.Terms) != 6 || c.Score <= 0 {
 				t.Errorf("Expected sh-telecom usable, about 270 km away, with its terms, got %+v", c)
 			}
 		}

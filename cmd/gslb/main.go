@@ -7,6 +7,7 @@
 //	gslb check   [flags]
 //	gslb audit   [flags] [INPUT...]
 //	gslb version
+//	gslb feed    [flags]           (the edge agent)
 //
 // Exit status: 0 ok, 1 an error (a bad Corefile, node table, database or
 // input), 2 bad usage, 3 replay's cross-province ratio above -max-cross.
@@ -41,10 +42,11 @@ const (
 
 const usage = `usage:
   gslb explain [flags] ADDRESS[/PREFIX] [NAME] [TYPE]
-  gslb replay  [flags] [-baseline-nodes FILE] [-max-cross FRACTION] [-name NAME] [-strict] INPUT...
+  gslb replay  [flags] [-baseline-nodes FILE] [-feed SNAPSHOT] [-max-cross FRACTION] [-name NAME] [-strict] INPUT...
   gslb check   [flags]
   gslb audit   [flags] [-json] [-sample N] [-quality FILE] [-overrides OUT] [INPUT...]
   gslb version
+  gslb feed    -log FILE -url URL -token-file FILE -node ID [flags]
 
 ADDRESS/PREFIX is sent as an ECS option; a bare ADDRESS is the resolver's own.
 Run 'gslb COMMAND -h' for the flags.
@@ -66,6 +68,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		"check":   check,
 		"audit":   audit,
 		"version": version,
+		"feed":    feedAgent,
 	}
 	cmd, ok := cmds[args[0]]
 	if !ok {

@@ -15,6 +15,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/gslbdns/gslb/engine"
+	"github.com/gslbdns/gslb/feed"
 	"github.com/gslbdns/gslb/scoring"
 
 	"github.com/miekg/dns"
@@ -39,6 +40,8 @@ type stats struct {
 	// the reply's scope length.
 	ResolverEntriesPerSubnet float64        `json:"resolver_entries_per_subnet"`
 	Scopes                   map[string]int `json:"scopes"`
+	// TTFB is what the -feed snapshot's cells expect of the decisions.
+	TTFB *ttfbJ `json:"ttfb,omitempty"`
 
 	same, cross  int
 	entries      map[scopeEntry]bool
@@ -92,7 +95,29 @@ func (s *stats) add(o engine.Outcome, name string, qtype uint16, n int) {
 	}
 }
 
+// ttfbJ is the TTFB the decisions should give, by the cells of the places
+// and nodes they chose.
+type ttfbJ struct {
+	P50     float64 `json:"p50_ms"`
+	P95     float64 `json:"p95_ms"`
+	With    int     `json:"queries_with_cell"`
+	Without int     `json:"queries_without_cell"`
+
+	exp feed.Expected
+}
+
+// addTTFB counts o's queries against the snapshot's cells.
+func (s *stats) addTTFB(snap *feed.Snapshot, o engine.Outcome, n int) {
+	if s.TTFB == nil {
+		s.TTFB = &ttfbJ{}
+	}
+	s.TTFB.exp.Add(snap, o.Province, o.ISP, o.Node, n)
+}
+
 func (s *stats) finish() {
+	if t := s.TTFB; t != nil {
+		t.P50, t.P95, t.With, t.Without = t.exp.Quantile(0.5), t.exp.Quantile(0.95), t.exp.With, t.exp.Without
+	}
 	if s.same+s.cross > 0 {
 		s.CrossProvinceRatio = float64(s.cross) / float64(s.same+s.cross)
 	}
@@ -102,6 +127,13 @@ func (s *stats) finish() {
 	if len(s.subnets) > 0 {
 		s.ResolverEntriesPerSubnet = float64(len(s.entries)) / float64(len(s.subnets))
 	}
+}
+
+func ttfbLine(t *ttfbJ) string {
+	if t.With == 0 {
+		return "- (no decision had a feed cell)"
+	}
+	return fmt.Sprintf("p50 %.0f ms, p95 %.0f ms", t.P50, t.P95)
 }
 
 // move is one subnet whose node changed from the baseline, for one name
@@ -147,6 +179,7 @@ func replay(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	maxCross := fs.Float64("max-cross", -1, "exit 3 when the cross-province ratio is above this fraction (0..1)")
 	name := fs.String("name", "", "decide every query for this name (default: the query's own name, else the first record)")
 	strict := fs.Bool("strict", false, "stop at the first malformed line instead of reporting and skipping it")
+	feedSnap := fs.String("feed", "", "a saved GET /v1/feed answer: report the TTFB p50/p95 its cells expect of the decisions (and of -baseline-nodes')")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, `usage: gslb replay [flags] INPUT...
 
@@ -167,6 +200,13 @@ format is detected.`)
 	if maxCrossSet && !(*maxCross >= 0 && *maxCross <= 1) {
 		fmt.Fprintf(stderr, "gslb replay: -max-cross %g is not a fraction in 0..1\n", *maxCross)
 		return exitUsage
+	}
+	var snap *feed.Snapshot
+	if *feedSnap != "" {
+		var err error
+		if snap, err = feed.ReadSnapshot(*feedSnap); err != nil {
+			return fail(stderr, fmt.Errorf("-feed: %w", err))
+		}
 	}
 	e, err := engine.New(ctx, c.cfg)
 	if err != nil {
@@ -235,6 +275,9 @@ format is detected.`)
 			return
 		}
 		cur.add(o, n, q.qtype, q.count)
+		if snap != nil {
+			cur.addTTFB(snap, o, q.count)
+		}
 		if base == nil {
 			return
 		}
@@ -244,6 +287,9 @@ format is detected.`)
 			return
 		}
 		before.add(b, n, q.qtype, q.count)
+		if snap != nil {
+			before.addTTFB(snap, b, q.count)
+		}
 		if b.Node != o.Node {
 			k := moveKey{o.Subnet, n, q.qtype}
 			ch := changes[k]
@@ -377,6 +423,12 @@ func replayReport(w io.Writer, r *replayResult, nodes, baseline string) {
 		fmt.Fprintf(w, "Baseline              %s: cross-province %.2f%%, mean distance %s\n", baseline, 100*b.CrossProvinceRatio, dist)
 	}
 
+	if t := s.TTFB; t != nil {
+		fmt.Fprintf(w, "Expected TTFB         %s (%d of %d queries with a feed cell)\n", ttfbLine(t), t.With, t.With+t.Without)
+		if r.Baseline != nil && r.Baseline.TTFB != nil {
+			fmt.Fprintf(w, "Baseline TTFB         %s\n", ttfbLine(r.Baseline.TTFB))
+		}
+	}
 	fmt.Fprintf(w, "Resolver entries      %.3f per subnet (ECS scopes:%s)\n", s.ResolverEntriesPerSubnet, scopeHistogram(s))
 	if r.Baseline != nil {
 		fmt.Fprintf(w, "Baseline entries      %.3f per subnet (ECS scopes:%s)\n", r.Baseline.ResolverEntriesPerSubnet, scopeHistogram(r.Baseline))

@@ -1,0 +1,99 @@
+package control
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/gslbdns/gslb/feed"
+	"github.com/gslbdns/gslb/fleet"
+	"github.com/gslbdns/gslb/internal/ratelog"
+	"github.com/gslbdns/gslb/internal/recovery"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// In a fleet the feed's batches go through a Redis Stream, so that every
+// member folds the same rows: the member a batch was posted to adds it,
+// every member reads it, and each folds what the others added.
+
+// feedStreamKey is the fleet's stream of feed batches.
+func feedStreamKey(fleetName string) string { return "gslb:fleet:{" + fleetName + "}:feed" }
+
+// feedStreamLen bounds the stream: members read it as it grows, so the
+// tail kept is only for those that lag.
+const feedStreamLen = 10000
+
+var streamWarn ratelog.Limit
+
+// shareFeed sets the feed to add its batches to the fleet's stream, and
+// returns the loop that folds the other members' batches; nil outside a
+// fleet or without a feed.
+func (c *Control) shareFeed() func() {
+	if c.feed == nil || c.member == nil {
+		return nil
+	}
+	client, key, me := c.member.client, feedStreamKey(c.opts.Fleet.Name), c.opts.Fleet.Member
+	c.feed.Share = func(rows []feed.Placed) {
+		data, err := feed.EncodePlaced(rows)
+		if err != nil {
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), fleet.DefaultTimeout)
+		defer cancel()
+		err = client.XAdd(ctx, &redis.XAddArgs{Stream: key, MaxLen: feedStreamLen, Approx: true,
+			Values: map[string]any{"member": me, "rows": data}}).Err()
+		if err != nil {
+			warnStream("cannot add a batch to", err)
+		}
+	}
+	return func() { c.readFeedStream(client, key, me) }
+}
+
+func warnStream(what string, err error) {
+	if ok, dropped := streamWarn.Allow(30 * time.Second); ok {
+		log.Warningf("feed: %s the fleet's stream: %v: the other members' cells go stale after max_age, then they decide without them%s", what, err, ratelog.Note(dropped))
+	}
+}
+
+// readFeedStream folds the other members' batches until the control stops,
+// from what is added after it starts; a member that joins or comes back
+// has the cells again within a cycle of new rows.
+func (c *Control) readFeedStream(client redis.UniversalClient, key, me string) {
+	last := "$"
+	for {
+		select {
+		case <-c.stopCh:
+			return
+		default:
+		}
+		recovery.Do("feed", func() {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second+fleet.DefaultTimeout)
+			defer cancel()
+			res, err := client.XRead(ctx, &redis.XReadArgs{Streams: []string{key, last}, Count: 100, Block: time.Second}).Result()
+			switch {
+			case errors.Is(err, redis.Nil):
+				return
+			case err != nil:
+				warnStream("cannot read", err)
+				select {
+				case <-c.stopCh:
+				case <-time.After(time.Second):
+				}
+				return
+			}
+			for _, s := range res {
+				for _, m := range s.Messages {
+					last = m.ID
+					if m.Values["member"] == me {
+						continue
+					}
+					rows, _ := m.Values["rows"].(string)
+					if err := c.feed.AddEncoded([]byte(rows)); err != nil {
+						log.Warningf("feed: member %v: %v", m.Values["member"], err)
+					}
+				}
+			}
+		})
+	}
+}
