@@ -197,7 +197,7 @@ func loadControl(o *config.Options) (c *Control, option string, err error) {
 	lc := o.Config
 	lc.DB, lc.DBFiles, lc.Carriers = db, dbFiles(o), t.Carriers
 	if len(o.CarrierLists) > 0 {
-		lc.CarrierLists = &locate.CarrierListConfig{Paths: o.CarrierLists, MaxSize: o.MaxFileSize}
+		lc.CarrierLists = &locate.CarrierListConfig{Paths: o.CarrierLists, MaxSize: o.MaxFileSize, Outvote: o.CarrierListsOutvote}
 	}
 	loc, err := locate.New(lc)
 	if err != nil {

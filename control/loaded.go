@@ -8,6 +8,7 @@ import (
 
 	"github.com/gslbdns/gslb/canary"
 	"github.com/gslbdns/gslb/geo"
+	"github.com/gslbdns/gslb/geo/carrierlist"
 	"github.com/gslbdns/gslb/overrides"
 	"github.com/gslbdns/gslb/quality"
 	"github.com/gslbdns/gslb/table"
@@ -22,7 +23,7 @@ import (
 func (c *Control) loadedLine() string {
 	parts := []string{describeDB(c.locator.DB(), nil), describeTable("node table", c.table, "")}
 	if set := c.locator.CarrierLists(); set != nil {
-		parts = append(parts, "carrier_lists: "+count(len(set.Lists()), "list", "lists")+", "+count(set.Ranges(), "range", "ranges"))
+		parts = append(parts, describeLists(set))
 	}
 	if c.overrides != nil {
 		parts = append(parts, describeOverrides(c.opts.Overrides, c.overrides))
@@ -69,6 +70,13 @@ func describeTable(what string, t *table.Table, change string) string {
 		change = " (" + change + " changed)"
 	}
 	return fmt.Sprintf("%s %s%s: %s, %s", what, t.Path, change, count(len(t.Nodes), "node", "nodes"), count(len(t.Records), "record", "records"))
+}
+
+// describeLists counts the carrier lists, their ranges and the networks
+// several carriers list, which the databases decide.
+func describeLists(set *carrierlist.Set) string {
+	return "carrier_lists: " + count(len(set.Lists()), "list", "lists") + ", " + count(set.Ranges(), "range", "ranges") +
+		", " + count(set.Shared(), "network", "networks") + " in several carriers' lists (the databases decide there)"
 }
 
 func describeOverrides(path string, ov *overrides.Table) string {
