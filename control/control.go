@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -350,7 +351,19 @@ func (c *Control) newChecker(t *table.Table, current func(ch *health.Checker) bo
 			}
 		})
 	})
+	ch.Unprobed(unprobed(t))
 	return ch
+}
+
+// unprobed are t's nodes without a probe, with their table load.
+func unprobed(t *table.Table) map[string]float64 {
+	loads := make(map[string]float64, len(t.Nodes)-len(t.Probes))
+	for _, n := range t.Nodes {
+		if !slices.ContainsFunc(t.Probes, func(p health.Target) bool { return p.ID == n.ID }) {
+			loads[n.ID] = n.Load
+		}
+	}
+	return loads
 }
 
 // stableChecker is the stable table's checker.
@@ -490,6 +503,7 @@ func (c *Control) Start() error {
 		c.serving = true
 		recordDBInfo(c.locator.DB())
 		c.publish()
+		c.files.serve()
 		log.Info(c.loadedLine())
 		c.mu.Unlock()
 		releaseMemory()
@@ -551,6 +565,7 @@ func (c *Control) Stop() error {
 		close(c.stopCh)
 		c.startOnce.Do(func() { close(c.done) }) // never started: nothing to wait for
 		<-c.done
+		c.files.unserve() // the watch loop is done with it
 		c.mu.Lock()
 		ch, h := c.checker, c.admin
 		c.admin = nil
@@ -658,11 +673,12 @@ func (c *Control) Reload() {
 			if ce := (*locate.ConfigError)(nil); !errors.As(err, &ce) {
 				err = fmt.Errorf("%s: %w", dbOption(err), err) // a ConfigError names its option
 			}
-			c.files.fail(dbOption(err), err)
+			c.files.dbsFailed(reopened, dbOption(err), err)
 		} else {
 			db = c.locator.DB()
 			recordDBInfo(db)
 			c.files.watchDBs(c.locator.Files())
+			c.files.dbsLoaded()
 		}
 	}
 	if t == nil && ov == nil && qm == nil && db == nil && cn == nil {
@@ -726,7 +742,9 @@ func (c *Control) swap(t *table.Table, ov *overrides.Table, qm *quality.Matrix, 
 	defer c.mu.Unlock()
 	if t != nil {
 		change := t.Diff(c.table)
-		if change&table.ChangeProbes != 0 {
+		// A node without a probe exports its table load: a new checker
+		// exports the new ones (the pool keeps the probes and verdicts).
+		if change&table.ChangeProbes != 0 || change&table.ChangeNodes != 0 && !maps.Equal(unprobed(t), unprobed(c.table)) {
 			old = c.checker
 			c.checker = c.stableChecker(t)
 			fresh = c.checker
