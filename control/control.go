@@ -159,8 +159,8 @@ func (c *Control) SaltKept() bool { return c.salt.Kept() }
 // failed.
 func New(o *config.Options) (*Control, error) {
 	c, option, err := loadControl(o)
-	if err != nil && option == "" {
-		return nil, err // it names its line
+	if err != nil && (option == "" || o.Lines[option] == 0) {
+		return nil, err // it names its line, or its file came from a tool's flag
 	}
 	if err != nil {
 		return nil, fmt.Errorf("%s:%d - Error during setup: %w", o.File, o.Lines[option], err)
