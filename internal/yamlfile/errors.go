@@ -17,7 +17,8 @@ import (
 // block starts, and a tab one line early: the errors below name the line
 // where the problem is, the entry and the field, and what was wanted.
 
-var yamlLine = regexp.MustCompile(`^yaml: line \d+: `)
+// yamlLine is the parser's prefix of a located error.
+var yamlLine = regexp.MustCompile(`^yaml: line (\d+): `)
 
 // syntaxError is err, a parse error of data, at the first line whose
 // prefix of the file fails the same way, with a hint.
@@ -26,7 +27,7 @@ func syntaxError(data []byte, err error) error {
 	if msg == err.Error() {
 		return err // not a located parse error
 	}
-	line := firstBadLine(data, msg)
+	line := firstBadLine(data, msg, err)
 	if line == 0 {
 		return err
 	}
@@ -40,11 +41,18 @@ func syntaxError(data []byte, err error) error {
 	return fmt.Errorf("line %d: not valid YAML: %s", line, msg)
 }
 
+// searchBudget bounds the bytes firstBadLine parses, so that a mistake in
+// a large file costs a few parses at most: beyond it the parser's own line
+// stands.
+const searchBudget = 2 << 20
+
 // firstBadLine is the first line k such that the file's first k lines
-// fail to parse with msg, or 0. The failures grow with k (a prefix that
-// fails this way fails longer), so a binary search parses O(log n)
-// prefixes; an unclosed bracket fails otherwise and does not count.
-func firstBadLine(data []byte, msg string) int {
+// fail to parse with msg, or 0. A prefix that fails this way fails longer
+// too, and the parser names a line at most one before the mistake (the
+// start of its block, or the line before a tab): the search steps forward
+// from there in growing strides, then halves the last stride. An unclosed
+// bracket fails otherwise and does not count.
+func firstBadLine(data []byte, msg string, reported error) int {
 	var ends []int // the end of each line
 	for i, b := range data {
 		if b == '\n' {
@@ -54,20 +62,51 @@ func firstBadLine(data []byte, msg string) int {
 	if len(data) > 0 && data[len(data)-1] != '\n' {
 		ends = append(ends, len(data))
 	}
-	fails := func(k int) bool {
-		var n yaml.Node
-		err := yaml.NewDecoder(bytes.NewReader(data[:ends[k-1]])).Decode(&n)
-		return err != nil && yamlLine.ReplaceAllString(err.Error(), "") == msg
-	}
-	lo, hi := 1, len(ends)
-	if hi == 0 || !fails(hi) {
+	m := yamlLine.FindStringSubmatch(reported.Error())
+	if m == nil || len(ends) == 0 {
 		return 0
 	}
+	start, _ := strconv.Atoi(m[1])
+	start = min(max(start-1, 1), len(ends))
+	budget := searchBudget
+	fails := func(k int) (bool, bool) {
+		if budget -= ends[k-1]; budget < 0 {
+			return false, false
+		}
+		var n yaml.Node
+		err := yaml.NewDecoder(bytes.NewReader(data[:ends[k-1]])).Decode(&n)
+		return err != nil && yamlLine.ReplaceAllString(err.Error(), "") == msg, true
+	}
+	if bad, ok := fails(start); !ok || bad && start > 1 {
+		return 0 // the mistake is before where the parser says: keep its line
+	} else if bad {
+		return start
+	}
+	lo, hi := start+1, start // fails(lo-1) is false
+	for stride := 1; ; stride *= 2 {
+		hi = min(hi+stride, len(ends))
+		bad, ok := fails(hi)
+		if !ok {
+			return 0
+		}
+		if bad {
+			break
+		}
+		if hi == len(ends) {
+			return 0
+		}
+		lo = hi + 1
+	}
 	for lo < hi {
-		if m := (lo + hi) / 2; fails(m) {
-			hi = m
+		mid := (lo + hi) / 2
+		bad, ok := fails(mid)
+		if !ok {
+			return 0
+		}
+		if bad {
+			hi = mid
 		} else {
-			lo = m + 1
+			lo = mid + 1
 		}
 	}
 	return lo
