@@ -59,6 +59,17 @@ vet:
 # make test-plugincfg: build CoreDNS v1.15.0 from its source with gslb added
 # through plugin.cfg, offline from the module cache, and query the demo
 # (see test/plugincfg.sh). Not in make test: a cold build takes minutes.
+# make test-carrier-lists: load the whole china-operator-ip folder (its
+# ip-lists branch, as cloned) beside the repository through a real CoreDNS;
+# make test loads test/testdata/china-operator-ip, a few hundred of its lines.
+CARRIER_LISTS ?= ../shared/data/china-operator-ip
+.PHONY: test-carrier-lists
+test-carrier-lists:
+	@if [ ! -d "$(CARRIER_LISTS)" ]; then \
+		echo "$(CARRIER_LISTS) is missing: clone the ip-lists branch of china-operator-ip there, or set CARRIER_LISTS" >&2; exit 1; \
+	fi
+	$(GO) test -count=1 -run 'TestChinaOperatorIPFolder' ./test/ -args -carrier-lists "$(abspath $(CARRIER_LISTS))"
+
 .PHONY: test-plugincfg
 test-plugincfg:
 	test/plugincfg.sh

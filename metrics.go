@@ -164,8 +164,8 @@ var epoch = time.Now()
 func sinceEpoch() time.Duration { return time.Since(epoch) }
 
 // count counts one decided query: its ECS handling, the tier, the node,
-// the province match and, while a canary is configured, the policy's
-// series and the canary's sample for the rollback. now is sinceEpoch's.
+// the province match, the policy's series and, while a canary is
+// configured, the canary's sample for the rollback. now is sinceEpoch's.
 func (m *serverMetrics) count(out *decide.Outcome, now time.Duration) {
 	switch {
 	case out.FromECS:
@@ -193,9 +193,8 @@ func (m *serverMetrics) count(out *decide.Outcome, now time.Duration) {
 			m.cross.Inc()
 		}
 	}
-	if out.Canary == nil {
-		return
-	}
+	// Without a canary every decision is stable's: the dashboard's stable
+	// series then reads the whole traffic, not 0.
 	pm := &policyMetrics[0]
 	if out.InCanary {
 		pm = &policyMetrics[1]
@@ -207,6 +206,9 @@ func (m *serverMetrics) count(out *decide.Outcome, now time.Duration) {
 		} else {
 			pm.cross.Inc()
 		}
+	}
+	if out.Canary == nil {
+		return
 	}
 	out.Canary.Count(out.InCanary, out.Located, out.Same, out.Loc.Key, epoch.Add(now))
 }

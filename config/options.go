@@ -40,13 +40,16 @@ type Options struct {
 	GeoIP, ASN, IPDB string
 	IP2Region        [2]string // xdb files, one per family
 	CarrierLists     []string  // list files or directories
-	Nodes, Overrides string
-	Quality          string
-	QualityMaxAge    time.Duration
-	Cooldown         time.Duration
-	Lines            map[string]int // option -> Corefile line, so that errors found later name it
-	TTL              uint32
-	MinTTL           uint32 // ttl MAX MIN: answers that may change soon; 0: MAX
+	// CarrierListsOutvote: two databases that agree on a carrier keep it
+	// over a list's (carrier_lists_priority agreeing_databases).
+	CarrierListsOutvote bool
+	Nodes, Overrides    string
+	Quality             string
+	QualityMaxAge       time.Duration
+	Cooldown            time.Duration
+	Lines               map[string]int // option -> Corefile line, so that errors found later name it
+	TTL                 uint32
+	MinTTL              uint32 // ttl MAX MIN: answers that may change soon; 0: MAX
 	// SpreadPrefix4 and SpreadPrefix6: the finest unit the spread hashes
 	// a client on when its network is wider.
 	SpreadPrefix4, SpreadPrefix6 uint8

@@ -92,6 +92,21 @@ func Parse(c *caddyfile.Dispenser, keys []string, root string, seen Unique) (*Op
 				for _, a := range args {
 					o.CarrierLists = append(o.CarrierLists, path(a))
 				}
+			case "carrier_lists_priority":
+				if !c.NextArg() {
+					return nil, c.ArgErr()
+				}
+				switch c.Val() {
+				case "list":
+					o.CarrierListsOutvote = false
+				case "agreeing_databases":
+					o.CarrierListsOutvote = true
+				default:
+					return nil, c.Errf("carrier_lists_priority: %q is neither list nor agreeing_databases", c.Val())
+				}
+				if c.NextArg() {
+					return nil, c.ArgErr()
+				}
 			case "overrides":
 				if !c.NextArg() {
 					return nil, c.ArgErr()
@@ -349,6 +364,9 @@ func Parse(c *caddyfile.Dispenser, keys []string, root string, seen Unique) (*Op
 	}
 	if o.Feed != nil && o.Admin == nil {
 		return nil, c.Errf("feed at line %d: an admin block is required: POST /v1/feed is on its listener", o.Feed.Line)
+	}
+	if o.CarrierListsOutvote && len(o.CarrierLists) == 0 {
+		return nil, c.Errf("carrier_lists_priority at line %d: no carrier_lists to give it to", o.Lines["carrier_lists_priority"])
 	}
 	if o.Fleet != nil && o.Redis == nil {
 		return nil, c.Errf("fleet %s at line %d: a redis block is required: the fleet shares its state through it", o.Fleet.Name, o.Fleet.Line)

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -167,8 +168,8 @@ func (c *Control) SaltKept() bool { return c.salt.Kept() }
 // failed.
 func New(o *config.Options) (*Control, error) {
 	c, option, err := loadControl(o)
-	if err != nil && option == "" {
-		return nil, err // it names its line
+	if err != nil && (option == "" || o.Lines[option] == 0) {
+		return nil, err // it names its line, or its file came from a tool's flag
 	}
 	if err != nil {
 		return nil, fmt.Errorf("%s:%d - Error during setup: %w", o.File, o.Lines[option], err)
@@ -206,7 +207,7 @@ func loadControl(o *config.Options) (c *Control, option string, err error) {
 	lc := o.Config
 	lc.DB, lc.DBFiles, lc.Carriers = db, dbFiles(o), t.Carriers
 	if len(o.CarrierLists) > 0 {
-		lc.CarrierLists = &locate.CarrierListConfig{Paths: o.CarrierLists, MaxSize: o.MaxFileSize}
+		lc.CarrierLists = &locate.CarrierListConfig{Paths: o.CarrierLists, MaxSize: o.MaxFileSize, Outvote: o.CarrierListsOutvote}
 	}
 	loc, err := locate.New(lc)
 	if err != nil {
@@ -362,7 +363,19 @@ func (c *Control) newChecker(t *table.Table, current func(ch *health.Checker) bo
 			}
 		})
 	})
+	ch.Unprobed(unprobed(t))
 	return ch
+}
+
+// unprobed are t's nodes without a probe, with their table load.
+func unprobed(t *table.Table) map[string]float64 {
+	loads := make(map[string]float64, len(t.Nodes)-len(t.Probes))
+	for _, n := range t.Nodes {
+		if !slices.ContainsFunc(t.Probes, func(p health.Target) bool { return p.ID == n.ID }) {
+			loads[n.ID] = n.Load
+		}
+	}
+	return loads
 }
 
 // stableChecker is the stable table's checker.
@@ -519,6 +532,7 @@ func (c *Control) Start() error {
 		c.serving = true
 		recordDBInfo(c.locator.DB())
 		c.publish()
+		c.files.serve()
 		log.Info(c.loadedLine())
 		c.mu.Unlock()
 		releaseMemory()
@@ -580,6 +594,7 @@ func (c *Control) Stop() error {
 		close(c.stopCh)
 		c.startOnce.Do(func() { close(c.done) }) // never started: nothing to wait for
 		<-c.done
+		c.files.unserve() // the watch loop is done with it
 		c.mu.Lock()
 		ch, h := c.checker, c.admin
 		c.admin = nil
@@ -691,11 +706,12 @@ func (c *Control) Reload() {
 			if ce := (*locate.ConfigError)(nil); !errors.As(err, &ce) {
 				err = fmt.Errorf("%s: %w", dbOption(err), err) // a ConfigError names its option
 			}
-			c.files.fail(dbOption(err), err)
+			c.files.dbsFailed(reopened, dbOption(err), err)
 		} else {
 			db = c.locator.DB()
 			recordDBInfo(db)
 			c.files.watchDBs(c.locator.Files())
+			c.files.dbsLoaded()
 		}
 	}
 	if t == nil && ov == nil && qm == nil && db == nil && cn == nil {
@@ -759,7 +775,9 @@ func (c *Control) swap(t *table.Table, ov *overrides.Table, qm *quality.Matrix, 
 	defer c.mu.Unlock()
 	if t != nil {
 		change := t.Diff(c.table)
-		if change&table.ChangeProbes != 0 {
+		// A node without a probe exports its table load: a new checker
+		// exports the new ones (the pool keeps the probes and verdicts).
+		if change&table.ChangeProbes != 0 || change&table.ChangeNodes != 0 && !maps.Equal(unprobed(t), unprobed(c.table)) {
 			old = c.checker
 			c.checker = c.stableChecker(t)
 			fresh = c.checker

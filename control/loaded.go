@@ -9,6 +9,7 @@ import (
 	"github.com/gslbdns/gslb/admin"
 	"github.com/gslbdns/gslb/canary"
 	"github.com/gslbdns/gslb/geo"
+	"github.com/gslbdns/gslb/geo/carrierlist"
 	"github.com/gslbdns/gslb/locate"
 	"github.com/gslbdns/gslb/overrides"
 	"github.com/gslbdns/gslb/quality"
@@ -24,7 +25,7 @@ import (
 func (c *Control) loadedLine() string {
 	parts := []string{describeDB(c.locator.DB(), nil), describeTable("node table", c.table, "")}
 	if set := c.locator.CarrierLists(); set != nil {
-		parts = append(parts, "carrier_lists: "+count(len(set.Lists()), "list", "lists")+", "+count(set.Ranges(), "range", "ranges"))
+		parts = append(parts, describeLists(set))
 	}
 	if c.overrides != nil {
 		parts = append(parts, describeOverrides(c.opts.Overrides, c.overrides))
@@ -103,6 +104,13 @@ func describeRedis(r *locate.RedisConfig) string {
 		s += " (sentinels of " + r.MasterName + ")"
 	}
 	return s
+}
+
+// describeLists counts the carrier lists, their ranges and the networks
+// several carriers list, which the databases decide.
+func describeLists(set *carrierlist.Set) string {
+	return "carrier_lists: " + count(len(set.Lists()), "list", "lists") + ", " + count(set.Ranges(), "range", "ranges") +
+		", " + count(set.Shared(), "network", "networks") + " in several carriers' lists (the databases decide there)"
 }
 
 func describeOverrides(path string, ov *overrides.Table) string {

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/gslbdns/gslb/internal/yamlfile"
@@ -23,6 +24,12 @@ type watcher struct {
 	dbs     []string
 	lastErr map[string]string
 	limit   int64 // each text file's size limit
+	// bad are the files whose content on disk was rejected: the previous
+	// version serves.
+	bad map[string]bool
+	// served are the files whose file_ok series this instance holds,
+	// from Start to Stop.
+	served []string
 }
 
 type textState struct {
@@ -47,7 +54,8 @@ func stamp(path string) fileStamp {
 // and the databases.
 func newWatcher(texts map[string][32]byte, dbs []string, limit int64) *watcher {
 	w := &watcher{texts: map[string]*textState{}, stamps: map[string]fileStamp{},
-		pending: map[string]fileStamp{}, dbs: dbs, lastErr: map[string]string{}, limit: limit}
+		pending: map[string]fileStamp{}, dbs: dbs, lastErr: map[string]string{}, limit: limit,
+		bad: map[string]bool{}}
 	for p, h := range texts {
 		w.texts[p] = &textState{loaded: h}
 	}
@@ -67,7 +75,11 @@ func (w *watcher) textChanged(path string) []byte {
 	}
 	h := sha256.Sum256(data)
 	switch {
-	case h == st.loaded || h == st.rejected:
+	case h == st.loaded:
+		st.pending = [32]byte{}
+		w.good(path) // the serving version is back on disk
+		return nil
+	case h == st.rejected:
 		st.pending = [32]byte{}
 		return nil
 	case h != st.pending:
@@ -84,6 +96,7 @@ func (w *watcher) loaded(path string) {
 		st.loaded = st.candidate
 	}
 	delete(w.lastErr, path)
+	w.good(path)
 }
 
 // rejected records that path's content from textChanged failed.
@@ -140,10 +153,77 @@ func (w *watcher) watchDBs(dbs []string) {
 		}
 	}
 	w.dbs = dbs
+	if w.served != nil {
+		old := w.served
+		w.serve()
+		releaseFiles(old)
+	}
+}
+
+// dbsFailed records that the databases in paths were rejected.
+func (w *watcher) dbsFailed(paths []string, option string, err error) {
+	for _, p := range paths {
+		w.markBad(p)
+	}
+	w.fail(option, err)
+}
+
+// dbsLoaded records that the watched databases are the ones serving.
+func (w *watcher) dbsLoaded() {
+	for _, p := range w.dbs {
+		w.good(p)
+	}
+}
+
+// markBad records that path on disk is not the version serving.
+func (w *watcher) markBad(path string) {
+	w.bad[path] = true
+	if slices.Contains(w.served, path) {
+		fileOK.WithLabelValues(path).Set(0)
+	}
+}
+
+// good records that path on disk is the version serving, and says so
+// when it was rejected before: the operator's all-clear.
+func (w *watcher) good(path string) {
+	if !w.bad[path] {
+		return
+	}
+	delete(w.bad, path)
+	delete(w.lastErr, path)
+	if slices.Contains(w.served, path) {
+		fileOK.WithLabelValues(path).Set(1)
+	}
+	log.Infof("In service again: %s, the file on disk is the one serving", path)
+}
+
+// files are the watched files: the text files and the databases.
+func (w *watcher) files() []string {
+	files := slices.Clone(w.dbs)
+	for p := range w.texts {
+		files = append(files, p)
+	}
+	slices.Sort(files)
+	return slices.Compact(files)
+}
+
+// serve exports file_ok for the watched files while the instance serves.
+func (w *watcher) serve() {
+	w.served = w.files()
+	acquireFiles(w.served, w.bad)
+}
+
+// unserve drops this instance's hold on the file_ok series.
+func (w *watcher) unserve() {
+	releaseFiles(w.served)
+	w.served = nil
 }
 
 // fail counts a rejected reload and logs it once per distinct message.
 func (w *watcher) fail(path string, err error) {
+	if _, text := w.texts[path]; text {
+		w.markBad(path)
+	}
 	reloads.WithLabelValues("error").Inc()
 	if msg := err.Error(); w.lastErr[path] != msg {
 		w.lastErr[path] = msg

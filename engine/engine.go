@@ -159,15 +159,20 @@ func Check(cfg Config) (warnings []string, err error) {
 	return warnings, nil
 }
 
+// apply puts the files the flags name in place of the block's. An error
+// in one of them then names the file, not a Corefile line.
 func (cfg *Config) apply(o *config.Options) {
 	if cfg.Nodes != "" {
 		o.Nodes = cfg.Nodes
+		delete(o.Lines, "nodes")
 	}
 	if cfg.IPDB != "" {
 		o.IPDB = cfg.IPDB
+		delete(o.Lines, "ipdb")
 	}
 	if cfg.Overrides != "" {
 		o.Overrides = cfg.Overrides
+		delete(o.Lines, "overrides")
 	}
 }
 

@@ -5,7 +5,9 @@ package health
 
 import (
 	"crypto/x509"
+	"maps"
 	"net/netip"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -47,10 +49,13 @@ type Checker struct {
 	snap  atomic.Pointer[Snapshot]
 	ready atomic.Bool
 
-	mu      sync.Mutex // guards probes, started, stopped
+	mu      sync.Mutex // guards probes, unprobed, started, stopped
 	probes  []*probe
 	started bool
 	stopped bool
+	// unprobed are the nodes without a probe and their table load: they
+	// are up, and their series say so while the Checker runs.
+	unprobed map[string]float64
 
 	notify sync.Mutex // one onChange at a time, in snapshot order
 }
@@ -118,6 +123,12 @@ func (c *Checker) Start() {
 	for _, t := range c.targets {
 		c.probes = append(c.probes, c.pool.acquire(t, c))
 	}
+	ids := slices.Collect(maps.Keys(c.unprobed))
+	acquireNodes(ids)
+	for id, load := range c.unprobed {
+		nodeUp.WithLabelValues(id).Set(1)
+		nodeLoad.WithLabelValues(id).Set(load)
+	}
 	c.mu.Unlock()
 	c.notify.Lock()
 	c.refresh()
@@ -135,8 +146,21 @@ func (c *Checker) Stop() {
 	c.stopped = true
 	probes := c.probes
 	c.probes = nil
+	var ids []string
+	if c.started {
+		ids = slices.Collect(maps.Keys(c.unprobed))
+	}
 	c.mu.Unlock()
 	c.pool.release(probes, c)
+	releaseNodes(ids)
+}
+
+// Unprobed names the nodes without a probe, with their table load, for
+// node_up (1) and node_load while the Checker runs. Call it before Start.
+func (c *Checker) Unprobed(loads map[string]float64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.unprobed = loads
 }
 
 // Snapshot returns the latest published Snapshot; never nil.

@@ -15,6 +15,10 @@ type CarrierListConfig struct {
 	Paths   []string         // files, or directories of *.txt lists
 	MaxSize int64            // each file's size limit; 0 = carrierlist.DefaultMaxSize
 	Set     *carrierlist.Set // the lists already read from Paths; nil: New reads them
+	// Outvote lets two databases that agree on another carrier (MaxMind's
+	// ASN database and the Chinese one that placed the address in China)
+	// keep theirs over a list's (carrier_lists_priority agreeing_databases).
+	Outvote bool
 }
 
 // carrierLists is the link before the databases. It is never final: it
@@ -40,6 +44,9 @@ type listHit struct {
 	bits    uint8  // the block the answer holds for
 	carrier string // the list's carrier, before the carrier table
 	source  geo.Source
+	// outvoted: two databases agree on another carrier, and Outvote lets
+	// them keep it.
+	outvoted bool
 }
 
 func newCarrierLists(l *Locator, cfg CarrierListConfig) (*carrierLists, error) {
@@ -114,7 +121,7 @@ func applyList(q *Query, carriers *geo.Carriers) {
 		return
 	}
 	q.Loc.Bits = max(q.Loc.Bits, h.bits)
-	if h.found {
+	if h.found && !h.outvoted {
 		q.Loc.ISP = carriers.Carrier(0, h.carrier)
 		q.Loc.Source = h.source
 		// The databases measured another place: cut to spread_prefix.

@@ -26,6 +26,9 @@ func (d *databases) Locate(_ context.Context, q *Query) bool {
 		}
 		if other.OK {
 			d.compare(&q.Loc, &other)
+			if q.list.found && d.l.lists.cfg.Outvote {
+				d.vote(q, &other)
+			}
 		}
 	}
 	if q.Loc.Province != "" {
@@ -84,6 +87,18 @@ func (d *databases) compare(at *geo.Location, other *geo.Other) {
 	if mm := c.Carrier(other.ASN, other.ISP); loc.ISP != "" && mm != "" && loc.ISP != mm {
 		disagreeCarrier.Inc()
 	}
+}
+
+// vote marks the list's carrier outvoted when MaxMind and the Chinese
+// database that decided agree on another one.
+//
+//go:noinline
+func (d *databases) vote(q *Query, other *geo.Other) {
+	c := d.l.carriers.Load()
+	loc := q.Loc
+	c.Apply(&loc)
+	mm := c.Carrier(other.ASN, other.ISP)
+	q.list.outvoted = mm != "" && loc.ISP == mm && mm != c.Carrier(0, q.list.carrier)
 }
 
 // Files are the database files, for the reload path to watch.

@@ -248,6 +248,9 @@ func (l *Locator) retag() {
 	t ^= l.carriers.Load().Digest() * 0x9E3779B97F4A7C15
 	if l.lists != nil {
 		t ^= l.lists.sets.Load().set.Digest() * 0xC2B2AE3D27D4EB4F
+		if l.lists.cfg.Outvote { // the same lists answer otherwise
+			t ^= 0x165667B19E3779F9
+		}
 	}
 	l.tag.Store(t)
 }

@@ -50,7 +50,7 @@ func TestParseTableErrors(t *testing.T) {
 		{"https hint", "nodes:\n" + node + rec + "    https: {ipv4hint: [192.0.2.1]}\n", "field https: ipv4hint: the hints are the answer's addresses"},
 		{"https bad key", "nodes:\n" + node + rec + "    https: {colour: red}\n", "field https:"},
 		{"https bad port", "nodes:\n" + node + rec + "    https: {port: http}\n", "field https:"},
-		{"not yaml", "nodes: [", "yaml"},
+		{"not yaml", "nodes: [", "line 1: not valid YAML"},
 		{"empty", "", "empty file"},
 	}
 	for _, tc := range tests {

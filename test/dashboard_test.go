@@ -50,6 +50,7 @@ func TestDashboard(t *testing.T) {
 		t.Fatalf("Expected the plugin's metrics to be registered, got %v", registered)
 	}
 	metric := regexp.MustCompile(`coredns_gslb_[a-z0-9_]+`)
+	constDivisor := regexp.MustCompile(` / [0-9.]+$`) // a unit, never 0
 	var titles []string
 	used := 0
 	for _, p := range d.Panels {
@@ -61,6 +62,11 @@ func TestDashboard(t *testing.T) {
 			t.Errorf("Panel %q has no query", p.Title)
 		}
 		for _, tg := range p.Targets {
+			// A ratio over no traffic is NaN: its denominator keeps only
+			// series above 0, so that an idle one shows no point.
+			if strings.Contains(tg.Expr, " / ") && !strings.HasSuffix(tg.Expr, " > 0)") && !constDivisor.MatchString(tg.Expr) {
+				t.Errorf("Panel %q: the ratio %q does not filter its denominator with > 0", p.Title, tg.Expr)
+			}
 			for _, sel := range selector.FindAllString(tg.Expr, -1) {
 				if !strings.Contains(sel, `instance=~"$instance"`) {
 					t.Errorf("Panel %q: %s is not scoped to the instance variable", p.Title, sel)
@@ -86,7 +92,7 @@ func TestDashboard(t *testing.T) {
 	}
 	for _, want := range []string{"Cross-province ratio", "TTFB p50 by province × carrier", "Tier mix", "Geo database age", "Online geo API",
 		"Redis errors", "Nodes up and load", "Fail-open decisions", "Decision duration p99", "Policy: canary vs stable",
-		"Fleet: members and sync", "Fleet: changes and verdicts by vantage"} {
+		"Fleet: members and sync", "Fleet: changes and verdicts by vantage", "Files on disk serving"} {
 		if !slices.Contains(titles, want) {
 			t.Errorf("Expected a panel %q, got %q", want, titles)
 		}

@@ -41,6 +41,8 @@ Compares the block's location sources (MaxMind, .ipdb, ip2region, carrier
 lists) over the addresses and prefixes of INPUT (one a line; a prefix is
 split into /24s, IPv6 /48s; "-" is stdin), or over -sample N /24s of the
 carrier lists.`)
+		help(stderr, "0 audited; 1 an error (the Corefile, a file of the block, or an INPUT); 2 bad usage",
+			"gslb audit -conf Corefile -sample 200000")
 		fs.PrintDefaults()
 	}
 	if ok, st := parse(fs, args, stderr); !ok {
@@ -67,6 +69,9 @@ carrier lists.`)
 		if err := writeOverrides(*overridesOut, r.Overrides); err != nil {
 			return fail(stderr, err)
 		}
+	}
+	if len(r.Sources) < 2 {
+		fmt.Fprintln(stderr, "gslb audit: "+oneSource(r.Sources))
 	}
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
@@ -102,6 +107,13 @@ func pct(n, of int) string {
 		return "-"
 	}
 	return fmt.Sprintf("%.1f%%", 100*float64(n)/float64(of))
+}
+
+// oneSource says why a block with one location source has nothing to
+// compare.
+func oneSource(sources []string) string {
+	return fmt.Sprintf("nothing to compare: the block has one location source (%s); audit compares geoip (with asn), ipdb, ip2region and carrier_lists with each other: give the block two or more",
+		strings.Join(sources, ", "))
 }
 
 func auditReport(w io.Writer, r *engine.AuditReport, overridesOut string) {

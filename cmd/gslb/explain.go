@@ -23,6 +23,8 @@ func explain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	asJSON := fs.Bool("json", false, "print JSON")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: gslb explain [flags] ADDRESS[/PREFIX] [NAME] [TYPE]\n\nNAME defaults to the node table's first record, TYPE (A, AAAA or HTTPS) to A.")
+		help(stderr, "0 explained; 1 an error (the Corefile, a file of the block, or ADDRESS); 2 bad usage",
+			"gslb explain -conf Corefile.example 202.101.172.0/24 www.example.org A")
 		fs.PrintDefaults()
 	}
 	if ok, st := parse(fs, args, stderr); !ok {

@@ -143,6 +143,12 @@ func version(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	return exitOK
 }
 
+// help ends a command's usage, before its flags: its exit statuses and
+// an example.
+func help(w io.Writer, exits, example string) {
+	fmt.Fprintf(w, "\nExit status: %s.\n\nExample:\n  %s\n\nFlags:\n", exits, example)
+}
+
 func fail(stderr io.Writer, err error) int {
 	fmt.Fprintf(stderr, "gslb: %v\n", err)
 	return exitError
@@ -154,6 +160,8 @@ func check(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	c.register(fs, false)
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: gslb check [flags]\n\nLoads the gslb block, its node table and its databases as a reload would.")
+		help(stderr, "0 the server would start (warnings on stderr); 1 it would not, with its error; 2 bad usage",
+			"gslb check -conf Corefile")
 		fs.PrintDefaults()
 	}
 	if ok, st := parse(fs, args, stderr); !ok {

@@ -186,6 +186,8 @@ func replay(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 INPUT is a text file (ADDRESS[/PREFIX] [COUNT] a line), a CoreDNS log file
 written with the README's log format (client=...), or a dnstap file; the
 format is detected.`)
+		help(stderr, "0 replayed; 1 an error, or no query was decided; 2 bad usage; 3 the cross-province ratio is above -max-cross",
+			"gslb replay -conf Corefile.example -max-cross 0.2 clients.txt")
 		fs.PrintDefaults()
 	}
 	if ok, st := parse(fs, args, stderr); !ok {
@@ -399,11 +401,11 @@ func cmpSubnet(a, b string) int {
 
 func replayReport(w io.Writer, r *replayResult, nodes, baseline string) {
 	s := r.stats
-	fmt.Fprintf(w, "Queries               %d", s.Queries)
-	if r.Skipped > 0 {
-		fmt.Fprintf(w, " (%d malformed lines or frames skipped)", r.Skipped)
-	}
-	fmt.Fprintln(w)
+	fmt.Fprintf(w, "Queries               %d\n", s.Queries)
+	fmt.Fprintf(w, "Skipped               %d malformed lines or frames\n", r.Skipped)
+	ig := r.Ignored
+	fmt.Fprintf(w, "Ignored               %d (%d for other names, %d of other types, %d other log lines, %d dnstap frames without the query)\n",
+		ig.OtherNames+ig.OtherTypes+ig.OtherLines+ig.NoQuery, ig.OtherNames, ig.OtherTypes, ig.OtherLines, ig.NoQuery)
 	if s.NoData > 0 {
 		fmt.Fprintf(w, "NODATA                %d (no node of the record has an address of the type)\n", s.NoData)
 	}

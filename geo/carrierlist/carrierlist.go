@@ -1,8 +1,9 @@
 // Package carrierlist reads carrier CIDR lists built from BGP (the
 // china-operator-ip style: one CIDR a line, IPv4 and IPv6, '#' comments),
 // whose file names say the carrier, into an immutable structure of sorted
-// disjoint ranges: the longest prefix wins across lists, and a lookup is a
-// binary search that allocates nothing.
+// disjoint ranges: the longest prefix wins across lists, a network that
+// several carriers list has no list answer, and a lookup is a binary search
+// that allocates nothing.
 package carrierlist
 
 import (
@@ -43,8 +44,19 @@ var carrierOf = map[string]string{
 }
 
 // notCarriers are names of lists that say no carrier: china-operator-ip's
-// list of all of China. A directory's are skipped, a named one refused.
-var notCarriers = map[string]bool{"china": true}
+// lists of all of China. A directory's are skipped, a named one refused.
+var notCarriers = map[string]bool{"china": true, "china6": true, "china46": true}
+
+// unionOf is the list names a china-operator-ip NAME46 list is the union
+// of: a directory that holds one of them skips it, as it would count every
+// network twice.
+func unionOf(name string) []string {
+	base, ok := strings.CutSuffix(name, "46")
+	if !ok || base == "" {
+		return nil
+	}
+	return []string{base, base + "6"}
+}
 
 // NameOf is a list's name from its path: the base name without the
 // extension, lower-cased.
@@ -54,16 +66,18 @@ func NameOf(path string) string {
 }
 
 // CarrierOf is the carrier a list's name says: china-operator-ip's IPv6
-// lists (chinanet6) are their IPv4 lists' carrier; a name the table does
-// not know is its own carrier.
+// and both-family lists (chinanet6, chinanet46) are their IPv4 lists'
+// carrier; a name the table does not know is its own carrier.
 func CarrierOf(name string) string {
 	name = strings.ToLower(name)
 	if c, ok := carrierOf[name]; ok {
 		return c
 	}
-	if base, ok := strings.CutSuffix(name, "6"); ok {
-		if c, ok := carrierOf[base]; ok {
-			return c
+	for _, suffix := range []string{"46", "6"} {
+		if base, ok := strings.CutSuffix(name, suffix); ok {
+			if c, ok := carrierOf[base]; ok {
+				return c
+			}
 		}
 	}
 	return name
@@ -125,10 +139,13 @@ func Parse(name string, b []byte) ([]Prefix, error) {
 	return out, nil
 }
 
-// Load reads the lists paths name; a directory stands for its *.txt files
-// (but china.txt, the list of all of China). A file over maxSize bytes
-// (DefaultMaxSize when <= 0) is refused before it is read. The same prefix
-// in lists of two carriers is an error naming both.
+// Load reads the lists paths name. A directory stands for its *.txt
+// files, but the lists of all of China (china.txt, china6.txt,
+// china46.txt) and a NAME46.txt beside NAME.txt or NAME6.txt (their
+// union); other files (stat, index.html, LICENSE) are not lists. A file
+// over maxSize bytes (DefaultMaxSize when <= 0) is refused before it is
+// read. A prefix in the lists of several carriers has no list answer (see
+// Build).
 func Load(paths []string, maxSize int64) (*Set, error) {
 	var files []string
 	for _, p := range paths {
@@ -147,10 +164,17 @@ func Load(paths []string, maxSize int64) (*Set, error) {
 		if err != nil {
 			return nil, fmt.Errorf("carrierlist: %w", err)
 		}
+		present := map[string]bool{}
+		for _, e := range ents {
+			if filepath.Ext(e.Name()) == ".txt" {
+				present[NameOf(e.Name())] = true
+			}
+		}
 		n := 0
 		for _, e := range ents { // sorted by name
 			name := e.Name()
-			if strings.HasPrefix(name, ".") || filepath.Ext(name) != ".txt" || notCarriers[NameOf(name)] {
+			if strings.HasPrefix(name, ".") || filepath.Ext(name) != ".txt" || notCarriers[NameOf(name)] ||
+				slices.ContainsFunc(unionOf(NameOf(name)), func(n string) bool { return present[n] }) {
 				continue
 			}
 			if fi, err := os.Stat(filepath.Join(p, name)); err != nil || !fi.Mode().IsRegular() {
@@ -231,7 +255,12 @@ type Set struct {
 	lists  []List
 	t4, t6 table // IPv6 prefixes never hold IPv4 addresses
 	digest uint64
+	shared int // prefixes in the lists of several carriers
 }
+
+// sharedList marks a range of a prefix that several carriers list: a
+// multi-homed network the lists cannot place in one carrier.
+const sharedList = ^uint16(0)
 
 // table is one family's disjoint ranges, sorted.
 type table struct {
@@ -241,7 +270,9 @@ type table struct {
 
 var digestSeed = maphash.MakeSeed()
 
-// Build makes a Set of lists; the longest prefix wins.
+// Build makes a Set of lists; the longest prefix wins. A prefix in the
+// lists of several carriers (a multi-homed network) is no carrier's: a
+// lookup there finds no list, and the databases decide.
 func Build(lists []Source) (*Set, error) {
 	if len(lists) > MaxLists {
 		return nil, fmt.Errorf("carrierlist: %d lists, at most %d", len(lists), MaxLists)
@@ -276,14 +307,15 @@ func Build(lists []Source) (*Set, error) {
 		}
 		return cmp.Compare(a.bits, b.bits)
 	})
-	// Drop repeats within a list; refuse one prefix in two carriers' lists.
+	// Drop repeats within a carrier's lists; a prefix in two carriers'
+	// lists is no carrier's.
 	uniq := items[:0]
 	for _, it := range items {
 		if n := len(uniq); n > 0 && uniq[n-1].lo == it.lo && uniq[n-1].bits == it.bits {
-			prev := uniq[n-1]
-			if lists[prev.list].Carrier != lists[it.list].Carrier {
-				return nil, fmt.Errorf("carrierlist: %s:%d and %s:%d: the same network in the lists of %s and %s",
-					lists[prev.list].Path, prev.line, lists[it.list].Path, it.line, lists[prev.list].Carrier, lists[it.list].Carrier)
+			prev := &uniq[n-1]
+			if prev.list != int(sharedList) && lists[prev.list].Carrier != lists[it.list].Carrier {
+				prev.list = int(sharedList)
+				s.shared++
 			}
 			continue
 		}
@@ -356,8 +388,9 @@ func sweep(s *table, items []item) {
 
 // Lookup finds the list whose longest prefix holds addr. bits, in addr's
 // own family, is the length of the largest block around addr that only
-// that list holds, or, when no list holds addr, that no list holds: the
-// answer holds for that block. It allocates nothing.
+// that list holds, or, when no list holds addr (or the longest prefix is
+// in several carriers' lists), where that holds: the answer holds for that
+// block. It allocates nothing.
 func (s *Set) Lookup(addr netip.Addr) (list int, bits int, ok bool) {
 	if s == nil || !addr.IsValid() {
 		return 0, 0, false
@@ -382,6 +415,9 @@ func (s *Set) Lookup(addr netip.Addr) (list int, bits int, ok bool) {
 	var lo, hi u128
 	if i < len(t.lo) && !a.less(t.lo[i]) {
 		lo, hi, list, ok = t.lo[i], t.hi[i], int(t.list[i]), true
+		if t.list[i] == sharedList {
+			list, ok = 0, false
+		}
 	} else {
 		// The gap between range i-1 and range i.
 		lo, hi = u128{}, maxU128
@@ -437,6 +473,15 @@ func (s *Set) Ranges() int {
 		return 0
 	}
 	return len(s.t4.lo) + len(s.t6.lo)
+}
+
+// Shared is the number of prefixes in the lists of several carriers,
+// which have no list answer.
+func (s *Set) Shared() int {
+	if s == nil {
+		return 0
+	}
+	return s.shared
 }
 
 // Digest identifies the set's content: two sets with the same digest

@@ -181,7 +181,7 @@ func TestCarrierOf(t *testing.T) {
 	for name, want := range map[string]string{
 		"chinanet": "telecom", "chinanet6": "telecom", "unicom": "unicom", "unicom6": "unicom",
 		"cmcc": "mobile", "crtc": "mobile", "cernet6": "edu", "cstnet": "cstnet", "drpeng": "drpeng",
-		"googlecn": "googlecn", "hkbn": "hkbn", "CMCC": "mobile",
+		"googlecn": "googlecn", "hkbn": "hkbn", "CMCC": "mobile", "chinanet46": "telecom", "cmcc46": "mobile",
 	} {
 		if got := carrierlist.CarrierOf(name); got != want {
 			t.Errorf("CarrierOf(%q) = %q, want %q", name, got, want)
@@ -199,7 +199,6 @@ func TestErrors(t *testing.T) {
 		{map[string]string{"unicom.txt": "# c\n1.2.3.4/24\n"}, "unicom.txt:2: 1.2.3.4/24 has host bits set (did you mean 1.2.3.0/24?)"},
 		{map[string]string{"unicom.txt": "1.2.3.4\n"}, `unicom.txt:1: "1.2.3.4" is not a CIDR`},
 		{map[string]string{"unicom.txt": strings.Repeat("1", 5000) + "\n"}, "unicom.txt:1: line longer"},
-		{map[string]string{"chinanet.txt": "1.0.0.0/24\n", "unicom.txt": "\n1.0.0.0/24\n"}, "chinanet.txt:1 and "},
 		{map[string]string{"README.md": "x"}, "has no carrier list"},
 	}
 	for _, tc := range tests {
@@ -251,5 +250,84 @@ func TestLookupAllocs(t *testing.T) {
 	a4, a6 := netip.MustParseAddr("202.96.64.1"), netip.MustParseAddr("240e:1::1")
 	if n := testing.AllocsPerRun(100, func() { s.Lookup(a4); s.Lookup(a6) }); n != 0 {
 		t.Errorf("Lookup allocates %v times", n)
+	}
+}
+
+// TestShared: a prefix in the lists of several carriers has no list
+// answer, longer prefixes inside it still do, and the same prefix in one
+// carrier's two lists is one carrier's.
+func TestShared(t *testing.T) {
+	s := load(t, map[string]string{
+		"cmcc.txt":      "1.119.178.0/23\n36.128.0.0/10\n",
+		"unicom.txt":    "1.119.178.0/23\n1.119.179.0/24\n",
+		"chinanet.txt":  "1.119.178.0/23\n1.80.0.0/13\n",
+		"chinanet6.txt": "240e::/20\n2001:c68::/32\n",
+		"crtc.txt":      "36.128.0.0/10\n", // China Mobile's too: one carrier
+		"unicom6.txt":   "2001:c68::/32\n",
+	})
+	if got := s.Shared(); got != 2 {
+		t.Errorf("Shared() = %d, want 2 (1.119.178.0/23, 2001:c68::/32)", got)
+	}
+	tests := []struct {
+		addr, name string // "" = no list answer
+		bits       int
+	}{
+		{"1.119.178.1", "", 24},
+		{"1.119.179.1", "unicom", 24},
+		{"2001:c68::1", "", 32},
+		{"240e::1", "chinanet6", 20},
+		{"36.128.0.1", "cmcc", 10},
+		{"1.80.0.1", "chinanet", 13},
+	}
+	for _, tc := range tests {
+		i, bits, ok := s.Lookup(netip.MustParseAddr(tc.addr))
+		got := ""
+		if ok {
+			got = s.List(i).Name
+		}
+		if got != tc.name || bits != tc.bits {
+			t.Errorf("Lookup(%s) = %q /%d, want %q /%d", tc.addr, got, bits, tc.name, tc.bits)
+		}
+	}
+}
+
+// TestChinaOperatorIPLayout: the project's fixture, real lines in the
+// layout of china-operator-ip's ip-lists branch, loads: NAME.txt and
+// NAME6.txt are read, NAME46.txt (their union) and china*.txt (all of
+// China) are skipped, stat, index.html and LICENSE are not lists.
+func TestChinaOperatorIPLayout(t *testing.T) {
+	dir := filepath.Join("..", "..", "test", "testdata", "china-operator-ip")
+	s, err := carrierlist.Load([]string{dir}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, l := range s.Lists() {
+		names = append(names, l.Name)
+	}
+	want := "cernet cernet6 chinanet chinanet6 cmcc cmcc6 cstnet cstnet6 drpeng drpeng6 googlecn googlecn6 unicom unicom6"
+	if got := strings.Join(names, " "); got != want {
+		t.Errorf("Lists %s, want %s", got, want)
+	}
+	if got := s.Shared(); got != 16 {
+		t.Errorf("Shared() = %d, want 16 (12 IPv4, 4 IPv6)", got)
+	}
+	if _, _, ok := s.Lookup(netip.MustParseAddr("1.119.178.10")); ok {
+		t.Errorf("1.119.178.0/23, in cmcc.txt and unicom.txt, has a list answer")
+	}
+	// A NAME46 list named alone is read, as its carrier's.
+	one, err := carrierlist.Load([]string{filepath.Join(dir, "unicom46.txt")}, 0)
+	if err != nil || one.List(0).Carrier != "unicom" {
+		t.Errorf("Load(unicom46.txt) = %v, %+v", err, one.Lists())
+	}
+	for _, name := range []string{"china6.txt", "china46.txt"} {
+		if _, err := carrierlist.Load([]string{filepath.Join(dir, name)}, 0); err == nil || !strings.Contains(err.Error(), "not a carrier") {
+			t.Errorf("Load(%s) = %v, want not a carrier", name, err)
+		}
+	}
+	// Without NAME.txt and NAME6.txt beside it, NAME46.txt is the list.
+	alone := writeFiles(t, map[string]string{"cmcc46.txt": "36.128.0.0/10\n2409:8000::/20\n"})
+	if s, err := carrierlist.Load([]string{alone}, 0); err != nil || len(s.Lists()) != 1 || s.List(0).Carrier != "mobile" {
+		t.Errorf("Load of a lone cmcc46.txt: %v, %+v", err, s.Lists())
 	}
 }

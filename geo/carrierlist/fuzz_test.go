@@ -34,7 +34,7 @@ func FuzzParse(f *testing.F) {
 			{List: carrierlist.List{Name: "chinanet", Carrier: "telecom"}, Prefixes: c},
 		})
 		if err != nil {
-			return // the same network in both
+			t.Fatal(err)
 		}
 		for _, p := range ps {
 			for _, addr := range []netip.Addr{p.Prefix.Addr(), p.Prefix.Addr().Prev(), lastOf(p.Prefix), lastOf(p.Prefix).Next()} {
@@ -44,8 +44,13 @@ func FuzzParse(f *testing.F) {
 				scan := func(addr netip.Addr) string {
 					want, bits := "", -1
 					for i, q := range ps {
-						if q.Prefix.Contains(addr) && q.Prefix.Bits() > bits {
-							want, bits = []string{"unicom", "chinanet"}[i%2], q.Prefix.Bits()
+						name := []string{"unicom", "chinanet"}[i%2]
+						switch {
+						case !q.Prefix.Contains(addr) || q.Prefix.Bits() < bits:
+						case q.Prefix.Bits() == bits && want != name:
+							want = "" // in both lists: no list answer
+						case q.Prefix.Bits() > bits:
+							want, bits = name, q.Prefix.Bits()
 						}
 					}
 					return want

@@ -83,7 +83,7 @@ func Decode(data []byte, v any) (Lines, error) {
 		if errors.Is(err, io.EOF) {
 			return nil, ErrEmpty
 		}
-		return nil, err
+		return nil, syntaxError(data, err)
 	}
 	// A second document would be ignored: refuse it, or an entry an
 	// operator added after a "---" would silently not apply.
@@ -91,7 +91,7 @@ func Decode(data []byte, v any) (Lines, error) {
 	switch err := dec.Decode(&more); {
 	case errors.Is(err, io.EOF):
 	case err != nil:
-		return nil, err
+		return nil, syntaxError(data, err)
 	default:
 		if len(more.Content) == 1 && more.Content[0].Tag == "!!null" && more.Content[0].Value == "" {
 			break // a trailing "---" alone
@@ -109,11 +109,7 @@ func Decode(data []byte, v any) (Lines, error) {
 		return nil, err
 	}
 	if err := doc.Decode(v); err != nil {
-		var te *yaml.TypeError
-		if errors.As(err, &te) && len(te.Errors) > 0 {
-			return nil, errors.New(te.Errors[0])
-		}
-		return nil, err
+		return nil, decodeError(doc, v, err)
 	}
 	lines := Lines{}
 	if doc.Kind == yaml.MappingNode {

@@ -48,9 +48,9 @@ func TestDecodeErrors(t *testing.T) {
 		{"items:\n  - name: a\n  - name: b\n    inner: {a: 1, b: 2}\n", `line 4: items[1].inner: unknown key "b"`},
 		{"items:\n  - name: a\n    tags: {x: y}\n    colour: red\n", `line 4: items[0]: unknown key "colour"`},
 		{"other: x\nextra: 1\n", `line 2: unknown key "extra"`},
-		{"items: [{name: [1]}]\n", "line 1: cannot unmarshal"},
+		{"items: [{name: [1]}]\n", "line 1: items[0]: field name: want a single value, got a list"},
 		{"items: [{when: soon}]\n", `line 1: "soon" is not a time`},
-		{"items: [\n", "yaml:"},
+		{"items: [\n", "line 1: not valid YAML: did not find expected node content"},
 	}
 	for _, tc := range tests {
 		var d doc
