@@ -577,6 +577,9 @@ func (c *Control) Stop() error {
 		}
 		c.leaveFleet()
 		c.locator.Close()
+		if c.feed != nil {
+			c.feed.Close()
+		}
 	})
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/netip"
+	"strings"
 	"time"
 
 	"github.com/gslbdns/gslb/admin"
@@ -33,7 +34,12 @@ func (c *Control) loadFeed() error {
 		}
 		s.Token = tok
 	}
-	c.feed = feed.New(fc, c.place, o.Params.MaxErrorRate, nil)
+	// A Corefile reload keeps the cells of the same zones and listener.
+	id := strings.Join(c.zones, " ")
+	if o.Admin != nil {
+		id += " " + o.Admin.Addr
+	}
+	c.feed = feed.Open(id, fc, c.place, o.Params.MaxErrorRate)
 	c.feed.SetTable(c.table)
 	return nil
 }

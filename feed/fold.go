@@ -99,6 +99,13 @@ func NewFold(cfg FoldConfig) *Fold {
 	return &Fold{cfg: cfg, cells: map[Key]*acc{}}
 }
 
+// setConfig retunes the fold: a reloaded Corefile's feed block.
+func (f *Fold) setConfig(cfg FoldConfig) {
+	f.mu.Lock()
+	f.cfg = cfg
+	f.mu.Unlock()
+}
+
 // Add puts a validated, placed row into the next fold.
 func (f *Fold) Add(k Key, r *Row, source string) {
 	f.mu.Lock()
