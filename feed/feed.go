@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net/http"
 	"net/netip"
 	"strconv"
@@ -78,6 +79,8 @@ type state struct {
 
 	mu   sync.Mutex
 	seen map[replayKey]time.Time // the latest window start taken per key
+	last streamID                // the newest stream entry folded
+	run  string
 }
 
 // shared holds the states of the feeds in use, by identity.
@@ -144,7 +147,7 @@ func foldConfig(cfg Config, maxErrorRate float64) FoldConfig {
 }
 
 func newState(fc FoldConfig) *state {
-	st := &state{fold: NewFold(fc), seen: map[replayKey]time.Time{}}
+	st := &state{fold: NewFold(fc), seen: map[replayKey]time.Time{}, run: strconv.FormatUint(rand.Uint64(), 36)}
 	st.cells.Store(&Cells{Count: map[string]int{Fresh: 0, Thin: 0, Stale: 0}})
 	return st
 }

@@ -83,6 +83,8 @@ type acc struct {
 	pReq, pErr     float64
 	pHits, pHitReq float64
 	pSource        string
+	pLive          bool      // a row came in live: it is as new as the fold
+	pAt            time.Time // else: when the newest pending row was taken
 	lastFold       time.Time
 }
 
@@ -115,6 +117,22 @@ func (f *Fold) Add(k Key, r *Row, source string) {
 		f.cells[k] = a
 	}
 	a.add(r, source)
+	a.pLive = true
+	f.mu.Unlock()
+}
+
+// addAt puts a row another member took at at into the next fold.
+func (f *Fold) addAt(k Key, r *Row, source string, at time.Time) {
+	f.mu.Lock()
+	a := f.cells[k]
+	if a == nil {
+		a = &acc{}
+		f.cells[k] = a
+	}
+	a.add(r, source)
+	if at.After(a.pAt) {
+		a.pAt = at
+	}
 	f.mu.Unlock()
 }
 
@@ -191,6 +209,10 @@ func (f *Fold) fold(k Key, a *acc, now time.Time) (Cell, bool) {
 		a.req, a.errs, a.hits, a.hitReq = a.req+a.pReq, a.errs+a.pErr, a.hits+a.pHits, a.hitReq+a.pHitReq
 		a.pReq, a.pErr, a.pHits, a.pHitReq = 0, 0, 0, 0
 		a.source, a.updated, a.pendingRows = a.pSource, now, false
+		if !a.pLive && a.pAt.Before(now) {
+			a.updated = a.pAt
+		}
+		a.pLive, a.pAt = false, time.Time{}
 	}
 	c := Cell{Key: k, Samples: a.req, Updated: a.updated, Source: a.source, HitRatio: -1}
 	age := now.Sub(a.updated)
