@@ -53,6 +53,8 @@ type Control struct {
 	// fixed replaces every checker's verdicts when set: the tools' "every
 	// node up", or one round of probes.
 	fixed *health.Snapshot
+	// fixedCells replaces the feed's cells when set: a tool's snapshot.
+	fixedCells *feed.Cells
 
 	// The candidate table in rollout; nil without a canary line. Queries
 	// load it; the control plane replaces it when its file changes.
