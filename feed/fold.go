@@ -109,31 +109,25 @@ func (f *Fold) setConfig(cfg FoldConfig) {
 }
 
 // Add puts a validated, placed row into the next fold.
-func (f *Fold) Add(k Key, r *Row, source string) {
-	f.mu.Lock()
-	a := f.cells[k]
-	if a == nil {
-		a = &acc{}
-		f.cells[k] = a
-	}
-	a.add(r, source)
-	a.pLive = true
-	f.mu.Unlock()
-}
+func (f *Fold) Add(k Key, r *Row, source string) { f.addAt(k, r, source, time.Time{}) }
 
-// addAt puts a row another member took at at into the next fold.
+// addAt puts a row another member took at at (zero: a live row) into the
+// next fold.
 func (f *Fold) addAt(k Key, r *Row, source string, at time.Time) {
 	f.mu.Lock()
+	defer f.mu.Unlock()
 	a := f.cells[k]
 	if a == nil {
 		a = &acc{}
 		f.cells[k] = a
 	}
 	a.add(r, source)
-	if at.After(a.pAt) {
+	switch {
+	case at.IsZero():
+		a.pLive = true
+	case at.After(a.pAt):
 		a.pAt = at
 	}
-	f.mu.Unlock()
 }
 
 func (a *acc) add(r *Row, source string) {

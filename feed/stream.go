@@ -125,14 +125,8 @@ func (f *Feed) addEncoded(data []byte, at time.Time) error {
 		}
 		adds = append(adds, add{p.Key, r, p.Source})
 	}
-	if at.IsZero() {
-		for i := range adds {
-			f.fold.Add(adds[i].k, &adds[i].r, adds[i].source)
-		}
-		return nil
-	}
 	d := 1.0
-	if age := f.now().Sub(at); age > 0 && f.cfg.HalfLife > 0 {
+	if age := f.now().Sub(at); !at.IsZero() && age > 0 && f.cfg.HalfLife > 0 {
 		d = math.Exp2(-age.Seconds() / f.cfg.HalfLife.Seconds())
 	}
 	for i := range adds {
