@@ -549,6 +549,9 @@ func (c *Control) Reclaim() error {
 	if c.member != nil {
 		c.member.ctl.Store(c) // the failed load's instance applied the fleet's state
 	}
+	if c.feed != nil {
+		c.feed.Retune() // the failed load's feed block retuned the shared fold
+	}
 	if c.admin != nil {
 		c.admin.Reclaim()
 		c.restoreState() // what the failed load saved meanwhile

@@ -63,7 +63,8 @@ type Feed struct {
 	table   atomic.Pointer[table.Table]
 	buckets map[string]*bucket // per source
 	*state
-	id string // "": not shared
+	id      string // "": not shared
+	foldCfg FoldConfig
 
 	// Share, when set, hands each accepted batch to the fleet's stream.
 	Share func([]Placed)
@@ -124,9 +125,13 @@ func Open(id string, cfg Config, place Placer, maxErrorRate float64) *Feed {
 	}
 	st.refs++
 	f := newFeed(cfg, place, time.Now, st)
-	f.id = id
+	f.id, f.foldCfg = id, fc
 	return f
 }
+
+// Retune sets the shared fold back to this feed's tuning: its instance
+// serves again after a reload that opened the feed with another failed.
+func (f *Feed) Retune() { f.fold.setConfig(f.foldCfg) }
 
 // Close lets go of an opened feed's state; the last one drops it.
 func (f *Feed) Close() {

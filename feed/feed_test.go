@@ -158,3 +158,31 @@ func TestStreamEntries(t *testing.T) {
 		t.Error("AddEntry of a bad ID: no error")
 	}
 }
+
+// Feeds opened on one identity share their fold, cells and windows, the
+// last opened tuning it; Retune takes it back, and the last Close drops it.
+func TestOpenShares(t *testing.T) {
+	cfg := DefaultConfig()
+	a := Open("example.org. 127.0.0.1:1", cfg, nil, 0.2)
+	cfg.MinSamples = 7
+	b := Open("example.org. 127.0.0.1:1", cfg, nil, 0.2)
+	other := Open("example.org. 127.0.0.1:2", cfg, nil, 0.2)
+	defer other.Close()
+	if a.state != b.state || a.state == other.state {
+		t.Fatal("Feeds of one identity do not share their state, or of two do")
+	}
+	if a.fold.cfg.MinSamples != 7 {
+		t.Errorf("The fold's min_samples is %g, want the last opened's 7", a.fold.cfg.MinSamples)
+	}
+	a.Retune()
+	if a.fold.cfg.MinSamples != DefaultMinSamples {
+		t.Errorf("After Retune min_samples is %g, want a's %d", a.fold.cfg.MinSamples, DefaultMinSamples)
+	}
+	a.Close()
+	b.Close()
+	if c := Open("example.org. 127.0.0.1:1", cfg, nil, 0.2); c.state == b.state {
+		t.Error("A feed opened after the last Close shares the dropped state")
+	} else {
+		c.Close()
+	}
+}
