@@ -58,6 +58,8 @@ type Control struct {
 	// fixed replaces every checker's verdicts when set: the tools' "every
 	// node up", or one round of probes.
 	fixed *health.Snapshot
+	// fixedCells replaces the feed's cells when set: a tool's snapshot.
+	fixedCells *feed.Cells
 
 	// The candidate table in rollout; nil without a canary line. Queries
 	// load it; the control plane replaces it when its file changes.
@@ -577,6 +579,9 @@ func (c *Control) Reclaim() error {
 	if c.member != nil {
 		c.member.ctl.Store(c) // the failed load's instance applied the fleet's state
 	}
+	if c.feed != nil {
+		c.feed.Retune() // the failed load's feed block retuned the shared fold
+	}
 	if c.admin != nil {
 		c.admin.Reclaim()
 		c.restoreState() // what the failed load saved meanwhile
@@ -608,6 +613,9 @@ func (c *Control) Stop() error {
 		}
 		c.leaveFleet()
 		c.locator.Close()
+		if c.feed != nil {
+			c.feed.Close()
+		}
 	})
 	return nil
 }

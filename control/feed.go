@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/netip"
+	"strings"
 	"time"
 
 	"github.com/gslbdns/gslb/admin"
@@ -33,7 +34,12 @@ func (c *Control) loadFeed() error {
 		}
 		s.Token = tok
 	}
-	c.feed = feed.New(fc, c.place, o.Params.MaxErrorRate, nil)
+	// A Corefile reload keeps the cells of the same zones and listener.
+	id := strings.Join(c.zones, " ")
+	if o.Admin != nil {
+		id += " " + o.Admin.Addr
+	}
+	c.feed = feed.Open(id, fc, c.place, o.Params.MaxErrorRate)
 	c.feed.SetTable(c.table)
 	return nil
 }
@@ -46,10 +52,23 @@ func (c *Control) place(ctx context.Context, p netip.Prefix) (string, string) {
 
 // feedLinks lays the feed's fresh cells over the quality file's rows.
 func (c *Control) feedLinks(links *scoring.Links, now time.Time) (*scoring.Links, time.Time) {
-	if c.feed == nil {
+	cells := c.fixedCells
+	if cells == nil && c.feed != nil {
+		cells = c.feed.Cells()
+	}
+	if cells == nil {
 		return links, time.Time{}
 	}
-	return c.feed.Cells().Links(c.table.Index, links, now, c.opts.Cooldown)
+	return cells.Links(c.table.Index, links, now, c.opts.Cooldown)
+}
+
+// FixCells makes the tools decide with cells (a saved GET /v1/feed)
+// instead of the feed's own.
+func (c *Control) FixCells(cells *feed.Cells) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.fixedCells = cells
+	c.publish()
 }
 
 // feedTick is the fold's clock; nil without a feed.

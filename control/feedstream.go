@@ -33,7 +33,7 @@ func (c *Control) shareFeed() func() {
 	if c.feed == nil || c.member == nil {
 		return nil
 	}
-	client, key, me := c.member.client, feedStreamKey(c.opts.Fleet.Name), c.opts.Fleet.Member
+	client, key, me, run := c.member.client, feedStreamKey(c.opts.Fleet.Name), c.opts.Fleet.Member, c.feed.Run()
 	c.feed.Share = func(rows []feed.Placed) {
 		data, err := feed.EncodePlaced(rows)
 		if err != nil {
@@ -42,12 +42,12 @@ func (c *Control) shareFeed() func() {
 		ctx, cancel := context.WithTimeout(context.Background(), fleet.DefaultTimeout)
 		defer cancel()
 		err = client.XAdd(ctx, &redis.XAddArgs{Stream: key, MaxLen: feedStreamLen, Approx: true,
-			Values: map[string]any{"member": me, "rows": data}}).Err()
+			Values: map[string]any{"member": me, "run": run, "rows": data}}).Err()
 		if err != nil {
 			warnStream("cannot add a batch to", err)
 		}
 	}
-	return func() { c.readFeedStream(client, key, me) }
+	return func() { c.readFeedStream(client, key) }
 }
 
 func warnStream(what string, err error) {
@@ -56,11 +56,11 @@ func warnStream(what string, err error) {
 	}
 }
 
-// readFeedStream folds the other members' batches until the control stops,
-// from what is added after it starts; a member that joins or comes back
-// has the cells again within a cycle of new rows.
-func (c *Control) readFeedStream(client redis.UniversalClient, key, me string) {
-	last := "$"
+// readFeedStream folds the other members' batches until the control stops:
+// after a reload from where the previous instance was, on a start from the
+// entries still within max_age (the stream holds a bounded number).
+func (c *Control) readFeedStream(client redis.UniversalClient, key string) {
+	last := c.feed.StreamFrom()
 	for {
 		select {
 		case <-c.stopCh:
@@ -85,11 +85,9 @@ func (c *Control) readFeedStream(client redis.UniversalClient, key, me string) {
 			for _, s := range res {
 				for _, m := range s.Messages {
 					last = m.ID
-					if m.Values["member"] == me {
-						continue
-					}
 					rows, _ := m.Values["rows"].(string)
-					if err := c.feed.AddEncoded([]byte(rows)); err != nil {
+					run, _ := m.Values["run"].(string)
+					if err := c.feed.AddEntry(m.ID, run, []byte(rows)); err != nil {
 						log.Warningf("feed: member %v: %v", m.Values["member"], err)
 					}
 				}

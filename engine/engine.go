@@ -21,6 +21,7 @@ import (
 	"github.com/gslbdns/gslb/config"
 	"github.com/gslbdns/gslb/control"
 	"github.com/gslbdns/gslb/decide"
+	"github.com/gslbdns/gslb/feed"
 	"github.com/gslbdns/gslb/health"
 	"github.com/gslbdns/gslb/scoring"
 	"github.com/gslbdns/gslb/sign"
@@ -37,6 +38,8 @@ type Config struct {
 	Nodes, IPDB, Overrides string
 	Live                   bool // ask the block's Redis and online API
 	Probe                  bool // probe every node once; else each is up with its table load
+	// Feed, when set, is the cells to decide with (a saved GET /v1/feed).
+	Feed *feed.Cells
 }
 
 // Engine decides the way the plugin does, through the same code, without
@@ -219,6 +222,9 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 		if len(m) > 0 {
 			e.Notes = append(e.Notes, "probes not run: every node is up with its table load (-probe runs them once)")
 		}
+	}
+	if cfg.Feed != nil {
+		ctl.FixCells(cfg.Feed)
 	}
 	ctl.Fix(snap)
 	return e, nil

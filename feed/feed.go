@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net/http"
 	"net/netip"
 	"strconv"
@@ -57,19 +58,37 @@ type Placer func(ctx context.Context, p netip.Prefix) (province, isp string)
 // control plane builds.
 type Feed struct {
 	cfg     Config
-	fold    *Fold
 	place   Placer
 	now     func() time.Time
 	table   atomic.Pointer[table.Table]
 	buckets map[string]*bucket // per source
-	cells   atomic.Pointer[Cells]
-
-	mu   sync.Mutex
-	seen map[replayKey]time.Time // the latest window start taken per key
+	*state
+	id      string // "": not shared
+	foldCfg FoldConfig
 
 	// Share, when set, hands each accepted batch to the fleet's stream.
 	Share func([]Placed)
 }
+
+// state is what a feed's rows made: the fold, the last cells, the windows
+// taken and the place in the fleet's stream. A Corefile reload keeps it,
+// so that the new instance decides from the same cells.
+type state struct {
+	fold  *Fold
+	cells atomic.Pointer[Cells]
+	refs  int // shared.mu
+
+	mu   sync.Mutex
+	seen map[replayKey]time.Time // the latest window start taken per key
+	last streamID                // the newest stream entry folded
+	run  string
+}
+
+// shared holds the states of the feeds in use, by identity.
+var shared = struct {
+	sync.Mutex
+	m map[string]*state
+}{m: map[string]*state{}}
 
 // replayKey is what a window repeats on: the sender, the edge, the node
 // and the clients.
@@ -87,14 +106,63 @@ func New(cfg Config, place Placer, maxErrorRate float64, now func() time.Time) *
 	if now == nil {
 		now = time.Now
 	}
-	f := &Feed{cfg: cfg, place: place, now: now, seen: map[replayKey]time.Time{}, buckets: map[string]*bucket{},
-		fold: NewFold(FoldConfig{HalfLife: cfg.HalfLife, MaxAge: cfg.MaxAge, MinSamples: cfg.MinSamples,
-			Hysteresis: cfg.Hysteresis, MaxErrorRate: maxErrorRate})}
+	return newFeed(cfg, place, now, newState(foldConfig(cfg, maxErrorRate)))
+}
+
+// Open is New for the feed of identity id (the server block's): while one
+// is open, another opens on the same fold, cells and replay record, with
+// cfg's tuning. Close lets go of it.
+func Open(id string, cfg Config, place Placer, maxErrorRate float64) *Feed {
+	fc := foldConfig(cfg, maxErrorRate)
+	shared.Lock()
+	defer shared.Unlock()
+	st := shared.m[id]
+	if st == nil {
+		st = newState(fc)
+		shared.m[id] = st
+	} else {
+		st.fold.setConfig(fc)
+	}
+	st.refs++
+	f := newFeed(cfg, place, time.Now, st)
+	f.id, f.foldCfg = id, fc
+	return f
+}
+
+// Retune sets the shared fold back to this feed's tuning: its instance
+// serves again after a reload that opened the feed with another failed.
+func (f *Feed) Retune() { f.fold.setConfig(f.foldCfg) }
+
+// Close lets go of an opened feed's state; the last one drops it.
+func (f *Feed) Close() {
+	if f.id == "" {
+		return
+	}
+	shared.Lock()
+	defer shared.Unlock()
+	if f.state.refs--; f.state.refs <= 0 && shared.m[f.id] == f.state {
+		delete(shared.m, f.id)
+	}
+	f.id = ""
+}
+
+func foldConfig(cfg Config, maxErrorRate float64) FoldConfig {
+	return FoldConfig{HalfLife: cfg.HalfLife, MaxAge: cfg.MaxAge, MinSamples: cfg.MinSamples,
+		Hysteresis: cfg.Hysteresis, MaxErrorRate: maxErrorRate}
+}
+
+func newState(fc FoldConfig) *state {
+	st := &state{fold: NewFold(fc), seen: map[replayKey]time.Time{}, run: strconv.FormatUint(rand.Uint64(), 36)}
+	st.cells.Store(&Cells{Count: map[string]int{Fresh: 0, Thin: 0, Stale: 0}})
+	return st
+}
+
+func newFeed(cfg Config, place Placer, now func() time.Time, st *state) *Feed {
+	f := &Feed{cfg: cfg, place: place, now: now, buckets: map[string]*bucket{}, state: st}
 	for _, s := range cfg.Sources {
 		// A request of max_rows rows always fits an idle bucket.
 		f.buckets[s.Name] = newBucket(s.Rate, max(s.Rate, float64(cfg.MaxRows)))
 	}
-	f.cells.Store(&Cells{Count: map[string]int{Fresh: 0, Thin: 0, Stale: 0}})
 	return f
 }
 

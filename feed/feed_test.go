@@ -2,6 +2,7 @@ package feed
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
@@ -128,5 +129,60 @@ func TestStreamRoundTrip(t *testing.T) {
 		if err := b.AddEncoded([]byte(bad)); err == nil {
 			t.Errorf("AddEncoded(%s): no error", bad)
 		}
+	}
+}
+
+// Stream entries fold once each, in order, the feed's own skipped; one
+// read back on a start decays by its age and keeps it as the cell's.
+func TestStreamEntries(t *testing.T) {
+	a, b := testFeed(t), testFeed(t)
+	if from := b.StreamFrom(); from != fmt.Sprintf("%d-0", testNow.Add(-b.cfg.MaxAge).UnixMilli()) {
+		t.Errorf("A new feed reads the stream after %s, want max_age ago", from)
+	}
+	entry := `[{"node":"hz-1","province":"ZJ","isp":"telecom","source":"hz","requests":1000,"hist":[[30,1000]]}]`
+	at := testNow.Add(-time.Minute) // one half-life ago
+	id := fmt.Sprintf("%d-0", at.UnixMilli())
+	for _, e := range []struct{ id, run string }{{id, a.Run()}, {id, a.Run()}, {fmt.Sprintf("%d-0", at.UnixMilli()-1), a.Run()}, {fmt.Sprintf("%d-1", at.UnixMilli()), b.Run()}} {
+		if err := b.AddEntry(e.id, e.run, []byte(entry)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if from := b.StreamFrom(); from != fmt.Sprintf("%d-1", at.UnixMilli()) {
+		t.Errorf("StreamFrom after the entries: %s", from)
+	}
+	c := b.Cycle(testNow)
+	if len(c.Cells) != 1 || c.Cells[0].Samples != 500 || !c.Cells[0].Updated.Equal(at) {
+		t.Fatalf("Cells %+v, want one of 500 samples (1000 a half-life ago), updated then", c.Cells)
+	}
+	if err := b.AddEntry("x", "", []byte(entry)); err == nil {
+		t.Error("AddEntry of a bad ID: no error")
+	}
+}
+
+// Feeds opened on one identity share their fold, cells and windows, the
+// last opened tuning it; Retune takes it back, and the last Close drops it.
+func TestOpenShares(t *testing.T) {
+	cfg := DefaultConfig()
+	a := Open("example.org. 127.0.0.1:1", cfg, nil, 0.2)
+	cfg.MinSamples = 7
+	b := Open("example.org. 127.0.0.1:1", cfg, nil, 0.2)
+	other := Open("example.org. 127.0.0.1:2", cfg, nil, 0.2)
+	defer other.Close()
+	if a.state != b.state || a.state == other.state {
+		t.Fatal("Feeds of one identity do not share their state, or of two do")
+	}
+	if a.fold.cfg.MinSamples != 7 {
+		t.Errorf("The fold's min_samples is %g, want the last opened's 7", a.fold.cfg.MinSamples)
+	}
+	a.Retune()
+	if a.fold.cfg.MinSamples != DefaultMinSamples {
+		t.Errorf("After Retune min_samples is %g, want a's %d", a.fold.cfg.MinSamples, DefaultMinSamples)
+	}
+	a.Close()
+	b.Close()
+	if c := Open("example.org. 127.0.0.1:1", cfg, nil, 0.2); c.state == b.state {
+		t.Error("A feed opened after the last Close shares the dropped state")
+	} else {
+		c.Close()
 	}
 }

@@ -83,6 +83,8 @@ type acc struct {
 	pReq, pErr     float64
 	pHits, pHitReq float64
 	pSource        string
+	pLive          bool      // a row came in live: it is as new as the fold
+	pAt            time.Time // else: when the newest pending row was taken
 	lastFold       time.Time
 }
 
@@ -99,16 +101,33 @@ func NewFold(cfg FoldConfig) *Fold {
 	return &Fold{cfg: cfg, cells: map[Key]*acc{}}
 }
 
-// Add puts a validated, placed row into the next fold.
-func (f *Fold) Add(k Key, r *Row, source string) {
+// setConfig retunes the fold: a reloaded Corefile's feed block.
+func (f *Fold) setConfig(cfg FoldConfig) {
 	f.mu.Lock()
+	f.cfg = cfg
+	f.mu.Unlock()
+}
+
+// Add puts a validated, placed row into the next fold.
+func (f *Fold) Add(k Key, r *Row, source string) { f.addAt(k, r, source, time.Time{}) }
+
+// addAt puts a row another member took at at (zero: a live row) into the
+// next fold.
+func (f *Fold) addAt(k Key, r *Row, source string, at time.Time) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	a := f.cells[k]
 	if a == nil {
 		a = &acc{}
 		f.cells[k] = a
 	}
 	a.add(r, source)
-	f.mu.Unlock()
+	switch {
+	case at.IsZero():
+		a.pLive = true
+	case at.After(a.pAt):
+		a.pAt = at
+	}
 }
 
 func (a *acc) add(r *Row, source string) {
@@ -184,6 +203,10 @@ func (f *Fold) fold(k Key, a *acc, now time.Time) (Cell, bool) {
 		a.req, a.errs, a.hits, a.hitReq = a.req+a.pReq, a.errs+a.pErr, a.hits+a.pHits, a.hitReq+a.pHitReq
 		a.pReq, a.pErr, a.pHits, a.pHitReq = 0, 0, 0, 0
 		a.source, a.updated, a.pendingRows = a.pSource, now, false
+		if !a.pLive && a.pAt.Before(now) {
+			a.updated = a.pAt
+		}
+		a.pLive, a.pAt = false, time.Time{}
 	}
 	c := Cell{Key: k, Samples: a.req, Updated: a.updated, Source: a.source, HitRatio: -1}
 	age := now.Sub(a.updated)

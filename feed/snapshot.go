@@ -5,12 +5,15 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
+	"sort"
 )
 
 // Snapshot is a GET /v1/feed answer saved to a file: the cells a tool
 // judges decisions by.
 type Snapshot struct {
-	cells map[Key]Cell // the fresh ones
+	cells map[Key]Cell // the fresh ones with a TTFB
+	fresh []Cell
 }
 
 // maxSnapshot bounds a snapshot file.
@@ -39,11 +42,22 @@ func ReadSnapshot(path string) (*Snapshot, error) {
 		if c.Node == "" || !finite(c.P50) || !finite(c.P95) || c.P50 < 0 || c.P95 < c.P50 || c.P95 > MaxTTFBMs {
 			return nil, fmt.Errorf("%s: cells[%d]: a node and TTFBs 0 <= ttfb_p50_ms <= ttfb_p95_ms <= %d are required", path, i, MaxTTFBMs)
 		}
-		if c.State == Fresh && c.P50 > 0 {
+		if c.State != Fresh {
+			continue
+		}
+		s.fresh = append(s.fresh, c)
+		if c.P50 > 0 {
 			s.cells[c.Key] = c
 		}
 	}
 	return s, nil
+}
+
+// Cells is the snapshot's fresh cells, for decisions to be made with.
+func (s *Snapshot) Cells() *Cells {
+	c := &Cells{Cells: slices.Clone(s.fresh), Count: map[string]int{Fresh: len(s.fresh), Thin: 0, Stale: 0}}
+	sort.Slice(c.Cells, func(i, j int) bool { return less(c.Cells[i].Key, c.Cells[j].Key) })
+	return c
 }
 
 // Cell is the most specific fresh cell for clients of province and isp on

@@ -3,6 +3,10 @@ package feed
 import (
 	"encoding/json"
 	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
 )
 
 // A fleet's members fold the same rows: the member a batch was posted to
@@ -26,9 +30,61 @@ const maxStreamRows = 100000
 // EncodePlaced is a batch for the stream.
 func EncodePlaced(rows []Placed) ([]byte, error) { return json.Marshal(rows) }
 
+// streamID is a Redis Stream entry's ID: milliseconds and a sequence.
+type streamID struct{ ms, seq uint64 }
+
+func parseStreamID(s string) (streamID, bool) {
+	a, b, _ := strings.Cut(s, "-")
+	ms, err1 := strconv.ParseUint(a, 10, 64)
+	seq, err2 := strconv.ParseUint(b, 10, 64)
+	return streamID{ms, seq}, err1 == nil && err2 == nil
+}
+
+func (a streamID) after(b streamID) bool { return a.ms > b.ms || a.ms == b.ms && a.seq > b.seq }
+
+// Run names the feed's state in the stream's entries: a member skips the
+// batches it folded itself, and folds those of its own previous process.
+func (f *Feed) Run() string { return f.state.run }
+
+// StreamFrom is the stream entry to read after: the last one folded, or
+// on a start, the first within max_age, so that a member that starts or
+// comes back folds the rows the others still count.
+func (f *Feed) StreamFrom() string {
+	f.state.mu.Lock()
+	defer f.state.mu.Unlock()
+	if f.state.last != (streamID{}) {
+		return fmt.Sprintf("%d-%d", f.state.last.ms, f.state.last.seq)
+	}
+	return fmt.Sprintf("%d-0", max(f.now().Add(-f.cfg.MaxAge).UnixMilli(), 0))
+}
+
+// AddEntry folds the stream entry id, a batch shared by the feed state
+// run, unless it was folded before or is this state's own.
+func (f *Feed) AddEntry(id, run string, data []byte) error {
+	sid, ok := parseStreamID(id)
+	if !ok {
+		return fmt.Errorf("stream entry %q: not an entry ID", id)
+	}
+	f.state.mu.Lock()
+	if !sid.after(f.state.last) {
+		f.state.mu.Unlock()
+		return nil
+	}
+	f.state.last = sid
+	f.state.mu.Unlock()
+	if run == f.state.run {
+		return nil
+	}
+	return f.addEncoded(data, time.UnixMilli(int64(sid.ms)))
+}
+
 // AddEncoded folds a batch another member shared, after checking it: a
 // stream entry is input like any other, and all or nothing.
-func (f *Feed) AddEncoded(data []byte) error {
+func (f *Feed) AddEncoded(data []byte) error { return f.addEncoded(data, time.Time{}) }
+
+// addEncoded is AddEncoded of a batch taken at at (zero: now); the older
+// it is, the more it has decayed.
+func (f *Feed) addEncoded(data []byte, at time.Time) error {
 	var rows []Placed
 	if err := json.Unmarshal(data, &rows); err != nil {
 		return fmt.Errorf("stream entry: %w", err)
@@ -69,8 +125,17 @@ func (f *Feed) AddEncoded(data []byte) error {
 		}
 		adds = append(adds, add{p.Key, r, p.Source})
 	}
+	d := 1.0
+	if age := f.now().Sub(at); !at.IsZero() && age > 0 && f.cfg.HalfLife > 0 {
+		d = math.Exp2(-age.Seconds() / f.cfg.HalfLife.Seconds())
+	}
 	for i := range adds {
-		f.fold.Add(adds[i].k, &adds[i].r, adds[i].source)
+		r := &adds[i].r
+		r.Requests, r.Errors, r.Hits = r.Requests*d, r.Errors*d, r.Hits*d
+		for j := range r.hist {
+			r.hist[j].n *= d
+		}
+		f.fold.addAt(adds[i].k, r, adds[i].source, at)
 	}
 	return nil
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/gslbdns/gslb/edgeagent"
 	"github.com/gslbdns/gslb/geo/mmdbgen"
+	"github.com/gslbdns/gslb/internal/testredis"
 	"github.com/gslbdns/gslb/internal/testsupport"
 )
 
@@ -60,10 +61,11 @@ func nginxPath(t *testing.T) string {
 
 // The data loop end to end through real processes: nginx (real client
 // addresses from X-Forwarded-For) in front of an upstream slower for
-// Zhejiang's network, a gslb feed agent tailing its JSON log, and a
-// CoreDNS with a feed block. The log is rotated mid-run (mv and nginx -s
+// Zhejiang's network, a gslb feed agent tailing its JSON log, and two
+// CoreDNS of a fleet on a real redis-server, the agent posting to one. The log is rotated mid-run (mv and nginx -s
 // reopen), CoreDNS is stopped (SIGSTOP) for 20 s while requests go on and
-// the agent restarts: the requests the feed counts equal those sent.
+// the agent restarts: the requests the feed counts equal those sent, on
+// both members, the other having them only through the fleet's stream.
 func TestEdgeAgentCountsEveryRequest(t *testing.T) {
 	nginxBin := nginxPath(t)
 	dir := t.TempDir()
@@ -129,8 +131,11 @@ http {
 `, user, dir, edgeagent.LogFormatJSON, log, web, upstream.Addr()))
 	startProc(t, "nginx", nginxBin, "-c", conf, "-p", dir, "-g", "daemon off;")
 
-	admin := freeAddr(t)
-	corefileText := fmt.Sprintf(`example.org:%s {
+	// Two members of a fleet: the agent posts to a, and b has the rows
+	// only through the fleet's stream on a real redis-server.
+	rdb := testredis.Start(t)
+	corefileText := func(member, admin string) string {
+		return fmt.Sprintf(`example.org:%s {
     bind 127.0.0.1
     gslb {
         geoip %s
@@ -138,6 +143,13 @@ http {
         nodes %s
         admin %s {
             token_file %s
+        }
+        redis %s {
+            timeout 250ms
+        }
+        fleet edges {
+            member %s
+            vantage telecom ZJ
         }
         feed {
             cycle 200ms
@@ -150,9 +162,12 @@ http {
         }
     }
 }
-`, strings.Split(freeAddr(t), ":")[1], city, asn, nodes, admin, adminTokenFile, edgeTokenFile)
-	coredns := startProc(t, "coredns", corednsTool(t), "-conf", writeFile(t, dir, "Corefile", corefileText))
-	cells := func() (total float64, byPlace map[string]float64, p50 map[string]float64, err error) {
+`, strings.Split(freeAddr(t), ":")[1], city, asn, nodes, admin, adminTokenFile, rdb.Addr(), member, edgeTokenFile)
+	}
+	admin, adminB := freeAddr(t), freeAddr(t)
+	coredns := startProc(t, "coredns", corednsTool(t), "-conf", writeFile(t, dir, "Corefile", corefileText("a", admin)))
+	startProc(t, "coredns b", corednsTool(t), "-conf", writeFile(t, dir, "Corefile.b", corefileText("b", adminB)))
+	cellsOf := func(admin string) (total float64, byPlace map[string]float64, p50 map[string]float64, err error) {
 		req, _ := http.NewRequest("GET", "http://"+admin+"/v1/feed", nil)
 		req.Header.Set("Authorization", "Bearer "+adminToken)
 		resp, err := (&http.Client{Timeout: 2 * time.Second}).Do(req)
@@ -178,10 +193,13 @@ http {
 		}
 		return total, byPlace, p50, nil
 	}
-	testsupport.WaitFor(t, "CoreDNS's feed", func() (bool, string) {
-		_, _, _, err := cells()
-		return err == nil, fmt.Sprint(err)
-	})
+	cells := func() (float64, map[string]float64, map[string]float64, error) { return cellsOf(admin) }
+	for _, a := range []string{admin, adminB} {
+		testsupport.WaitFor(t, "CoreDNS's feed", func() (bool, string) {
+			_, _, _, err := cellsOf(a)
+			return err == nil, fmt.Sprint(err)
+		})
+	}
 	testsupport.WaitFor(t, "nginx", func() (bool, string) {
 		resp, err := http.Get("http://" + web + "/")
 		if err == nil {
@@ -255,6 +273,15 @@ http {
 	if err != nil || total != want || byPlace["ZJ telecom"] != float64(zj.Load()) || byPlace["BJ telecom"] != float64(bj.Load()) {
 		t.Fatalf("The feed counts %v requests (%v), want exactly the %v sent (ZJ %d, BJ %d): %v", total, byPlace, want, zj.Load(), bj.Load(), err)
 	}
+	testsupport.WaitFor(t, "b to count every request through the stream", func() (bool, string) {
+		total, byPlace, _, err := cellsOf(adminB)
+		last = fmt.Sprintf("counted %v of %v (%v), %v", total, want, byPlace, err)
+		return err == nil && total >= want, last
+	})
+	time.Sleep(time.Second) // a double count would show by now
+	if totalB, byPlaceB, _, err := cellsOf(adminB); err != nil || totalB != want || byPlaceB["ZJ telecom"] != float64(zj.Load()) || byPlaceB["BJ telecom"] != float64(bj.Load()) {
+		t.Errorf("Through the stream b counts %v requests (%v), want exactly the %v sent: %v", totalB, byPlaceB, want, err)
+	}
 	if p50["ZJ telecom"] < 25 || p50["BJ telecom"] > 25 {
 		t.Errorf("TTFB p50: %v, want ZJ's above 25 ms (its upstream takes 30) and BJ's below", p50)
 	}
@@ -263,5 +290,5 @@ http {
 	if out := agent.out.String(); !strings.Contains(out, "gslb feed: delivery failed, retry in") || !strings.Contains(out, "lines (0 unparsed)") {
 		t.Errorf("The agent's lines show no failed delivery or no summary:\n%s", out)
 	}
-	t.Logf("Sent %v requests (ZJ %d, BJ %d), the feed counts %v; TTFB p50 %v", want, zj.Load(), bj.Load(), total, p50)
+	t.Logf("Sent %v requests (ZJ %d, BJ %d), the feed counts %v on both members; TTFB p50 %v", want, zj.Load(), bj.Load(), total, p50)
 }

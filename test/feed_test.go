@@ -150,6 +150,46 @@ func TestFeedMovesAnswers(t *testing.T) {
 	}
 }
 
+// A Corefile reload keeps the cells: the new instance folds on from the
+// same sums, decides as the old one did, and still knows the windows it
+// took.
+func TestFeedKeepsCellsOnReload(t *testing.T) {
+	e := startFeed(t, "")
+	const subnets = 60
+	body := feedRow("hz-1", "", 100, "") + "\n" + feedRow("hz-2", "", 20, "") + "\n" + feedRow("hz-3", "", 20, "") + "\n"
+	if code, out := e.call(t, "POST", "/v1/feed", e.hz, body); code != 200 {
+		t.Fatalf("POST /v1/feed: %d %s", code, out)
+	}
+	waitFor(t, "hz-1 to lose its Zhejiang telecom clients", func() (bool, string) {
+		n := e.onNode(t, "192.0.2.1", subnets)
+		return n == 0, fmt.Sprintf("%d /24s on hz-1", n)
+	})
+	reloaded := time.Now()
+	e.s.restart(t, e.text+"\n")
+	var cells struct {
+		At    time.Time
+		Count map[string]int
+	}
+	// The new instance's own folds, not the old one's last.
+	waitFor(t, "two folds of the reloaded instance", func() (bool, string) {
+		code, out := e.call(t, "GET", "/v1/feed", e.token, "")
+		if err := json.Unmarshal([]byte(out), &cells); code != 200 || err != nil {
+			return false, fmt.Sprintf("GET /v1/feed: %d %s", code, out)
+		}
+		return cells.At.After(reloaded.Add(500 * time.Millisecond)), out
+	})
+	if cells.Count["fresh"] != 3 {
+		t.Fatalf("After the reload: %v cells, want three fresh ones", cells.Count)
+	}
+	if n := e.onNode(t, "192.0.2.1", subnets); n != 0 {
+		t.Errorf("After the reload %d Zhejiang telecom /24s are back on hz-1", n)
+	}
+	code, out := e.call(t, "POST", "/v1/feed", e.hz, body)
+	if code != 200 || !strings.Contains(out, `"replayed": 3`) {
+		t.Errorf("The batch again after the reload: %d %s, want it ignored as replayed", code, out)
+	}
+}
+
 // Every bound of POST /v1/feed: a foreign node (403, nothing stored), an
 // oversized body (413 before it is parsed), bad values (400 naming the row
 // and the field), a flood (429, the other source unaffected), a replayed

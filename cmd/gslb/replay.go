@@ -179,7 +179,7 @@ func replay(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	maxCross := fs.Float64("max-cross", -1, "exit 3 when the cross-province ratio is above this fraction (0..1)")
 	name := fs.String("name", "", "decide every query for this name (default: the query's own name, else the first record)")
 	strict := fs.Bool("strict", false, "stop at the first malformed line instead of reporting and skipping it")
-	feedSnap := fs.String("feed", "", "a saved GET /v1/feed answer: report the TTFB p50/p95 its cells expect of the decisions (and of -baseline-nodes')")
+	feedSnap := fs.String("feed", "", "a saved GET /v1/feed answer: decide with its fresh cells, and report the TTFB p50/p95 they expect of the decisions (and of -baseline-nodes')")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, `usage: gslb replay [flags] INPUT...
 
@@ -209,6 +209,7 @@ format is detected.`)
 		if snap, err = feed.ReadSnapshot(*feedSnap); err != nil {
 			return fail(stderr, fmt.Errorf("-feed: %w", err))
 		}
+		c.cfg.Feed = snap.Cells() // both sides decide with the cells
 	}
 	e, err := engine.New(ctx, c.cfg)
 	if err != nil {
