@@ -13,10 +13,12 @@ import (
 	"io"
 	"math"
 	"net/netip"
+	"reflect"
 	"strings"
 	"time"
 
 	"github.com/gslbdns/gslb/geo"
+	"github.com/gslbdns/gslb/internal/suggest"
 	"github.com/gslbdns/gslb/scoring"
 )
 
@@ -115,7 +117,7 @@ func Decode(body []byte, maxRows int) ([]RowJSON, error) {
 		}
 		var r RowJSON
 		if err := dec.Decode(&r); err != nil {
-			return &RowError{Index: len(rows), Err: err}
+			return decodeError(len(rows), err)
 		}
 		rows = append(rows, r)
 		return nil
@@ -152,9 +154,34 @@ func decodeLines(body []byte, maxRows int) ([]RowJSON, error) {
 			return nil, fmt.Errorf("%w: more than %d in one request", ErrTooManyRows, maxRows)
 		}
 		if err != nil {
-			return nil, &RowError{Index: len(rows) - 1, Err: err}
+			return nil, decodeError(len(rows)-1, err)
 		}
 	}
+}
+
+// rowFields are RowJSON's keys, for the hint of a misspelt one.
+var rowFields = []string{"node", "edge", "start", "seconds", "client", "province", "isp", "requests",
+	"errors", "hits", "bytes", "ttfb_hist", "ttfb_p50_ms", "ttfb_p95_ms"}
+
+// decodeError names the field of a JSON type error or an unknown key in
+// the row's own words, not the decoder's Go types.
+func decodeError(i int, err error) *RowError {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) && te.Field != "" {
+		want := "a number"
+		switch te.Type.Kind() {
+		case reflect.String:
+			want = "a string"
+		case reflect.Slice, reflect.Array:
+			want = "a list of [milliseconds, count] pairs"
+		}
+		return &RowError{Index: i, Field: te.Field, Err: fmt.Errorf("want %s, got a JSON %s", want, te.Value)}
+	}
+	if k, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+		k = strings.Trim(k, `"`)
+		return &RowError{Index: i, Field: k, Err: fmt.Errorf("unknown field%s", suggest.Hint(k, rowFields))}
+	}
+	return &RowError{Index: i, Err: err}
 }
 
 // Check validates row i against the node table (known), the clock and the

@@ -45,8 +45,8 @@ func TestDecodeBounds(t *testing.T) {
 		t.Errorf("Array of 11 rows, limit 10: %v", err)
 	}
 	for _, tc := range []struct{ body, want string }{
-		{rowAt("hz-1", testNow, "") + "\n" + `{"node":"hz-2","requets":5}`, `row 1: json: unknown field "requets"`},
-		{`{"node":"hz-1","requests":"NaN"}`, `row 0: json: cannot unmarshal string into Go struct field RowJSON.requests`},
+		{rowAt("hz-1", testNow, "") + "\n" + `{"node":"hz-2","requets":5}`, `row 1: field requets: unknown field (did you mean requests?)`},
+		{`{"node":"hz-1","requests":"NaN"}`, `row 0: field requests: want a number, got a JSON string`},
 		{`[` + rowAt("hz-1", testNow, "") + `,{"node":`, `row 1:`},
 		{`[` + rowAt("hz-1", testNow, "") + `] []`, `more after the JSON array`},
 		{`{"node":"hz-1","requests":1e999}`, `row 0:`},

@@ -224,7 +224,7 @@ func TestFeedAdversarial(t *testing.T) {
 	}
 
 	for _, tc := range []struct{ row, want string }{
-		{`{"node":"hz-2","requests":"NaN"}`, "row 1: json: cannot unmarshal string into Go struct field RowJSON.requests"},
+		{`{"node":"hz-2","requests":"NaN"}`, "row 1: field requests: want a number, got a JSON string"},
 		{strings.Replace(feedRow("hz-2", "", 20, ""), `"requests":1000`, `"requests":-5`, 1), "row 1: field requests: -5 is not a count"},
 		{strings.Replace(feedRow("hz-2", "", 20, ""), `"requests":1000`, `"requests":1e308`, 1), "row 1: field requests: 1e+308 is not a count"},
 		{feedRow("hz-2", "", 20, `,"bytes":1e308`), "row 1: field bytes: 1e+308 is not a count"},
