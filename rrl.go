@@ -3,11 +3,10 @@ package gslb
 import (
 	"context"
 	"net"
-	"sync/atomic"
-	"time"
 
 	"github.com/coredns/coredns/plugin/metrics"
 
+	"github.com/gslbdns/gslb/internal/ratelog"
 	"github.com/gslbdns/gslb/internal/splitmix"
 	"github.com/gslbdns/gslb/rrl"
 
@@ -66,9 +65,8 @@ func (g *GSLB) limitedError(ctx context.Context, w dns.ResponseWriter, r *dns.Ms
 // that a real client asks again over TCP.
 func (g *GSLB) limitedReply(server string, w dns.ResponseWriter, r *dns.Msg, ip net.IP, kind rrl.Kind, act rrl.Action) {
 	rrlLimited.WithLabelValues(server, kind.String(), act.String()).Inc()
-	// An atomic check first: under a flood every reply comes here.
-	if next := rrlNextLog.Load(); time.Now().UnixNano() >= next && rrlNextLog.CompareAndSwap(next, time.Now().Add(rrlLogEvery).UnixNano()) {
-		log.Infof("Response rate limit: %s for %ss to %s (%s); coredns_gslb_rrl_limited_total counts each, this line comes at most once a minute", act, kind, ip, server)
+	if ok, dropped := rrlLog.Allow(rrlLogEvery); ok {
+		log.Infof("Response rate limit: %s for %ss to %s (%s); coredns_gslb_rrl_limited_total counts each, this line comes at most once a minute%s", act, kind, ip, server, ratelog.Note(dropped))
 	}
 	if act != rrl.Slip {
 		return
@@ -83,5 +81,5 @@ func (g *GSLB) limitedReply(server string, w dns.ResponseWriter, r *dns.Msg, ip 
 	w.WriteMsg(m)
 }
 
-// rrlNextLog is when the next limited reply may be logged, Unix ns.
-var rrlNextLog atomic.Int64
+// rrlLog bounds the log lines of limited replies.
+var rrlLog ratelog.Limit

@@ -5,29 +5,27 @@ package ratelog
 
 import (
 	"fmt"
-	"sync"
+	"sync/atomic"
 	"time"
 )
 
-// Limit is one repeated line's limiter; the zero value is ready.
+// Limit is one repeated line's limiter; the zero value is ready. It takes
+// no lock: under a flood every dropped line comes here.
 type Limit struct {
-	mu      sync.Mutex
-	last    time.Time
-	dropped int
+	last    atomic.Int64 // Unix ns of the last line written; 0: none yet
+	dropped atomic.Int64
 }
 
 // Allow reports whether the line may be written now, at most once every
 // period, and how many were held back since the last one written.
 func (l *Limit) Allow(period time.Duration) (ok bool, dropped int) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	now := time.Now()
-	if !l.last.IsZero() && now.Sub(l.last) < period {
-		l.dropped++
+	now := time.Now().UnixNano()
+	last := l.last.Load()
+	if last != 0 && now-last < int64(period) || !l.last.CompareAndSwap(last, now) {
+		l.dropped.Add(1)
 		return false, 0
 	}
-	dropped, l.last, l.dropped = l.dropped, now, 0
-	return true, dropped
+	return true, int(l.dropped.Swap(0))
 }
 
 // Note is what a written line adds about the dropped ones: "" for none.
