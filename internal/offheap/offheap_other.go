@@ -10,4 +10,6 @@ func Free[T any](s []T) {}
 
 func Bytes() int { return 0 }
 
+func Mapped[T any](s []T) int { return 0 }
+
 func Tie[T, O any](owner *O, s []T) {}

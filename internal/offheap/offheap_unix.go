@@ -61,6 +61,18 @@ func Free[T any](s []T) {
 	}
 }
 
+// Mapped is the size of the mapping Make made for s, 0 when s is on
+// the heap or freed: a test's measure of one table, which Bytes (shared
+// by every table, freed by the collector at its own time) is not.
+func Mapped[T any](s []T) int {
+	if cap(s) == 0 {
+		return 0
+	}
+	mapped.Lock()
+	defer mapped.Unlock()
+	return mapped.m[uintptr(unsafe.Pointer(unsafe.SliceData(s)))]
+}
+
 // Bytes is what Make has mapped and not yet unmapped.
 func Bytes() int {
 	mapped.Lock()
