@@ -37,6 +37,24 @@ func feedBlock(t *testing.T, dir, hzToken string) string {
 	return fmt.Sprintf(fixtureBlock, "admin 127.0.0.1:0 {\ntoken_file admin.token\n}\nfeed {\nsource hz {\ntoken_file hz.token\nnodes hz-*\n}\n}\n")
 }
 
+// postFeed posts the row (its start a %q, a minute before now) to b's
+// feed with the source's token.
+func postFeed(t *testing.T, b *adminBackend, row string, now time.Time) {
+	t.Helper()
+	srv := httptest.NewServer(b.FeedHandler())
+	defer srv.Close()
+	req, _ := http.NewRequest("POST", srv.URL, strings.NewReader(fmt.Sprintf(row, now.Add(-time.Minute).Format(time.RFC3339))))
+	req.Header.Set("Authorization", "Bearer "+feedToken)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("POST /v1/feed: %s", resp.Status)
+	}
+}
+
 // A source's token file is read at load: a missing one, or one with the
 // admin's token, fails the load naming the source's line.
 func TestLoadFeedTokens(t *testing.T) {
@@ -71,22 +89,8 @@ func TestFeedCells(t *testing.T) {
 	dir := fixture(t, fixtureNodes)
 	c := newTestControl(t, dir, feedBlock(t, dir, feedToken))
 	b := &adminBackend{c: c}
-	srv := httptest.NewServer(b.FeedHandler())
-	defer srv.Close()
-
 	now := time.Now()
-	row := fmt.Sprintf(`{"node":"hz-a","start":%q,"seconds":60,"client":"1.0.1.0/24","requests":1000,"errors":5,"hits":900,"ttfb_p50_ms":20,"ttfb_p95_ms":80}`,
-		now.Add(-time.Minute).Format(time.RFC3339))
-	req, _ := http.NewRequest("POST", srv.URL, strings.NewReader(row))
-	req.Header.Set("Authorization", "Bearer "+feedToken)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("POST /v1/feed: %s", resp.Status)
-	}
+	postFeed(t, b, `{"node":"hz-a","start":%q,"seconds":60,"client":"1.0.1.0/24","requests":1000,"errors":5,"hits":900,"ttfb_p50_ms":20,"ttfb_p95_ms":80}`, now)
 	c.fold(now)
 
 	got, err := b.FeedCells()

@@ -3,8 +3,6 @@ package control
 import (
 	"context"
 	"fmt"
-	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -73,20 +71,7 @@ func TestFeedStreamShares(t *testing.T) {
 	_, a := member("m1", "127.0.0.1:0")
 	_, b := member("m2", "127.0.0.2:0")
 
-	hs := httptest.NewServer(a.FeedHandler())
-	defer hs.Close()
-	row := fmt.Sprintf(`{"node":"hz-b","start":%q,"seconds":60,"client":"1.0.1.0/24","requests":500,"errors":0,"ttfb_p50_ms":20,"ttfb_p95_ms":80}`,
-		time.Now().Add(-time.Minute).Format(time.RFC3339))
-	req, _ := http.NewRequest("POST", hs.URL, strings.NewReader(row))
-	req.Header.Set("Authorization", "Bearer "+feedToken)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("POST /v1/feed: %s", resp.Status)
-	}
+	postFeed(t, a, `{"node":"hz-b","start":%q,"seconds":60,"client":"1.0.1.0/24","requests":500,"errors":0,"ttfb_p50_ms":20,"ttfb_p95_ms":80}`, time.Now())
 	samples := func(be *adminBackend) func() (bool, string) {
 		return func() (bool, string) {
 			got, err := be.FeedCells()

@@ -27,24 +27,25 @@ func mmdbOf(d *DB, f *Format) *mmdb {
 	return d.layer(f, func() layer { return &mmdb{} }).(*mmdb)
 }
 
-func openCity(d *DB, f *Format, paths []string, h *maphash.Hash) (err error) {
-	m := mmdbOf(d, f)
-	if m.city, err = d.openReader(f.Kind, paths[0], h); err != nil {
-		return err
-	}
-	m.cityWide = buildWide(m.city, cityPlace)
-	m.cityWide.offHeap(d)
-	return nil
-}
+// openCity and openASN open the two MaxMind formats into their slots.
+var (
+	openCity = openMMDB(func(m *mmdb) (**maxminddb.Reader, **wide) { return &m.city, &m.cityWide }, cityPlace)
+	openASN  = openMMDB(func(m *mmdb) (**maxminddb.Reader, **wide) { return &m.asn, &m.asnWide }, asnPlace)
+)
 
-func openASN(d *DB, f *Format, paths []string, h *maphash.Hash) (err error) {
-	m := mmdbOf(d, f)
-	if m.asn, err = d.openReader(f.Kind, paths[0], h); err != nil {
-		return err
+// openMMDB is the open function of a MaxMind format whose reader and wide
+// runs go to the slots of the base layer.
+func openMMDB(slots func(*mmdb) (**maxminddb.Reader, **wide), placeOf func(maxminddb.Result) (place, bool)) func(*DB, *Format, []string, *maphash.Hash) error {
+	return func(d *DB, f *Format, paths []string, h *maphash.Hash) error {
+		r, w := slots(mmdbOf(d, f))
+		var err error
+		if *r, err = d.openReader(f.Kind, paths[0], h); err != nil {
+			return err
+		}
+		*w = buildWide(*r, placeOf)
+		(*w).offHeap(d)
+		return nil
 	}
-	m.asnWide = buildWide(m.asn, asnPlace)
-	m.asnWide.offHeap(d)
-	return nil
 }
 
 // over ignores what is below: nothing is.
