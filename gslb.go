@@ -252,15 +252,9 @@ func (g *GSLB) serveHTTPS(ctx context.Context, q *inflight) (int, error) {
 	if out4.Servfail || out6.Servfail {
 		return dns.RcodeServerFailure, nil
 	}
-	rr := HTTPSOf(q.asked, rec, out4, out6)
+	rr := decide.HTTPS(q.asked, rec, out4, out6) // nil when neither has a node
 	if rr == nil {
 		return a.negative(dns.RcodeSuccess, max(out4.Scope, out6.Scope))
 	}
 	return a.write(max(out4.Scope, out6.Scope), rr)
-}
-
-// HTTPSOf is the HTTPS record for the A and AAAA decisions out4 and out6;
-// nil when neither has a node. The tools build it with the same code.
-func HTTPSOf(name string, rec *table.Record, out4, out6 *decide.Outcome) *dns.HTTPS {
-	return decide.HTTPS(name, rec, out4, out6)
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/gslbdns/gslb/admin"
 	"github.com/gslbdns/gslb/feed"
+	"github.com/gslbdns/gslb/geo"
 	"github.com/gslbdns/gslb/locate"
 	"github.com/gslbdns/gslb/rrl"
 	"github.com/gslbdns/gslb/scoring"
@@ -37,9 +38,8 @@ type Options struct {
 	Zones []string
 	Fall  fall.F
 
-	GeoIP, ASN, IPDB string
-	IP2Region        [2]string // xdb files, one per family
-	CarrierLists     []string  // list files or directories
+	DB           geo.Files // the local databases, by geo.Format's kind
+	CarrierLists []string  // list files or directories
 	// CarrierListsOutvote: two databases that agree on a carrier keep it
 	// over a list's (carrier_lists_priority agreeing_databases).
 	CarrierListsOutvote bool

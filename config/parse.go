@@ -15,6 +15,7 @@ import (
 	"github.com/coredns/coredns/plugin"
 
 	"github.com/gslbdns/gslb/admin"
+	"github.com/gslbdns/gslb/geo"
 	"github.com/gslbdns/gslb/internal/suggest"
 	"github.com/gslbdns/gslb/internal/yamlfile"
 	"github.com/gslbdns/gslb/locate"
@@ -30,6 +31,7 @@ func Parse(c *caddyfile.Dispenser, keys []string, root string, seen Unique) (*Op
 	o := &Options{
 		File:          c.File(),
 		Lines:         map[string]int{},
+		DB:            geo.Files{},
 		TTL:           DefaultTTL,
 		ECSMin4:       DefaultECSMin4,
 		ECSMin6:       DefaultECSMin6,
@@ -60,30 +62,6 @@ func Parse(c *caddyfile.Dispenser, keys []string, root string, seen Unique) (*Op
 			prop := c.Val()
 			o.Lines[prop] = c.Line()
 			switch prop {
-			case "geoip":
-				if !c.NextArg() {
-					return nil, c.ArgErr()
-				}
-				o.GeoIP = path(c.Val())
-			case "asn":
-				if !c.NextArg() {
-					return nil, c.ArgErr()
-				}
-				o.ASN = path(c.Val())
-			case "ipdb":
-				if !c.NextArg() {
-					return nil, c.ArgErr()
-				}
-				o.IPDB = path(c.Val())
-			case "ip2region":
-				args := c.RemainingArgs()
-				if len(args) == 0 || len(args) > 2 {
-					return nil, c.Errf("ip2region: needs one or two xdb files (IPv4, IPv6), got %d", len(args))
-				}
-				o.IP2Region = [2]string{}
-				for i, a := range args {
-					o.IP2Region[i] = path(a)
-				}
 			case "carrier_lists":
 				args := c.RemainingArgs()
 				if len(args) == 0 {
@@ -345,7 +323,13 @@ func Parse(c *caddyfile.Dispenser, keys []string, root string, seen Unique) (*Op
 					return nil, err
 				}
 			default:
-				return nil, c.Errf("unknown property %q%s", c.Val(), suggest.Hint(c.Val(), properties[""]))
+				f := geo.FormatByOption(prop)
+				if f == nil {
+					return nil, c.Errf("unknown property %q%s", c.Val(), suggest.Hint(c.Val(), properties[""]))
+				}
+				if err := parseDB(c, o, f, path); err != nil {
+					return nil, err
+				}
 			}
 			switch prop {
 			case "fallthrough", "redis", "online", "admin", "canary", "soa", "trust_ecs", "fleet", "dnssec", "rrl", "feed":
@@ -356,8 +340,8 @@ func Parse(c *caddyfile.Dispenser, keys []string, root string, seen Unique) (*Op
 			}
 		}
 	}
-	if o.GeoIP == "" && o.IPDB == "" && o.IP2Region == [2]string{} {
-		return nil, c.Err("geoip FILE is required (or ipdb FILE, or ip2region FILE)")
+	if !o.DB.Enough() {
+		return nil, c.Err(geo.Required())
 	}
 	if o.Nodes == "" {
 		return nil, c.Err("nodes FILE is required")
@@ -372,6 +356,27 @@ func Parse(c *caddyfile.Dispenser, keys []string, root string, seen Unique) (*Op
 		return nil, c.Errf("fleet %s at line %d: a redis block is required: the fleet shares its state through it", o.Fleet.Name, o.Fleet.Line)
 	}
 	return o, nil
+}
+
+// parseDB reads a database option: its files (the last line of an
+// option wins).
+func parseDB(c *caddyfile.Dispenser, o *Options, f *geo.Format, path func(string) string) error {
+	if f.MaxFiles == 1 {
+		if !c.NextArg() {
+			return c.ArgErr()
+		}
+		o.DB[f.Kind] = []string{path(c.Val())}
+		return nil
+	}
+	args := c.RemainingArgs()
+	if len(args) == 0 || len(args) > f.MaxFiles {
+		return c.Errf("%s: needs %s, got %d", f.Option, f.Args, len(args))
+	}
+	o.DB[f.Kind] = nil
+	for _, a := range args {
+		o.DB[f.Kind] = append(o.DB[f.Kind], path(a))
+	}
+	return nil
 }
 
 // parseAdmin reads `admin ADDRESS { token_file FILE; state FILE }` into

@@ -1,13 +1,15 @@
 package config
 
+import "github.com/gslbdns/gslb/geo"
+
 // properties are the Corefile properties of the gslb block ("") and of
 // each of its sub-blocks, for the "did you mean" hint of an unknown one.
 // TestPropertiesKnown checks that the parser takes every one.
 var properties = map[string][]string{
-	"": {"geoip", "asn", "ipdb", "ip2region", "carrier_lists", "overrides", "nodes", "ttl", "ladder", "ladder6",
+	"": append(geo.Options(), "carrier_lists", "overrides", "nodes", "ttl", "ladder", "ladder6",
 		"spread_prefix", "ecs_min_prefix", "trust_ecs", "weights", "max_load", "spread", "shed_load", "cooldown",
 		"answers", "quality", "quality_max_age", "max_loss", "fallthrough", "all_down", "reload", "cache_size",
-		"max_file_size", "cache_ttl", "redis", "online", "admin", "canary", "fleet", "soa", "dnssec", "rrl", "feed", "max_error_rate", "carrier_lists_priority"},
+		"max_file_size", "cache_ttl", "redis", "online", "admin", "canary", "fleet", "soa", "dnssec", "rrl", "feed", "max_error_rate", "carrier_lists_priority"),
 	"admin":  {"token_file", "state"},
 	"canary": {"rollback_cross", "rollback_min", "rollback_window", "salt"},
 	"redis":  {"password", "db", "tls", "master", "timeout", "ttl"},

@@ -194,7 +194,7 @@ func loadControl(o *config.Options) (c *Control, option string, err error) {
 	if err != nil {
 		return nil, "nodes", err
 	}
-	db, err := geo.OpenFiles(dbFiles(o))
+	db, err := geo.OpenFiles(o.DB)
 	if err != nil {
 		return nil, dbOption(err), fmt.Errorf("%s: %w", dbOption(err), err)
 	}
@@ -207,7 +207,7 @@ func loadControl(o *config.Options) (c *Control, option string, err error) {
 		return nil, "quality", err
 	}
 	lc := o.Config
-	lc.DB, lc.DBFiles, lc.Carriers = db, dbFiles(o), t.Carriers
+	lc.DB, lc.DBFiles, lc.Carriers = db, o.DB, t.Carriers
 	if len(o.CarrierLists) > 0 {
 		lc.CarrierLists = &locate.CarrierListConfig{Paths: o.CarrierLists, MaxSize: o.MaxFileSize, Outvote: o.CarrierListsOutvote}
 	}
@@ -271,19 +271,15 @@ func loadControl(o *config.Options) (c *Control, option string, err error) {
 	return c, "", nil
 }
 
-func dbFiles(o *config.Options) geo.Files {
-	return geo.Files{City: o.GeoIP, ASN: o.ASN, IPDB: o.IPDB, IP2Region: o.IP2Region}
-}
-
 // dbOption is the Corefile option of the database that failed.
 func dbOption(err error) string {
 	if fe := (*geo.FileError)(nil); errors.As(err, &fe) {
-		return dbOptions[fe.Kind]
+		return geo.FormatOf(fe.Kind).Option
 	}
 	if ce := (*locate.ConfigError)(nil); errors.As(err, &ce) {
 		return ce.Layer
 	}
-	return "geoip"
+	return geo.Formats[0].Option
 }
 
 // loadOverrides reads the overrides file ("" for none), checking its pins

@@ -3,11 +3,13 @@ package control
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/gslbdns/gslb/feed"
 	"github.com/gslbdns/gslb/internal/testredis"
+	"github.com/gslbdns/gslb/internal/testsupport"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -50,4 +52,46 @@ func BenchmarkFeedStream(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.N*len(rows))/b.Elapsed().Seconds(), "rows/s")
+}
+
+// A batch posted to one member goes through the fleet's stream into
+// another's cells, and not back into its own twice.
+func TestFeedStreamShares(t *testing.T) {
+	srv := testredis.Start(t)
+	member := func(name, addr string) (*Control, *adminBackend) {
+		dir := fixture(t, fixtureNodes)
+		block := strings.Replace(feedBlock(t, dir, feedToken), "admin 127.0.0.1:0", "admin "+addr, 1)
+		block = strings.Replace(block, "feed {\n", "redis "+srv.Addr()+"\nfleet stream-test {\nvantage telecom\nmember "+name+"\n}\nfeed {\ncycle 100ms\n", 1)
+		c := newTestControl(t, dir, block)
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+		return c, &adminBackend{c: c}
+	}
+	_, a := member("m1", "127.0.0.1:0")
+	_, b := member("m2", "127.0.0.2:0")
+
+	postFeed(t, a, `{"node":"hz-b","start":%q,"seconds":60,"client":"1.0.1.0/24","requests":500,"errors":0,"ttfb_p50_ms":20,"ttfb_p95_ms":80}`, time.Now())
+	samples := func(be *adminBackend) func() (bool, string) {
+		return func() (bool, string) {
+			got, err := be.FeedCells()
+			if err != nil {
+				return false, err.Error()
+			}
+			cells := got.(feed.CellsJSON).Cells
+			return len(cells) == 1 && cells[0].Node == "hz-b" && cells[0].Samples > 0, fmt.Sprintf("%+v", cells)
+		}
+	}
+	testsupport.WaitFor(t, "the posting member's cell", samples(a))
+	testsupport.WaitFor(t, "the other member's cell, from the stream", samples(b))
+	ca, _ := a.FeedCells()
+	cb, _ := b.FeedCells()
+	if x, y := ca.(feed.CellsJSON).Cells[0], cb.(feed.CellsJSON).Cells[0]; x.Key != y.Key || x.P50 != y.P50 || x.P95 != y.P95 {
+		t.Errorf("Cells differ: %+v here, %+v from the stream", x, y)
+	}
+	// Both folded the batch once: the same decayed samples within a cycle
+	// or two of each other.
+	if x, y := ca.(feed.CellsJSON).Cells[0].Samples, cb.(feed.CellsJSON).Cells[0].Samples; x > 1.5*y || y > 1.5*x {
+		t.Errorf("Samples %v here and %v from the stream: the batch was folded more than once", x, y)
+	}
 }

@@ -52,8 +52,6 @@ func (c *Control) reloadedLine(parts []string) string {
 
 func (c *Control) zonesSuffix() string { return " (gslb " + strings.Join(c.zones, " ") + ")" }
 
-var dbOptions = map[string]string{"city": "geoip", "asn": "asn", "ipdb": "ipdb", "ip2region": "ip2region"}
-
 // describeDB names each database with its type and build date: those at
 // paths, or every one when paths is nil.
 func describeDB(db *geo.DB, paths []string) string {
@@ -66,7 +64,7 @@ func describeDB(db *geo.DB, paths []string) string {
 		if m.BuildEpoch > 0 {
 			built = "built " + time.Unix(int64(m.BuildEpoch), 0).UTC().Format(time.DateOnly)
 		}
-		parts = append(parts, fmt.Sprintf("%s %s (%s, %s)", dbOptions[m.Kind], m.Path, m.DatabaseType, built))
+		parts = append(parts, fmt.Sprintf("%s %s (%s, %s)", geo.FormatOf(m.Kind).Option, m.Path, m.DatabaseType, built))
 	}
 	return strings.Join(parts, ", ")
 }

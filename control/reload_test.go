@@ -185,3 +185,51 @@ func TestReloadWaitsForSettledFile(t *testing.T) {
 		t.Fatalf("Expected the settled file to be loaded, got %s", got)
 	}
 }
+
+// The overrides reload on their own: a good file moves the pinned
+// network, a pin to an unknown node is rejected, counted and flagged
+// while the previous pins keep serving.
+func TestReloadOverrides(t *testing.T) {
+	dir := fixture(t, fixtureNodes)
+	ov := filepath.Join(dir, "overrides.yaml")
+	pin := func(node string) string { return "overrides:\n  - cidr: 1.0.9.0/24\n    nodes: [" + node + "]\n" }
+	write(t, ov, pin("sh"))
+	g := newTestControl(t, dir, fmt.Sprintf(fixtureBlock, "overrides overrides.yaml\nreload 0\n"))
+	if err := g.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if got := answerOf(t, g, "www.example.org", "1.0.9.0/24"); got != "192.0.2.3" {
+		t.Fatalf("Expected the pin to sh, got %s", got)
+	}
+	logs := captureLog(t)
+
+	touch(t, ov, pin("bj"), 1)
+	reloadSettled(g)
+	if got := answerOf(t, g, "www.example.org", "1.0.9.0/24"); got != "192.0.2.4" {
+		t.Fatalf("Expected the new pin to bj, got %s", got)
+	}
+	if !strings.Contains(logs.String(), "Reloaded overrides "+ov+": 1 entry (gslb example.org.)") {
+		t.Errorf("Expected the overrides' reload line, got %q", logs)
+	}
+
+	touch(t, ov, pin("nobody"), 2)
+	reloadSettled(g)
+	if got := answerOf(t, g, "www.example.org", "1.0.9.0/24"); got != "192.0.2.4" {
+		t.Fatalf("Expected the previous pins to keep serving, got %s", got)
+	}
+	if !strings.Contains(logs.String(), "Rejected reload, keeping the previous version") || !strings.Contains(logs.String(), "nobody") {
+		t.Errorf("Expected the rejection naming the unknown node, got %q", logs)
+	}
+	if v, ok := fileOKOf(t, ov); !ok || v != 0 {
+		t.Errorf("Expected file_ok 0 for the rejected overrides, got %v (%v)", v, ok)
+	}
+
+	touch(t, ov, pin("hz-a"), 3)
+	reloadSettled(g)
+	if got := answerOf(t, g, "www.example.org", "1.0.9.0/24"); got != "192.0.2.1" {
+		t.Fatalf("Expected the fixed file's pin to hz-a, got %s", got)
+	}
+	if v, _ := fileOKOf(t, ov); v != 1 {
+		t.Errorf("Expected file_ok 1 once a good file loads, got %v", v)
+	}
+}

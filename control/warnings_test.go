@@ -8,6 +8,7 @@ import (
 
 	"github.com/gslbdns/gslb/config"
 	"github.com/gslbdns/gslb/scoring"
+	"github.com/gslbdns/gslb/sign"
 	"github.com/gslbdns/gslb/table"
 )
 
@@ -58,5 +59,38 @@ func TestLadderWarnings(t *testing.T) {
 	w := ladderWarnings(o)
 	if len(w) != 1 || !strings.HasPrefix(w[0], "ladder6 (Corefile:7) leaves out province_isp, neighbor_isp, neighbor, region, country, continent") {
 		t.Errorf("A short ladder6: %q", w)
+	}
+}
+
+// warn logs every warning of a start: a short ladder, DNSSEC with
+// fallthrough, an unreachable name server; a clean block logs none.
+func TestWarnLogs(t *testing.T) {
+	logs := captureLog(t)
+	short, err := scoring.ParseLadder([]string{"province", "all"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	through := fall.F{}
+	through.SetZonesFromArgs([]string{"cdn.example.org."})
+	o := &config.Options{File: "Corefile", Zones: []string{"example.org."}, Fall: through, Lines: map[string]int{"ladder": 3}, DNSSEC: &sign.Config{}}
+	o.Params.Ladder = short
+	tbl := &table.Table{Records: map[string]*table.Record{"www.example.org.": {}}, Nameservers: []string{"ns1.example.org."}}
+	warn(o, tbl)
+	out := logs.String()
+	for _, w := range []string{
+		"[WARNING] plugin/gslb: ladder (Corefile:3) leaves out",
+		"[WARNING] plugin/gslb: dnssec with fallthrough in Corefile",
+		"[WARNING] plugin/gslb: name server ns1.example.org. (the node table's nameservers) is in the zone but not a record",
+	} {
+		if !strings.Contains(out, w) {
+			t.Errorf("Expected %q in the log, got %q", w, out)
+		}
+	}
+
+	logs.Reset()
+	warn(&config.Options{File: "Corefile", Zones: []string{"example.org."}}, &table.Table{
+		Records: map[string]*table.Record{"ns1.example.org.": {}}, Nameservers: []string{"ns1.example.org."}})
+	if out := logs.String(); out != "" {
+		t.Errorf("A clean block logged %q", out)
 	}
 }

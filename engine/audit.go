@@ -141,10 +141,10 @@ func (e *Engine) Audit(ctx context.Context, ac AuditConfig) (*AuditReport, error
 	}
 	r := &AuditReport{Units: len(units), Groups: []AuditGroup{}, Disagreements: []AuditRange{}}
 	if db != nil {
-		r.Sources = append(r.Sources, "geoip")
+		r.Sources = append(r.Sources, geo.BaseStep())
 		for _, m := range db.Info() {
-			if (m.Kind == "ipdb" || m.Kind == "ip2region") && !slices.Contains(r.Sources, m.Kind) {
-				r.Sources = append(r.Sources, m.Kind)
+			if name := geo.FormatOf(m.Kind).Explain; !slices.Contains(r.Sources, name) {
+				r.Sources = append(r.Sources, name)
 			}
 		}
 	}
@@ -165,16 +165,9 @@ func (e *Engine) Audit(ctx context.Context, ac AuditConfig) (*AuditReport, error
 		}
 		says := map[string]AuditSource{}
 		if db != nil {
-			mm, ip, ok := db.Explain(u.addr)
-			carriers.Apply(&mm)
-			put(says, "geoip", mm)
-			if ok {
-				carriers.Apply(&ip)
-				put(says, "ipdb", ip)
-			}
-			if x, ok := db.ExplainIP2Region(u.addr); ok {
-				carriers.Apply(&x)
-				put(says, "ip2region", x)
+			for _, said := range db.Explain(u.addr) {
+				carriers.Apply(&said.Location)
+				put(says, said.Name, said.Location)
 			}
 		}
 		if lists != nil {

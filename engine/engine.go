@@ -170,7 +170,7 @@ func (cfg *Config) apply(o *config.Options) {
 		delete(o.Lines, "nodes")
 	}
 	if cfg.IPDB != "" {
-		o.IPDB = cfg.IPDB
+		o.DB["ipdb"] = []string{cfg.IPDB}
 		delete(o.Lines, "ipdb")
 	}
 	if cfg.Overrides != "" {

@@ -191,7 +191,7 @@ func (c *Carriers) Extend(asns map[uint32]string, names map[string]string) (*Car
 // databases are the authorities for the carriers of the addresses they
 // place in China.
 func (c *Carriers) Apply(loc *Location) {
-	if loc.Source == SourceIPDB || loc.Source == SourceIP2Region {
+	if overBase[loc.Source] {
 		if s, ok := c.byName(loc.ISP); ok {
 			loc.ISP = s
 			return

@@ -323,10 +323,10 @@ func TestOpenSwapped(t *testing.T) {
 		kind string
 		want []string
 	}{
-		{geo.Files{City: asn}, "city", []string{asn, `"GeoLite2-ASN"`, "give it to asn"}},
-		{geo.Files{City: city, ASN: city}, "asn", []string{city, `"GeoLite2-City"`, "give it to geoip"}},
-		{geo.Files{IPDB: city}, "ipdb", []string{city, `"GeoLite2-City"`, "not an IPIP.net database", "give it to geoip"}},
-		{geo.Files{City: ip}, "city", []string{ip, "IPIP.net", "give it to ipdb"}},
+		{geo.Files{"city": {asn}}, "city", []string{asn, `"GeoLite2-ASN"`, "give it to asn"}},
+		{geo.Files{"city": {city}, "asn": {city}}, "asn", []string{city, `"GeoLite2-City"`, "give it to geoip"}},
+		{geo.Files{"ipdb": {city}}, "ipdb", []string{city, `"GeoLite2-City"`, "not an IPIP.net database", "give it to geoip"}},
+		{geo.Files{"city": {ip}}, "city", []string{ip, "IPIP.net", "give it to ipdb"}},
 	}
 	for _, tc := range tests {
 		db, err := geo.OpenFiles(tc.f)

@@ -46,15 +46,15 @@ func TestIP2RegionMerge(t *testing.T) {
 		{Network: "1.2.1.0/24", CountryName: "中国", RegionName: "上海", CityName: "上海", ISP: "电信", CCode: "CN"},
 		{Network: "1.4.1.0/24", CountryName: "中国", ISP: "联通", CCode: "CN"}, // no province
 	})
-	mmX, err := geo.OpenFiles(geo.Files{City: city, ASN: asn, IP2Region: [2]string{x6, x4}})
+	mmX, err := geo.OpenFiles(geo.Files{"city": {city}, "asn": {asn}, "ip2region": {x6, x4}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	all, err := geo.OpenFiles(geo.Files{City: city, ASN: asn, IPDB: ip, IP2Region: [2]string{x4, x6}})
+	all, err := geo.OpenFiles(geo.Files{"city": {city}, "asn": {asn}, "ipdb": {ip}, "ip2region": {x4, x6}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	alone, err := geo.OpenFiles(geo.Files{IP2Region: [2]string{x4}})
+	alone, err := geo.OpenFiles(geo.Files{"ip2region": {x4}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,10 +107,10 @@ func TestIP2RegionMerge(t *testing.T) {
 			}
 		})
 	}
-	if loc, ok := all.ExplainIP2Region(netip.MustParseAddr("1.2.1.9")); !ok || loc.Province != "GD" {
+	if loc, ok := explainIP2Region(all, netip.MustParseAddr("1.2.1.9")); !ok || loc.Province != "GD" {
 		t.Errorf("ExplainIP2Region = %+v %v, want GD", loc, ok)
 	}
-	if _, ok := all.ExplainIP2Region(netip.MustParseAddr("9.9.9.9")); ok {
+	if _, ok := explainIP2Region(all, netip.MustParseAddr("9.9.9.9")); ok {
 		t.Error("ExplainIP2Region found 9.9.9.9")
 	}
 	var kinds []string
@@ -137,10 +137,10 @@ func TestIP2RegionOpenErrors(t *testing.T) {
 		files geo.Files
 		want  []string
 	}{
-		{geo.Files{IP2Region: [2]string{city}}, []string{city, "MaxMind", "not an ip2region"}},
-		{geo.Files{IP2Region: [2]string{ip}}, []string{ip, "IPIP.net", "give it to ipdb"}},
-		{geo.Files{IP2Region: [2]string{a, b}}, []string{b, "second IPv4"}},
-		{geo.Files{IP2Region: [2]string{filepath.Join(dir, "missing.xdb")}}, []string{"missing.xdb"}},
+		{geo.Files{"ip2region": {city}}, []string{city, "MaxMind", "not an ip2region"}},
+		{geo.Files{"ip2region": {ip}}, []string{ip, "IPIP.net", "give it to ipdb"}},
+		{geo.Files{"ip2region": {a, b}}, []string{b, "second IPv4"}},
+		{geo.Files{"ip2region": {filepath.Join(dir, "missing.xdb")}}, []string{"missing.xdb"}},
 	}
 	for _, tc := range tests {
 		_, err := geo.OpenFiles(tc.files)
@@ -165,4 +165,14 @@ func TestListSource(t *testing.T) {
 	if a.String() != "list:chinanet" || b.String() != "list:unicom" || geo.SourceIP2Region.String() != "ip2region" {
 		t.Errorf("names %q %q %q", a, b, geo.SourceIP2Region)
 	}
+}
+
+// explainIP2Region is the ip2region step of db's explanation of addr.
+func explainIP2Region(db *geo.DB, addr netip.Addr) (geo.Location, bool) {
+	for _, s := range db.Explain(addr) {
+		if s.Name == "ip2region" {
+			return s.Location, s.Found
+		}
+	}
+	return geo.Location{}, false
 }

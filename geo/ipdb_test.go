@@ -33,11 +33,11 @@ func TestIPDBMerge(t *testing.T) {
 		{Network: "8.8.8.0/24", CountryName: "美国", RegionName: "加利福尼亚州", ISP: "Google LLC", CCode: "US"},
 		{Network: "9.9.9.0/24", CountryName: "瑞士", ISP: "Quad9", CCode: "CH"},
 	})
-	both, err := geo.OpenFiles(geo.Files{City: city, ASN: asn, IPDB: ip})
+	both, err := geo.OpenFiles(geo.Files{"city": {city}, "asn": {asn}, "ipdb": {ip}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	alone, err := geo.OpenFiles(geo.Files{IPDB: ip})
+	alone, err := geo.OpenFiles(geo.Files{"ipdb": {ip}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,8 @@
-// Package geo resolves a client address to a Location from local
-// databases: MaxMind City (or Country) and ASN, IPIP.net ipdb, ip2region
-// and carrier lists, with the provinces, carriers, continents and
-// special-purpose ranges they are read into.
+// Package geo is the vocabulary of a client's place (Location, provinces,
+// continents, carriers, special-purpose ranges) and the local databases
+// that give it: the formats Formats lists, each rank's answer laid over
+// the one below (DB). The chain of sources that asks them is locate's;
+// the carrier lists are geo/carrierlist's.
 package geo
 
 import (

@@ -1,12 +1,15 @@
 package geo
 
 import (
+	"errors"
 	"fmt"
-	"io"
-	"os"
 
+	"github.com/gslbdns/gslb/internal/atomicfile"
 	"github.com/gslbdns/gslb/internal/offheap"
 )
+
+// maxDBSize bounds a database file.
+const maxDBSize = 1 << 34
 
 // readOffHeap reads a database outside the Go heap (internal/offheap).
 // Unlike a mapping of the file, a writer that rewrites the file in place
@@ -14,22 +17,19 @@ import (
 // is unreachable; nothing read from it may outlive owner (decoded strings
 // are copies).
 func readOffHeap(path string, owner *DB) ([]byte, error) {
-	f, err := os.Open(path)
+	f, size, err := atomicfile.Open(path, maxDBSize)
+	if se := (*atomicfile.SizeError)(nil); errors.As(err, &se) {
+		return nil, fmt.Errorf("%s: size %d", path, se.Size)
+	}
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	size := fi.Size()
-	if size <= 0 || size > 1<<34 {
+	if size <= 0 {
 		return nil, fmt.Errorf("%s: size %d", path, size)
 	}
-	b := offheap.Make[byte](int(size))
-	if _, err := io.ReadFull(f, b); err != nil {
-		offheap.Free(b)
+	b, err := offheap.Read(f, int(size))
+	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	offheap.Tie(owner, b)
@@ -37,11 +37,9 @@ func readOffHeap(path string, owner *DB) ([]byte, error) {
 }
 
 // offHeapUint32s copies s outside the Go heap, for a database's
-// pointer-free tables that live as long as it; a small s is copied onto
-// the heap at its length.
+// pointer-free tables that live as long as it.
 func offHeapUint32s(s []uint32, owner *DB) []uint32 {
-	out := offheap.Make[uint32](len(s))
-	copy(out, s)
+	out := offheap.Clone(s)
 	offheap.Tie(owner, out)
 	return out
 }

@@ -139,7 +139,7 @@ func TestWideNetworksIPDB(t *testing.T) {
 		rows = append(rows, row)
 	}
 	ip := testsupport.WriteIPDB(t, dir, rows)
-	db, err := geo.OpenFiles(geo.Files{City: city, ASN: asn, IPDB: ip})
+	db, err := geo.OpenFiles(geo.Files{"city": {city}, "asn": {asn}, "ipdb": {ip}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -133,7 +133,7 @@ func TestIP2RegionSource(t *testing.T) {
 		}
 	}
 	write("中国|广东省|深圳市|联通|CN")
-	files := geo.Files{IP2Region: [2]string{xdb}}
+	files := geo.Files{"ip2region": {xdb}}
 	db, err := geo.OpenFiles(files)
 	if err != nil {
 		t.Fatal(err)

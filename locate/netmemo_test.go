@@ -36,22 +36,22 @@ func memoDBs(t testing.TB, chinese bool) *geo.DB {
 	asns := []mmdbgen.ASN{{Network: "36.0.0.0/14", ASN: 4134, Org: "CHINANET"}, {Network: "36.4.0.0/15", ASN: 4837, Org: "CHINA UNICOM"},
 		{Network: "36.0.64.0/20", ASN: 9808, Org: "China Mobile"}, {Network: "2400:3200::/33", ASN: 4134, Org: "CHINANET"}}
 	city, asn := testsupport.WriteDBs(t, dir, cities, asns)
-	f := geo.Files{City: city, ASN: asn}
+	f := geo.Files{"city": {city}, "asn": {asn}}
 	if chinese {
-		f.IPDB = filepath.Join(dir, "c.ipdb")
+		f["ipdb"] = []string{filepath.Join(dir, "c.ipdb")}
 		m := ipdbgen.Meta{Build: 1, Languages: []string{"CN"}, Fields: []string{"country_name", "region_name", "city_name", "isp_domain", "country_code"}}
 		rec := func(p, region, city, isp string) ipdbgen.Rec {
 			return ipdbgen.Rec{Network: netip.MustParsePrefix(p), Values: map[string][]string{"CN": {"中国", region, city, isp, "CN"}}}
 		}
-		if err := ipdbgen.Write(f.IPDB, m, []ipdbgen.Rec{rec("36.0.0.0/8", "", "", ""), rec("36.0.0.0/22", "浙江", "杭州", "电信"), rec("36.0.4.0/23", "广东", "广州", "联通"),
+		if err := ipdbgen.Write(f["ipdb"][0], m, []ipdbgen.Rec{rec("36.0.0.0/8", "", "", ""), rec("36.0.0.0/22", "浙江", "杭州", "电信"), rec("36.0.4.0/23", "广东", "广州", "联通"),
 			rec("36.0.6.128/25", "四川", "成都", "移动"), rec("36.3.0.0/16", "北京", "北京", "电信")}); err != nil {
 			t.Fatal(err)
 		}
-		f.IP2Region[0] = filepath.Join(dir, "v4.xdb")
+		f["ip2region"] = []string{filepath.Join(dir, "v4.xdb")}
 		cn := func(from, to string) ip2regiongen.Rec {
 			return ip2regiongen.Rec{Start: netip.MustParseAddr(from), End: netip.MustParseAddr(to), Region: "中国|0|0|0|CN"}
 		}
-		if err := ip2regiongen.Write(f.IP2Region[0], ip2regiongen.Meta{IPVersion: 4}, []ip2regiongen.Rec{
+		if err := ip2regiongen.Write(f["ip2region"][0], ip2regiongen.Meta{IPVersion: 4}, []ip2regiongen.Rec{
 			cn("36.0.0.0", "36.0.7.255"),
 			ip2regiongen.PrefixRec(netip.MustParsePrefix("36.0.8.0/21"), "中国|江苏省|南京市|电信|CN"),
 			cn("36.0.16.0", "36.4.255.255"),

@@ -22,7 +22,7 @@ func TestReopen(t *testing.T) {
 			[]mmdbgen.ASN{{Network: "1.0.1.0/24", ASN: 4134, Org: "CHINANET"}})
 	}
 	city, asn := write("ZJ")
-	files := geo.Files{City: city, ASN: asn}
+	files := geo.Files{"city": {city}, "asn": {asn}}
 	db, err := geo.OpenFiles(files)
 	if err != nil {
 		t.Fatal(err)

@@ -98,16 +98,9 @@ func (o *overrideSource) Trace(ctx context.Context, q *Query, done bool, _ *geo.
 func (d *databases) Trace(ctx context.Context, q *Query, done bool, carriers *geo.Carriers) ([]Step, bool) {
 	var steps []Step
 	if db := d.db.Load(); db != nil {
-		mm, ip, ok := db.Explain(q.Addr)
-		carriers.Apply(&mm)
-		steps = append(steps, Step{Source: "geoip", Location: mm, Found: mm.Source != geo.SourceNone})
-		if ok {
-			carriers.Apply(&ip)
-			steps = append(steps, Step{Source: "ipdb", Location: ip, Found: true})
-		}
-		if x, ok := db.ExplainIP2Region(q.Addr); ok {
-			carriers.Apply(&x)
-			steps = append(steps, Step{Source: "ip2region", Location: x, Found: true})
+		for _, said := range db.Explain(q.Addr) {
+			carriers.Apply(&said.Location)
+			steps = append(steps, Step{Source: said.Name, Location: said.Location, Found: said.Found})
 		}
 	}
 	if done {
@@ -115,13 +108,7 @@ func (d *databases) Trace(ctx context.Context, q *Query, done bool, carriers *ge
 	}
 	final := d.Locate(ctx, q)
 	if final {
-		won := "geoip"
-		switch q.Loc.Source {
-		case geo.SourceIPDB:
-			won = "ipdb"
-		case geo.SourceIP2Region:
-			won = "ip2region"
-		}
+		won := geo.Decided(q.Loc)
 		for i := range steps {
 			steps[i].Final = steps[i].Final || steps[i].Source == won
 		}

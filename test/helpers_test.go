@@ -1,5 +1,3 @@
-// Package test runs the gslb plugin inside real CoreDNS servers started from
-// Corefile strings, the way CoreDNS's own test/server.go does.
 package test
 
 import (

@@ -32,7 +32,7 @@ func TestLoadedLog(t *testing.T) {
 	s := startServer(t, gslbCorefile(t, nodes, "overrides "+ov+"\nquality "+q+"\ncanary "+cand+" 10\nreload 1s"))
 
 	city, asn := repoFile(t, "demo/gslb-demo-City.mmdb"), repoFile(t, "demo/gslb-demo-ASN.mmdb")
-	db, err := geo.OpenFiles(geo.Files{City: city, ASN: asn})
+	db, err := geo.OpenFiles(geo.Files{"city": {city}, "asn": {asn}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,7 +123,7 @@ func TestLoadedLogDatabases(t *testing.T) {
 		{Network: "60.0.0.0/16", Country: "CN", Province: "BJ", City: "Beijing", Lat: 39.9, Lon: 116.4},
 	}, []mmdbgen.ASN{{Network: "58.0.0.0/12", ASN: 4134, Org: "CHINANET"}})
 	line := logs.line(t, "Reloaded ")
-	db, err := geo.OpenFiles(geo.Files{City: city, ASN: asn})
+	db, err := geo.OpenFiles(geo.Files{"city": {city}, "asn": {asn}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -38,7 +38,7 @@ func cmdDistance(args []string) error {
 	if err != nil {
 		return err
 	}
-	db, err := geo.OpenFiles(geo.Files{City: *city, ASN: *asn, IPDB: *ipdbPath})
+	db, err := geo.OpenFiles(geo.Files{"city": {*city}, "asn": {*asn}, "ipdb": {*ipdbPath}})
 	if err != nil {
 		return err
 	}

@@ -10,17 +10,16 @@ import (
 	"bufio"
 	"bytes"
 	"cmp"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"hash/maphash"
-	"math/bits"
 	"net/netip"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 
+	"github.com/gslbdns/gslb/internal/u128"
 	"github.com/gslbdns/gslb/internal/yamlfile"
 )
 
@@ -208,34 +207,9 @@ type Source struct {
 	Prefixes []Prefix
 }
 
-// u128 is an address as two big-endian halves; IPv4 is mapped into
-// ::ffff:0:0/96, so that one sorted array holds both families.
-type u128 struct{ hi, lo uint64 }
-
-func (a u128) less(b u128) bool { return a.hi < b.hi || a.hi == b.hi && a.lo < b.lo }
-func (a u128) next() u128 {
-	if a.lo == ^uint64(0) {
-		return u128{a.hi + 1, 0}
-	}
-	return u128{a.hi, a.lo + 1}
-}
-func (a u128) prev() u128 {
-	if a.lo == 0 {
-		return u128{a.hi - 1, ^uint64(0)}
-	}
-	return u128{a.hi, a.lo - 1}
-}
-
-var maxU128 = u128{^uint64(0), ^uint64(0)}
-
-func toU128(a netip.Addr) u128 {
-	b := a.As16() // IPv4 comes out mapped
-	return u128{binary.BigEndian.Uint64(b[:8]), binary.BigEndian.Uint64(b[8:])}
-}
-
 // bounds are a prefix's first and last address.
-func bounds(p netip.Prefix) (lo, hi u128) {
-	lo = toU128(p.Addr())
+func bounds(p netip.Prefix) (lo, hi u128.U128) {
+	lo = u128.FromAddr(p.Addr())
 	bits := p.Bits()
 	if p.Addr().Is4() {
 		bits += 96
@@ -243,9 +217,9 @@ func bounds(p netip.Prefix) (lo, hi u128) {
 	hi = lo
 	switch host := 128 - bits; {
 	case host >= 64:
-		hi = u128{lo.hi | (uint64(1)<<(host-64) - 1), ^uint64(0)}
+		hi = u128.U128{Hi: lo.Hi | (uint64(1)<<(host-64) - 1), Lo: ^uint64(0)}
 	case host > 0:
-		hi.lo |= uint64(1)<<host - 1
+		hi.Lo |= uint64(1)<<host - 1
 	}
 	return lo, hi
 }
@@ -264,7 +238,7 @@ const sharedList = ^uint16(0)
 
 // table is one family's disjoint ranges, sorted.
 type table struct {
-	lo, hi []u128
+	lo, hi []u128.U128
 	list   []uint16 // the list of each range
 }
 
@@ -300,7 +274,7 @@ func Build(lists []Source) (*Set, error) {
 	// Enclosing prefixes before the ones inside them.
 	slices.SortStableFunc(items, func(a, b item) int {
 		if a.lo != b.lo {
-			if a.lo.less(b.lo) {
+			if a.lo.Less(b.lo) {
 				return -1
 			}
 			return 1
@@ -323,7 +297,7 @@ func Build(lists []Source) (*Set, error) {
 	}
 	var i4, i6 []item
 	for _, it := range uniq {
-		if it.lo.hi == 0 && it.lo.lo>>32 == 0xffff && it.bits >= 96 {
+		if it.lo.Hi == 0 && it.lo.Lo>>32 == 0xffff && it.bits >= 96 {
 			i4 = append(i4, it)
 		} else {
 			i6 = append(i6, it)
@@ -335,7 +309,7 @@ func Build(lists []Source) (*Set, error) {
 }
 
 type item struct {
-	lo, hi u128
+	lo, hi u128.U128
 	bits   int
 	list   int
 	line   int
@@ -344,11 +318,11 @@ type item struct {
 // sweep turns items, sorted with enclosing prefixes first, into t's
 // disjoint ranges.
 func sweep(s *table, items []item) {
-	emit := func(lo, hi u128, list int) {
-		if hi.less(lo) {
+	emit := func(lo, hi u128.U128, list int) {
+		if hi.Less(lo) {
 			return
 		}
-		if n := len(s.lo); n > 0 && int(s.list[n-1]) == list && s.hi[n-1].next() == lo && s.hi[n-1] != maxU128 {
+		if n := len(s.lo); n > 0 && int(s.list[n-1]) == list && s.hi[n-1].Next() == lo && s.hi[n-1] != u128.Max {
 			s.hi[n-1] = hi
 			return
 		}
@@ -357,26 +331,26 @@ func sweep(s *table, items []item) {
 	// A sweep with the stack of the prefixes around the current position:
 	// the top, the innermost, owns it.
 	var stack []item
-	var pos u128
+	var pos u128.U128
 	done := false // pos went past the last address
 	pop := func() {
 		top := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
 		if !done {
 			emit(pos, top.hi, top.list)
-			if top.hi == maxU128 {
+			if top.hi == u128.Max {
 				done = true
 			} else {
-				pos = top.hi.next()
+				pos = top.hi.Next()
 			}
 		}
 	}
 	for _, it := range items {
-		for len(stack) > 0 && stack[len(stack)-1].hi.less(it.lo) {
+		for len(stack) > 0 && stack[len(stack)-1].hi.Less(it.lo) {
 			pop()
 		}
-		if len(stack) > 0 && pos.less(it.lo) {
-			emit(pos, it.lo.prev(), stack[len(stack)-1].list)
+		if len(stack) > 0 && pos.Less(it.lo) {
+			emit(pos, it.lo.Prev(), stack[len(stack)-1].list)
 		}
 		pos, done = it.lo, false
 		stack = append(stack, it)
@@ -396,7 +370,7 @@ func (s *Set) Lookup(addr netip.Addr) (list int, bits int, ok bool) {
 		return 0, 0, false
 	}
 	addr = addr.Unmap()
-	a := toU128(addr)
+	a := u128.FromAddr(addr)
 	s4 := addr.Is4()
 	t := &s.t6
 	if s4 {
@@ -406,26 +380,26 @@ func (s *Set) Lookup(addr netip.Addr) (list int, bits int, ok bool) {
 	i, j := 0, len(t.lo)
 	for i < j {
 		m := int(uint(i+j) >> 1)
-		if t.hi[m].less(a) {
+		if t.hi[m].Less(a) {
 			i = m + 1
 		} else {
 			j = m
 		}
 	}
-	var lo, hi u128
-	if i < len(t.lo) && !a.less(t.lo[i]) {
+	var lo, hi u128.U128
+	if i < len(t.lo) && !a.Less(t.lo[i]) {
 		lo, hi, list, ok = t.lo[i], t.hi[i], int(t.list[i]), true
 		if t.list[i] == sharedList {
 			list, ok = 0, false
 		}
 	} else {
 		// The gap between range i-1 and range i.
-		lo, hi = u128{}, maxU128
+		lo, hi = u128.U128{}, u128.Max
 		if i > 0 {
-			lo = t.hi[i-1].next()
+			lo = t.hi[i-1].Next()
 		}
 		if i < len(t.lo) {
-			hi = t.lo[i].prev()
+			hi = t.lo[i].Prev()
 		}
 	}
 	start := 0
@@ -438,22 +412,15 @@ func (s *Set) Lookup(addr netip.Addr) (list int, bits int, ok bool) {
 // blockBits is the shortest prefix length p >= start such that the
 // aligned block of a at p lies within [lo, hi]: one bit longer than a's
 // common prefix with lo-1 and with hi+1, the nearest addresses outside.
-func blockBits(a, lo, hi u128, start int) int {
+func blockBits(a, lo, hi u128.U128, start int) int {
 	p := start
-	if lo != (u128{}) {
-		p = max(p, commonBits(a, lo.prev())+1)
+	if lo != (u128.U128{}) {
+		p = max(p, u128.CommonBits(a, lo.Prev())+1)
 	}
-	if hi != maxU128 {
-		p = max(p, commonBits(a, hi.next())+1)
+	if hi != u128.Max {
+		p = max(p, u128.CommonBits(a, hi.Next())+1)
 	}
 	return min(p, 128)
-}
-
-func commonBits(a, b u128) int {
-	if x := a.hi ^ b.hi; x != 0 {
-		return bits.LeadingZeros64(x)
-	}
-	return 64 + bits.LeadingZeros64(a.lo^b.lo)
 }
 
 // List returns list i of the set.

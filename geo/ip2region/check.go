@@ -6,6 +6,8 @@ import (
 	"net/netip"
 	"slices"
 	"unicode/utf8"
+
+	"github.com/gslbdns/gslb/internal/u128"
 )
 
 // check walks every segment index entry once and rejects what lookups must
@@ -18,16 +20,16 @@ func (r *Reader) check() error {
 	type span struct{ ptr, n uint32 }
 	spans := make([]span, 0, r.n)
 	var want [VectorCells][2]uint32
-	var prevEnd u128
+	var prevEnd u128.U128
 	for i := range r.n {
 		start, end, dlen, dptr := r.entry(i)
 		at := func(format string, args ...any) error {
 			return fmt.Errorf("segment %d (%s-%s): %s", i, r.addr(start), r.addr(end), fmt.Sprintf(format, args...))
 		}
-		if end.less(start) {
+		if end.Less(start) {
 			return at("ends before it starts")
 		}
-		if i > 0 && !prevEnd.less(start) {
+		if i > 0 && !prevEnd.Less(start) {
 			return at("starts at or before the end of the previous segment (%s): segments must be sorted and disjoint", r.addr(prevEnd))
 		}
 		prevEnd = end
@@ -75,13 +77,9 @@ func (r *Reader) check() error {
 }
 
 // addr formats an address of the file's family, for errors.
-func (r *Reader) addr(a u128) string {
+func (r *Reader) addr(a u128.U128) string {
 	if !r.v6 {
-		return netip.AddrFrom4([4]byte{byte(a.lo >> 24), byte(a.lo >> 16), byte(a.lo >> 8), byte(a.lo)}).String()
+		return netip.AddrFrom4([4]byte{byte(a.Lo >> 24), byte(a.Lo >> 16), byte(a.Lo >> 8), byte(a.Lo)}).String()
 	}
-	var b [16]byte
-	for i := range 8 {
-		b[i], b[8+i] = byte(a.hi>>(56-8*i)), byte(a.lo>>(56-8*i))
-	}
-	return netip.AddrFrom16(b).String()
+	return netip.AddrFrom16(a.As16()).String()
 }

@@ -14,6 +14,8 @@ import (
 	"net/netip"
 	"os"
 	"unsafe"
+
+	"github.com/gslbdns/gslb/internal/u128"
 )
 
 // Layout constants of the format.
@@ -135,33 +137,28 @@ func (r *Reader) Created() int64 { return int64(r.created) }
 // Len is the number of segment index entries.
 func (r *Reader) Len() int { return r.n }
 
-// u128 is an address as two big-endian halves; IPv4 is in lo.
-type u128 struct{ hi, lo uint64 }
-
-func (a u128) less(b u128) bool { return a.hi < b.hi || a.hi == b.hi && a.lo < b.lo }
-
 // entry reads segment index entry i: start, end, region length and
 // offset.
-func (r *Reader) entry(i int) (start, end u128, dlen uint16, dptr uint32) {
+func (r *Reader) entry(i int) (start, end u128.U128, dlen uint16, dptr uint32) {
 	p := int(r.first) + i*int(r.segSize)
 	e := r.b[p : p+int(r.segSize)]
-	le, be := binary.LittleEndian, binary.BigEndian
+	le := binary.LittleEndian
 	if r.v6 {
-		start = u128{be.Uint64(e[0:]), be.Uint64(e[8:])}
-		end = u128{be.Uint64(e[16:]), be.Uint64(e[24:])}
+		start = u128.From16([16]byte(e[0:16]))
+		end = u128.From16([16]byte(e[16:32]))
 		return start, end, le.Uint16(e[32:]), le.Uint32(e[34:])
 	}
 	// IPv4 addresses are little-endian, unlike IPv6 ones.
-	start.lo, end.lo = uint64(le.Uint32(e[0:])), uint64(le.Uint32(e[4:]))
+	start.Lo, end.Lo = uint64(le.Uint32(e[0:])), uint64(le.Uint32(e[4:]))
 	return start, end, le.Uint16(e[8:]), le.Uint32(e[10:])
 }
 
 // cellOf is the vector index cell of an address: its first two bytes.
-func (r *Reader) cellOf(a u128) int {
+func (r *Reader) cellOf(a u128.U128) int {
 	if r.v6 {
-		return int(a.hi >> 48)
+		return int(a.Hi >> 48)
 	}
-	return int(a.lo >> 16)
+	return int(a.Lo >> 16)
 }
 
 // cell reads vector index cell c: the offsets of its first entry and of the
@@ -178,15 +175,15 @@ func (r *Reader) cell(c int) (s, e uint32) {
 // empty region, are not found. It allocates nothing.
 func (r *Reader) Lookup(addr netip.Addr) (rec Record, bits int, ok bool) {
 	addr = addr.Unmap()
-	var a u128
+	var a u128.U128
 	width := 32
 	switch {
 	case addr.Is4() && !r.v6:
 		b := addr.As4()
-		a.lo = uint64(binary.BigEndian.Uint32(b[:]))
+		a.Lo = uint64(binary.BigEndian.Uint32(b[:]))
 	case addr.Is6() && r.v6:
 		b := addr.As16()
-		a = u128{binary.BigEndian.Uint64(b[:8]), binary.BigEndian.Uint64(b[8:])}
+		a = u128.From16(b)
 		width = 128
 	default:
 		return Record{}, 0, false
@@ -200,9 +197,9 @@ func (r *Reader) Lookup(addr netip.Addr) (rec Record, bits int, ok bool) {
 		m := int(uint(lo+hi) >> 1)
 		start, end, dlen, dptr := r.entry(m)
 		switch {
-		case a.less(start):
+		case a.Less(start):
 			hi = m
-		case end.less(a):
+		case end.Less(a):
 			lo = m + 1
 		default:
 			if dlen == 0 {
@@ -221,38 +218,21 @@ func (r *Reader) Lookup(addr netip.Addr) (rec Record, bits int, ok bool) {
 // blockBits is the shortest prefix length p (0..width) such that the
 // aligned block of a at p lies within [lo, hi]: one bit longer than a's
 // common prefix with lo-1 and with hi+1, the nearest addresses outside.
-func blockBits(a, lo, hi u128, width int) int {
+func blockBits(a, lo, hi u128.U128, width int) int {
 	p := 0
-	if lo != (u128{}) {
-		p = commonBits(a, lo.prev(), width) + 1
+	if lo != (u128.U128{}) {
+		p = commonBits(a, lo.Prev(), width) + 1
 	}
-	if width == 32 && hi.lo != 0xffffffff || width == 128 && hi != (u128{^uint64(0), ^uint64(0)}) {
-		p = max(p, commonBits(a, hi.next(), width)+1)
+	if width == 32 && hi.Lo != 0xffffffff || width == 128 && hi != u128.Max {
+		p = max(p, commonBits(a, hi.Next(), width)+1)
 	}
 	return min(p, width)
 }
 
 // commonBits is the length of the common prefix of a and b, of width bits.
-func commonBits(a, b u128, width int) int {
+func commonBits(a, b u128.U128, width int) int {
 	if width == 32 {
-		return bits.LeadingZeros32(uint32(a.lo ^ b.lo))
+		return bits.LeadingZeros32(uint32(a.Lo ^ b.Lo))
 	}
-	if x := a.hi ^ b.hi; x != 0 {
-		return bits.LeadingZeros64(x)
-	}
-	return 64 + bits.LeadingZeros64(a.lo^b.lo)
-}
-
-func (a u128) next() u128 {
-	if a.lo == ^uint64(0) {
-		return u128{a.hi + 1, 0}
-	}
-	return u128{a.hi, a.lo + 1}
-}
-
-func (a u128) prev() u128 {
-	if a.lo == 0 {
-		return u128{a.hi - 1, ^uint64(0)}
-	}
-	return u128{a.hi, a.lo - 1}
+	return u128.CommonBits(a, b)
 }

@@ -1,6 +1,8 @@
 // Package atomicfile writes a file so that a reader sees the old content or
 // the new, never half of it: into a temporary file beside it, renamed into
-// place. Every file the plugin watches should be written this way.
+// place. Every file the plugin watches should be written this way. Open
+// is the reading side: a file refused before it is read when it is over a
+// size limit.
 package atomicfile
 
 import (
@@ -57,4 +59,31 @@ func WriteBytesMode(path string, mode os.FileMode, b []byte) error {
 		_, err := w.Write(b)
 		return err
 	})
+}
+
+// SizeError is a file over the size limit.
+type SizeError struct {
+	Path        string
+	Size, Limit int64
+}
+
+func (e *SizeError) Error() string {
+	return fmt.Sprintf("%s: %d bytes, over the size limit of %d bytes (max_file_size)", e.Path, e.Size, e.Limit)
+}
+
+// Open opens path, refusing it (*SizeError) when it is larger than limit
+// bytes; size is its size when opened.
+func Open(path string, limit int64) (f *os.File, size int64, err error) {
+	if f, err = os.Open(path); err != nil {
+		return nil, 0, err
+	}
+	fi, err := f.Stat()
+	if err == nil && fi.Size() > limit {
+		err = &SizeError{Path: path, Size: fi.Size(), Limit: limit}
+	}
+	if err != nil {
+		f.Close()
+		return nil, 0, err
+	}
+	return f, fi.Size(), nil
 }

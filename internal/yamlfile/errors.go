@@ -125,13 +125,8 @@ func typeError(doc *yaml.Node, t reflect.Type) error {
 // walkTypes checks n against t; entry names the top-level list's entry
 // the node is in, field the path inside it (or from the top).
 func walkTypes(n *yaml.Node, t reflect.Type, entry, field string) error {
-	for t.Kind() == reflect.Pointer {
-		if t.Implements(unmarshaler) {
-			return nil
-		}
-		t = t.Elem()
-	}
-	if t.Implements(unmarshaler) || reflect.PointerTo(t).Implements(unmarshaler) {
+	t, self := decodesItself(t)
+	if self {
 		return nil
 	}
 	if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {

@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"os"
 	"reflect"
 	"runtime/debug"
 	"slices"
@@ -20,6 +19,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/gslbdns/gslb/internal/atomicfile"
 	"github.com/gslbdns/gslb/internal/suggest"
 )
 
@@ -30,14 +30,7 @@ const DefaultMaxSize = 16 << 20
 var ErrEmpty = errors.New("empty file")
 
 // SizeError is a file over the size limit.
-type SizeError struct {
-	Path        string
-	Size, Limit int64
-}
-
-func (e *SizeError) Error() string {
-	return fmt.Sprintf("%s: %d bytes, over the size limit of %d bytes (max_file_size)", e.Path, e.Size, e.Limit)
-}
+type SizeError = atomicfile.SizeError
 
 // ReadFile reads path, refusing it when it is larger than limit bytes
 // (DefaultMaxSize when limit <= 0) before reading it whole.
@@ -45,18 +38,11 @@ func ReadFile(path string, limit int64) ([]byte, error) {
 	if limit <= 0 {
 		limit = DefaultMaxSize
 	}
-	f, err := os.Open(path)
+	f, _, err := atomicfile.Open(path, limit)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if fi.Size() > limit {
-		return nil, &SizeError{Path: path, Size: fi.Size(), Limit: limit}
-	}
 	// The file may grow while it is read: never read more than the limit.
 	data, err := io.ReadAll(io.LimitReader(f, limit+1))
 	if err != nil {
@@ -142,17 +128,24 @@ func noAliases(n *yaml.Node) error {
 
 var unmarshaler = reflect.TypeFor[yaml.Unmarshaler]()
 
+// decodesItself strips t's pointers, and reports whether t or a pointer on
+// the way is a yaml.Unmarshaler: its own checks then stand.
+func decodesItself(t reflect.Type) (reflect.Type, bool) {
+	for t.Kind() == reflect.Pointer {
+		if t.Implements(unmarshaler) {
+			return t, true
+		}
+		t = t.Elem()
+	}
+	return t, t.Implements(unmarshaler) || reflect.PointerTo(t).Implements(unmarshaler)
+}
+
 // knownKeys refuses a mapping key that the Go type t has no field for, at
 // the key's line, with the path of the mapping that holds it. A node of
 // the wrong kind is left to the decoder to report.
 func knownKeys(n *yaml.Node, t reflect.Type, path string) error {
-	for t.Kind() == reflect.Pointer {
-		if t.Implements(unmarshaler) {
-			return nil
-		}
-		t = t.Elem()
-	}
-	if t.Implements(unmarshaler) || reflect.PointerTo(t).Implements(unmarshaler) {
+	t, self := decodesItself(t)
+	if self {
 		return nil
 	}
 	switch {

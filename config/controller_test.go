@@ -1,4 +1,4 @@
-package gslb
+package config
 
 import (
 	"os"
@@ -9,10 +9,10 @@ import (
 	"github.com/coredns/coredns/core/dnsserver"
 )
 
-// TestSetupFleet: the fleet block parses through setup, names its member
-// by host and port by default, and is refused without a redis block.
+// TestSetupFleet: the fleet block parses through a directive's setup
+// (ParseController), names its member by host and port by default, and is
+// refused without a redis block.
 func TestSetupFleet(t *testing.T) {
-	dir := fixture(t, fixtureNodes)
 	base := "geoip city.mmdb\nasn asn.mmdb\nnodes nodes.yaml\n"
 	for _, tc := range []struct{ name, input, wantErr string }{
 		{"fleet", "gslb example.org {\n" + base + "redis 127.0.0.1:6379\nfleet cdn {\n vantage telecom ZJ\n probe_source 127.0.0.2\n quorum 0.5\n probers 2\n}\n}", ""},
@@ -21,9 +21,9 @@ func TestSetupFleet(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := caddy.NewTestController("dns", tc.input)
-			dnsserver.GetConfig(c).Root = dir
+			dnsserver.GetConfig(c).Root = t.TempDir()
 			dnsserver.GetConfig(c).Port = "1053"
-			g, err := parse(c)
+			o, err := ParseController(c)
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("Expected an error with %q, got %v", tc.wantErr, err)
@@ -33,9 +33,8 @@ func TestSetupFleet(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Unexpected error: %v", err)
 			}
-			defer g.stop()
 			host, _ := os.Hostname()
-			if f := g.opts.Fleet; f == nil || f.Name != "cdn" || f.Member != host+":1053" || f.Carrier != "telecom" {
+			if f := o.Fleet; f == nil || f.Name != "cdn" || f.Member != host+":1053" || f.Carrier != "telecom" {
 				t.Errorf("Expected fleet cdn, member %s:1053, vantage telecom; got %+v", host, f)
 			}
 		})
