@@ -228,12 +228,13 @@ func TestPlanReadiness(t *testing.T) {
 		t.Fatalf("Expected the figures in the refusal, got %s (%v)", out, err)
 	}
 	r := refusal.Readiness
-	if r.Samples != 200 || len(r.Over) != 1 || r.Over[0] != "sh" || r.MaxLoad != 0.8 {
-		t.Errorf("Expected 200 samples and sh over 0.8, got %+v", r)
+	// 1,600 decisions, one in 8 kept at random: 200 ± 14.
+	if r.Samples < 140 || r.Samples > 260 || len(r.Over) != 1 || r.Over[0] != "sh" || r.MaxLoad != 0.8 {
+		t.Errorf("Expected about 200 samples and sh over 0.8, got %+v", r)
 	}
 	for _, f := range r.Nodes {
-		if f.Node == "sh" && (f.Share != 0.5 || f.NewShare != 1 || f.Projected != 1.2) {
-			t.Errorf("Expected sh from a half to all of the clients, at 1.2, got %+v", f)
+		if f.Node == "sh" && (f.Share < 0.35 || f.Share > 0.65 || f.NewShare != 1 || f.Projected < 0.9) {
+			t.Errorf("Expected sh from about half to all of the clients, near 1.2, got %+v", f)
 		}
 	}
 	if got := adminKeys(c); len(got) != 0 {

@@ -2,6 +2,7 @@ package plan
 
 import (
 	"maps"
+	"math/rand/v2"
 	"net/netip"
 	"slices"
 	"sync/atomic"
@@ -24,9 +25,11 @@ type Sample struct {
 	At     time.Time
 }
 
-// Sampler keeps a bounded sample of recent decisions: one in every
-// SampleEvery, the last SampleSize of them. Note is lock-free and
-// allocates only for the decisions it keeps.
+// Sampler keeps a bounded sample of recent decisions: one in
+// SampleEvery on average, drawn at random so that no periodic pattern of
+// the traffic (a resolver pool's rotation) is sampled alone; the last
+// SampleSize of them. Take and Keep are lock-free; only the decisions
+// kept allocate.
 type Sampler struct {
 	n     atomic.Uint64
 	slots [SampleSize]atomic.Pointer[Sample]
@@ -41,11 +44,10 @@ const (
 // Take reports whether the next decision is one to keep: the caller then
 // builds its Sample and hands it to Keep.
 func (s *Sampler) Take() (slot uint64, ok bool) {
-	n := s.n.Add(1)
-	if n%SampleEvery != 0 {
+	if rand.Uint32N(SampleEvery) != 0 {
 		return 0, false
 	}
-	return (n / SampleEvery) % SampleSize, true
+	return s.n.Add(1) % SampleSize, true
 }
 
 // Keep stores a sample in the slot Take gave.

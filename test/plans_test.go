@@ -252,7 +252,8 @@ func TestFleetPlanRedisDown(t *testing.T) {
 
 // TestFleetPlanReadiness: from the decisions m1 made (Zhejiang's clients
 // on hz-a at load 0.5, Beijing's on bj at 0.3), draining hz-a would send
-// Zhejiang's to sh (0.5, none of the clients): 0.5 + 0.5 × 0.8 = 0.9, over
+// Zhejiang's to sh (0.5, none of the clients): 0.5 + 0.5 × 0.8 = 0.9 for
+// a half and half sample (over 0.8 from a share of 0.3 to 0.8), over
 // max_load 0.8: 409 with the figures, and nothing changes on any member;
 // with force the plan runs everywhere.
 func TestFleetPlanReadiness(t *testing.T) {
@@ -300,12 +301,13 @@ func TestFleetPlanReadiness(t *testing.T) {
 	}
 	r := refusal.Readiness
 	t.Logf("Refusal: %s", out)
-	if !strings.Contains(refusal.Error, "nodes sh would pass max_load 0.8") || r.Samples != 50 || r.MaxLoad != 0.8 || len(r.Over) != 1 || r.Over[0] != "sh" {
-		t.Errorf("Expected 50 samples and sh over 0.8, got %s", out)
+	// 400 decisions, one in 8 kept at random: 50 ± 7.
+	if !strings.Contains(refusal.Error, "nodes sh would pass max_load 0.8") || r.Samples < 25 || r.Samples > 75 || r.MaxLoad != 0.8 || len(r.Over) != 1 || r.Over[0] != "sh" {
+		t.Errorf("Expected about 50 samples and sh over 0.8, got %s", out)
 	}
 	for _, f := range r.Nodes {
-		if f.Node == "sh" && (f.NewShare != 0.5 || f.Projected != 0.9 || !f.OverMaxLoad) {
-			t.Errorf("Expected sh at half the clients and 0.9, got %+v", f)
+		if f.Node == "sh" && (f.Share != 0 || f.NewShare < 0.25 || f.NewShare > 0.75 || f.Projected < 0.8 || !f.OverMaxLoad) {
+			t.Errorf("Expected sh from none to about half the clients, near 0.9, got %+v", f)
 		}
 	}
 	for _, m := range all {
