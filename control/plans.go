@@ -88,11 +88,10 @@ func (c *Control) applyEntries(changes map[string]json.RawMessage) (map[string]j
 			next[k] = v
 		}
 	}
-	fs := &fleet.State{Entries: make(map[string]fleet.Entry, len(next))}
-	for k, v := range next {
-		fs.Entries[k] = fleet.Entry{Value: v}
+	st, err := stateOf(next)
+	if err != nil {
+		return nil, admin.Badf("%v", err)
 	}
-	st := c.fromFleet(fs)
 	st.CanarySalt = c.salt.Stored
 	prevDrains, prevPins, prevPlans := c.drains, c.pinSet(), c.plans.list
 	// The pins first: they are what can fail, and nothing is changed yet.
@@ -109,16 +108,13 @@ func (c *Control) applyEntries(changes map[string]json.RawMessage) (map[string]j
 	}
 	c.adopt(st)
 	if _, ok := changes[canaryKey]; ok {
-		c.adoptCanary(fs)
+		c.adoptCanary(&fleet.State{Entries: map[string]fleet.Entry{canaryKey: {Value: next[canaryKey]}}})
 	}
 	for id, d := range prevDrains {
-		_, kept := c.drains[id]
-		switch {
-		case kept:
-		case d.Drained && hasKey(changes, drainPrefix+id):
-			c.drains[id] = policy.Drain{Since: now} // undrained: its ramp
-		case !d.Drained:
+		if _, kept := c.drains[id]; !kept && !d.Drained {
 			c.drains[id] = d // a ramp under way
+		} else if !kept && hasKey(changes, drainPrefix+id) {
+			c.drains[id] = policy.Drain{Since: now} // undrained now: its ramp
 		}
 	}
 	if err := c.saveState(c.state(), slices.Sorted(maps.Keys(changes))...); err != nil {
@@ -132,6 +128,42 @@ func (c *Control) applyEntries(changes map[string]json.RawMessage) (map[string]j
 	c.applyOverrides(now)
 	c.publish()
 	return before, nil
+}
+
+// stateOf is the admin state of entries by key; an entry that does not
+// read is an error.
+func stateOf(entries map[string]json.RawMessage) (*admin.State, error) {
+	st := &admin.State{}
+	for _, k := range slices.Sorted(maps.Keys(entries)) {
+		v := entries[k]
+		var err error
+		switch {
+		case strings.HasPrefix(k, drainPrefix):
+			var d admin.DrainEntry
+			if err = json.Unmarshal(v, &d); err == nil {
+				st.Drains = append(st.Drains, d)
+			}
+		case strings.HasPrefix(k, pinPrefix):
+			var y overrides.EntryYAML
+			if err = json.Unmarshal(v, &y); err == nil {
+				st.Pins = append(st.Pins, y)
+			}
+		case strings.HasPrefix(k, plan.KeyPrefix):
+			var p plan.Stored
+			if err = json.Unmarshal(v, &p); err == nil {
+				st.Plans = append(st.Plans, p)
+			}
+		case k == canaryKey:
+			st.Canary = &admin.CanaryEntry{}
+			err = json.Unmarshal(v, st.Canary)
+		default:
+			err = errors.New("not a key of the admin state")
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: %v", k, err)
+		}
+	}
+	return st, nil
 }
 
 func hasKey(m map[string]json.RawMessage, k string) bool { _, ok := m[k]; return ok }

@@ -269,3 +269,36 @@ func TestPlanStateFileErrors(t *testing.T) {
 		t.Errorf("Expected the error to name line 4, plans[1], drain[1], got %v", err)
 	}
 }
+
+// TestPlanCanaryShare: a plan's canary share applies with its other
+// changes, and its rollback returns to the Corefile's share (no key); the
+// drain of a node only the candidate has is kept throughout.
+func TestPlanCanaryShare(t *testing.T) {
+	dir := testsupport.Fixture(t, testsupport.FixtureNodes)
+	candidate := strings.Replace(testsupport.FixtureNodes, "records:", "  - {id: gz, ipv4: [192.0.2.9], country: CN, province: GD, isp: telecom, lat: 23.1, lon: 113.3}\nrecords:", 1)
+	if err := os.WriteFile(filepath.Join(dir, "candidate.yaml"), []byte(candidate), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c := planControl(t, dir, "canary candidate.yaml 10\n")
+	apiMust(t, c, "POST", "/v1/nodes/gz/drain", "")
+	before := adminKeys(c)
+	if _, ok := before["drain/gz"]; !ok {
+		t.Fatalf("Expected the candidate's node drained, got %v", before)
+	}
+	apiMust(t, c, "PUT", "/v1/plans/half", `{"canary_percent": 50, "drain": ["bj"]}`)
+	apiMust(t, c, "POST", "/v1/plans/half/execute", "")
+	var cn admin.Canary
+	if err := json.Unmarshal([]byte(apiMust(t, c, "GET", "/v1/canary", "")), &cn); err != nil || cn.Percent != 50 {
+		t.Errorf("Expected the canary at 50%%, got %+v %v", cn, err)
+	}
+	if got := adminKeys(c); got[canaryKey] == "" || got["drain/gz"] != before["drain/gz"] {
+		t.Errorf("Expected the canary key and gz's drain after the execution, got %v", got)
+	}
+	apiMust(t, c, "POST", "/v1/plans/half/rollback", "")
+	if err := json.Unmarshal([]byte(apiMust(t, c, "GET", "/v1/canary", "")), &cn); err != nil || cn.Percent != 10 {
+		t.Errorf("Expected the canary back at the Corefile's 10%%, got %+v %v", cn, err)
+	}
+	if got := adminKeys(c); !maps.Equal(got, before) {
+		t.Errorf("Expected exactly %v after the rollback, got %v", before, got)
+	}
+}
