@@ -34,9 +34,10 @@ type plans struct {
 const sampleAge = 10 * time.Minute
 
 // NoteDecision keeps one in plan.SampleEvery of the stable table's
-// answered decisions for the readiness estimate. It runs on the query
-// path: lock-free, allocating only for the decisions it keeps.
-func (c *Control) NoteDecision(out *decide.Outcome) {
+// answered decisions, made at, for the readiness estimate. It runs on the
+// query path: lock-free, allocating only for the decisions it keeps, and
+// at is the caller's, which has read the clock already.
+func (c *Control) NoteDecision(out *decide.Outcome, at time.Time) {
 	d := &out.Decision
 	if out.InCanary || d.Winner == nil || out.Servfail || d.Tier == scoring.TierFallback {
 		return
@@ -46,7 +47,7 @@ func (c *Control) NoteDecision(out *decide.Outcome) {
 		return
 	}
 	c.plans.sample.Keep(slot, &plan.Sample{Record: out.Record.Name, QType: out.QType, Client: policy.ClientOf(&out.Loc.Location),
-		Subnet: uint64(out.Unit), Addr: out.Client, Pin: out.Loc.Override.Pin, Node: d.Winner.ID, At: time.Now()})
+		Subnet: uint64(out.Unit), Addr: out.Client, Pin: out.Loc.Override.Pin, Node: d.Winner.ID, At: at})
 }
 
 // plansOf is the plans among the fleet's entries; one that does not read

@@ -199,7 +199,7 @@ func decideMany(t *testing.T, c *Control, prefix string, n int) {
 		if err := c.Decider().For(context.Background(), cl, "www.example.org", dns.TypeA, &out); err != nil {
 			t.Fatal(err)
 		}
-		c.NoteDecision(&out)
+		c.NoteDecision(&out, time.Now())
 	}
 }
 
@@ -301,4 +301,22 @@ func TestPlanCanaryShare(t *testing.T) {
 	if got := adminKeys(c); !maps.Equal(got, before) {
 		t.Errorf("Expected exactly %v after the rollback, got %v", before, got)
 	}
+}
+
+// BenchmarkNoteDecision is what the readiness sample adds to a query.
+func BenchmarkNoteDecision(b *testing.B) {
+	dir := testsupport.Fixture(b, testsupport.FixtureNodes)
+	c := newTestControl(b, dir, fmt.Sprintf(fixtureBlock, ""))
+	cl, _ := decide.ParseClient("1.0.1.0/24")
+	var out decide.Outcome
+	if err := c.Decider().For(context.Background(), cl, "www.example.org", dns.TypeA, &out); err != nil {
+		b.Fatal(err)
+	}
+	now := time.Now()
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			c.NoteDecision(&out, now)
+		}
+	})
 }

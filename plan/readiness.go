@@ -44,7 +44,7 @@ const (
 // Take reports whether the next decision is one to keep: the caller then
 // builds its Sample and hands it to Keep.
 func (s *Sampler) Take() (slot uint64, ok bool) {
-	if rand.Uint32N(SampleEvery) != 0 {
+	if rand.Uint32()%SampleEvery != 0 { // a power of 2: a mask
 		return 0, false
 	}
 	return s.n.Add(1) % SampleSize, true
