@@ -195,6 +195,18 @@ func (c *Control) findPlan(name string) *plan.Stored {
 	return nil
 }
 
+// changingPlan is the plan named name, to change: ErrNotFound without
+// one, and the state must be writable. Callers hold c.mu.
+func (c *Control) changingPlan(name string) (*plan.Stored, error) {
+	if err := c.writable(); err != nil {
+		return nil, err
+	}
+	if p := c.findPlan(name); p != nil {
+		return p, nil
+	}
+	return nil, fmt.Errorf("plan %q: %w", name, admin.ErrNotFound)
+}
+
 // planEnv is what a plan is checked against: the stable table's nodes
 // (those the fleet shares) and the canary line. Callers hold c.mu.
 func (c *Control) planEnv() plan.Env {
@@ -319,20 +331,14 @@ func (b *adminBackend) putPlan(name string, body []byte, who string) (*plan.Stor
 func (b *adminBackend) deletePlan(name string, force bool, who string) ([]plan.Stored, error) {
 	c := b.c
 	c.mu.Lock()
-	if err := c.writable(); err != nil {
-		c.mu.Unlock()
-		return nil, err
-	}
-	p := c.findPlan(name)
+	p, err := c.changingPlan(name)
 	switch {
-	case p == nil:
-		c.mu.Unlock()
-		return nil, fmt.Errorf("plan %q: %w", name, admin.ErrNotFound)
+	case err != nil:
 	case p.Executed() && !force:
-		c.mu.Unlock()
-		return nil, &planConflict{Reason: fmt.Sprintf("plan %s is executed: deleting it loses what its rollback puts back; roll it back first, or delete with force", name)}
+		err = &planConflict{Reason: fmt.Sprintf("plan %s is executed: deleting it loses what its rollback puts back; roll it back first, or delete with force", name)}
+	default:
+		_, err = c.applyEntries(map[string]json.RawMessage{plan.KeyPrefix + name: nil})
 	}
-	_, err := c.applyEntries(map[string]json.RawMessage{plan.KeyPrefix + name: nil})
 	c.mu.Unlock()
 	if err != nil {
 		return nil, err
@@ -345,12 +351,9 @@ func (b *adminBackend) executePlan(name string, force bool, who string) (*plan.S
 	c := b.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if err := c.writable(); err != nil {
+	p, err := c.changingPlan(name)
+	if err != nil {
 		return nil, err
-	}
-	p := c.findPlan(name)
-	if p == nil {
-		return nil, fmt.Errorf("plan %q: %w", name, admin.ErrNotFound)
 	}
 	if p.Executed() {
 		return nil, &planConflict{Reason: fmt.Sprintf("plan %s is executed already (by %s at %s): roll it back first",
@@ -393,12 +396,9 @@ func (b *adminBackend) rollbackPlan(name string, who string) (*plan.Stored, erro
 	c := b.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if err := c.writable(); err != nil {
+	p, err := c.changingPlan(name)
+	if err != nil {
 		return nil, err
-	}
-	p := c.findPlan(name)
-	if p == nil {
-		return nil, fmt.Errorf("plan %q: %w", name, admin.ErrNotFound)
 	}
 	if !p.Executed() {
 		return nil, &planConflict{Reason: fmt.Sprintf("plan %s is not executed: nothing to roll back", name)}

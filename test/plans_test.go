@@ -149,17 +149,25 @@ func planStatus(t *testing.T, m *fleetMember, name string) string {
 	return p.Last.Action
 }
 
+// planFleet starts three members answering with 3 nodes: www's answer
+// for a Zhejiang client then shows both of the plan's drains.
+func planFleet(t *testing.T) (*fleetEnv, []*fleetMember) {
+	e := newFleetEnv(t)
+	return e, []*fleetMember{
+		e.start(t, "m1", "vantage telecom", "answers 3"),
+		e.start(t, "m2", "vantage telecom", "answers 3"),
+		e.start(t, "m3", "vantage unicom", "answers 3"),
+	}
+}
+
 // TestFleetPlanAtomicRollback: a plan executed on m1 reaches every member
 // as one change: pollers on all three, asking without pause, see the old
 // or the new state of the plan's keys, never a mix. Rolled back from m2,
 // every member holds exactly what it held before, and the pollers again
 // see no mix. Who asked is logged.
 func TestFleetPlanAtomicRollback(t *testing.T) {
-	e := newFleetEnv(t)
-	m1 := e.start(t, "m1", "vantage telecom", "answers 3")
-	m2 := e.start(t, "m2", "vantage telecom", "answers 3")
-	m3 := e.start(t, "m3", "vantage unicom", "answers 3")
-	all := []*fleetMember{m1, m2, m3}
+	_, all := planFleet(t)
+	m1, m2, m3 := all[0], all[1], all[2]
 	m3.must(t, "POST", "/v1/pins", `{"cidr": "5.5.0.0/16", "nodes": ["sh"], "note": "made before the plan"}`)
 	within(t, promptly, "the earlier pin everywhere", all, "www.example.org", "5.5.0.0/24", func(a string) bool { return strings.HasPrefix(a, "192.0.2.3") })
 	within(t, promptly, "every node in the answer", all, "www.example.org", "1.3.0.0/24", func(a string) bool { return planAnswer(a) == "old" })
@@ -212,11 +220,8 @@ func TestFleetPlanAtomicRollback(t *testing.T) {
 // there at once; m1 restarted meanwhile still has it (its state file);
 // once Redis is back (empty) every member has it, and its rollback.
 func TestFleetPlanRedisDown(t *testing.T) {
-	e := newFleetEnv(t)
-	m1 := e.start(t, "m1", "vantage telecom", "answers 3")
-	m2 := e.start(t, "m2", "vantage telecom", "answers 3")
-	m3 := e.start(t, "m3", "vantage unicom", "answers 3")
-	all := []*fleetMember{m1, m2, m3}
+	e, all := planFleet(t)
+	m1, m2, m3 := all[0], all[1], all[2]
 	m1.must(t, "POST", "/v1/pins", `{"cidr": "5.5.0.0/16", "nodes": ["sh"]}`)
 	m1.must(t, "PUT", "/v1/plans/east-out", zjOutPlan)
 	testsupport.WaitFor(t, "the plan stored on every member", func() (bool, string) {
