@@ -94,6 +94,9 @@ func (c *Control) applyEntries(changes map[string]json.RawMessage) (map[string]j
 		return nil, admin.Badf("%v", err)
 	}
 	st.CanarySalt = c.salt.Stored
+	if !hasKey(changes, canaryKey) {
+		st.Canary = nil // the rollout holds it: adopting it again would redo a rollback
+	}
 	prevDrains, prevPins, prevPlans := c.drains, c.pinSet(), c.plans.list
 	// The pins first: they are what can fail, and nothing is changed yet.
 	if err := c.setPins(st.Pins); err != nil {
@@ -108,7 +111,7 @@ func (c *Control) applyEntries(changes map[string]json.RawMessage) (map[string]j
 		back, _ = cn.RolledBack()
 	}
 	c.adopt(st)
-	if _, ok := changes[canaryKey]; ok {
+	if hasKey(changes, canaryKey) {
 		c.adoptCanary(&fleet.State{Entries: map[string]fleet.Entry{canaryKey: {Value: next[canaryKey]}}})
 	}
 	for id, d := range prevDrains {
