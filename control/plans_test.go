@@ -240,6 +240,12 @@ func TestPlanReadiness(t *testing.T) {
 	if got := adminKeys(c); len(got) != 0 {
 		t.Errorf("Expected nothing changed by a refused execution, got %v", got)
 	}
+	// With Shanghai's clients pinned to bj, sh keeps its load and bj, which
+	// had none of the clients, takes them: the pin is estimated too.
+	apiMust(t, c, "PUT", "/v1/plans/zj-out-pinned", `{"drain": ["hz-a", "hz-b"], "pin": [{"cidr": "2.0.0.0/24", "nodes": ["bj"]}]}`)
+	if err := json.Unmarshal([]byte(apiMust(t, c, "GET", "/v1/plans/zj-out-pinned", "")), &v); err != nil || v.Readiness == nil || strings.Join(v.Readiness.Over, ",") != "bj" {
+		t.Errorf("Expected bj over max_load with the pin, got %+v %v", v.Readiness, err)
+	}
 	out = apiMust(t, c, "POST", "/v1/plans/zj-out/execute", `{"force": true}`)
 	if !strings.Contains(out, `"forced": true`) {
 		t.Errorf("Expected the execution marked forced, got %s", out)
