@@ -164,7 +164,7 @@ func planFleet(t *testing.T) (*fleetEnv, []*fleetMember) {
 // as one change: pollers on all three, asking without pause, see the old
 // or the new state of the plan's keys, never a mix. Rolled back from m2,
 // every member holds exactly what it held before, and the pollers again
-// see no mix. Who asked is logged.
+// see no mix. Who asked is logged; a member restarted has the plan.
 func TestFleetPlanAtomicRollback(t *testing.T) {
 	_, all := planFleet(t)
 	m1, m2, m3 := all[0], all[1], all[2]
@@ -204,6 +204,12 @@ func TestFleetPlanAtomicRollback(t *testing.T) {
 			v := adminView(t, m)
 			return v == before, v + "\nwant\n" + before
 		})
+	}
+	// A member restarted has the plan and its last action, from Redis.
+	m3.stop()
+	m3.launch(t)
+	if s := planStatus(t, m3, "east-out"); s != "rollback" {
+		t.Errorf("m3 after a restart: expected the plan rolled back, got %q", s)
 	}
 	for _, want := range []struct {
 		m    *fleetMember
