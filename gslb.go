@@ -189,6 +189,7 @@ func (g *GSLB) serveAddress(ctx context.Context, q *inflight) (int, error) {
 	mx.duration.Observe((sinceEpoch() - start).Seconds())
 	setMetadata(ctx, out)
 	mx.count(out, start)
+	g.ctl.NoteDecision(out, epoch.Add(start))
 	switch {
 	case out.Decision.Winner == nil:
 		// No node of the record has an address of this family.
@@ -249,6 +250,7 @@ func (g *GSLB) serveHTTPS(ctx context.Context, q *inflight) (int, error) {
 	counted := decide.Counted(out4, out6)
 	setMetadata(ctx, counted)
 	q.mx.count(counted, start)
+	g.ctl.NoteDecision(counted, epoch.Add(start))
 	if out4.Servfail || out6.Servfail {
 		return dns.RcodeServerFailure, nil
 	}

@@ -108,6 +108,12 @@ type Feeder interface {
 	FeedCells() (any, error)   // GET /v1/feed
 }
 
+// Planner is a Backend that serves the disaster-recovery plans:
+// /v1/plans and what is under it.
+type Planner interface {
+	PlansHandler() http.Handler
+}
+
 // ErrNotFound is a 404.
 var ErrNotFound = errors.New("not found")
 
@@ -381,6 +387,8 @@ func (s *server) routes() http.Handler {
 	m.HandleFunc("GET /v1/explain", s.explain)
 	m.HandleFunc("POST /v1/feed", s.feedPost)
 	m.HandleFunc("GET /v1/feed", s.feedCells)
+	m.HandleFunc("/v1/plans", s.plans)
+	m.HandleFunc("/v1/plans/", s.plans)
 	m.HandleFunc("GET /v1/canary", s.canary)
 	m.HandleFunc("POST /v1/canary", s.change(func(t *target, r *http.Request, body []byte, who string) (any, error) {
 		var req struct {
@@ -466,6 +474,18 @@ func (s *server) pins(w http.ResponseWriter, _ *http.Request) {
 	if b := s.backend(w); b != nil {
 		reply(w, b.Pins(), nil)
 	}
+}
+
+func (s *server) plans(w http.ResponseWriter, r *http.Request) {
+	b := s.backend(w)
+	if b == nil {
+		return
+	}
+	if p, ok := b.(Planner); ok {
+		p.PlansHandler().ServeHTTP(w, r)
+		return
+	}
+	writeError(w, http.StatusNotFound, "this gslb block has no plans")
 }
 
 func (s *server) canary(w http.ResponseWriter, _ *http.Request) {

@@ -16,6 +16,7 @@ import (
 	"github.com/gslbdns/gslb/internal/atomicfile"
 	"github.com/gslbdns/gslb/internal/yamlfile"
 	"github.com/gslbdns/gslb/overrides"
+	"github.com/gslbdns/gslb/plan"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -37,6 +38,8 @@ type State struct {
 	// reach keeps its time over a restart and wins when it is the later.
 	// A file without them (an older one) seeds the fleet as the oldest.
 	Origins map[string]KeyOrigin `yaml:"origins,omitempty" json:"origins,omitempty"`
+	// Plans are the disaster-recovery plans, with their last execution.
+	Plans []plan.Stored `yaml:"plans,omitempty" json:"plans,omitempty"`
 }
 
 // KeyOrigin is the member and time of a shared key's last change.
@@ -154,6 +157,9 @@ func parseState(data []byte, known func(id string) bool) (s *State, dropped []st
 	if c := s.Canary; c != nil && (c.Percent < 0 || c.Percent > 100) {
 		return nil, nil, fmt.Errorf("canary: field percent: %g is outside 0..100", c.Percent)
 	}
+	if err := checkPlans(s.Plans, yamlfile.EntryLines(doc, "plans")); err != nil {
+		return nil, nil, err
+	}
 	for _, k := range slices.Sorted(maps.Keys(s.Origins)) {
 		switch o := s.Origins[k]; {
 		case o.Member == "":
@@ -163,6 +169,24 @@ func parseState(data []byte, known func(id string) bool) (s *State, dropped []st
 		}
 	}
 	return s, dropped, nil
+}
+
+// checkPlans checks the plans' names and fields; their nodes are checked
+// when one is executed, against the node table of the time.
+func checkPlans(plans []plan.Stored, lines []int) error {
+	seen := map[string]int{}
+	for i := range plans {
+		at := yamlfile.Where("plans", lines, i)
+		p := &plans[i]
+		if err := p.Check(plan.Env{Canary: true}); err != nil {
+			return fmt.Errorf("%s: %w", at, err)
+		}
+		if l, dup := seen[p.Name]; dup {
+			return fmt.Errorf("%s: field name: plan %s is at line %d already", at, p.Name, l)
+		}
+		seen[p.Name] = yamlfile.LineAt(lines, i)
+	}
+	return nil
 }
 
 // checkOverlap rejects two pins of the same network, naming the first
@@ -186,7 +210,7 @@ func checkOverlap(entries []overrides.Entry) error {
 // drains and the canary are read back before they are written, and each
 // pin is when the API takes it (CheckPin).
 func (s *State) Marshal() ([]byte, error) {
-	if err := roundTrip(&State{Drains: s.Drains, Canary: s.Canary, CanarySalt: s.CanarySalt, Origins: s.Origins}); err != nil {
+	if err := roundTrip(&State{Drains: s.Drains, Canary: s.Canary, CanarySalt: s.CanarySalt, Origins: s.Origins, Plans: s.Plans}); err != nil {
 		return nil, err
 	}
 	return encode(s)
@@ -227,6 +251,9 @@ func encode(s *State) ([]byte, error) {
 		}
 		return PinLine(&s.Pins[i])
 	}); err != nil {
+		return nil, err
+	}
+	if err := list("plans", len(s.Plans), func(i int) ([]byte, error) { return compact(&s.Plans[i]) }); err != nil {
 		return nil, err
 	}
 	if s.Canary != nil {
@@ -367,6 +394,17 @@ func CheckPin(y *overrides.EntryYAML) ([]byte, error) {
 		return nil, err
 	}
 	return PinLine(y)
+}
+
+// CheckPlan reports an error unless plan p reads back from the state file
+// exactly as the API took it.
+func CheckPlan(p *plan.Stored) error {
+	for _, s := range append([]string{p.Note}, p.Unpin...) {
+		if !utf8.ValidString(s) {
+			return errors.New("not valid UTF-8: the state file cannot store it")
+		}
+	}
+	return roundTrip(&State{Plans: []plan.Stored{*p}})
 }
 
 // TooLarge is a 507: the change would make the state file larger than the

@@ -99,6 +99,7 @@ func (c *Control) adopt(st *admin.State) {
 	if err := c.setPins(st.Pins); err != nil {
 		log.Errorf("admin: pins: %v", err)
 	}
+	c.plans.list = st.Plans
 	// The API's share, or a rollback, holds while the canary line and the
 	// candidate file are those it was made for.
 	if cn, e := c.canary.Load(), st.Canary; cn != nil && e != nil && e.Identity == cn.Identity {
@@ -293,7 +294,7 @@ func pinKey(p *overrides.EntryYAML) string {
 
 // state is the admin state to save. Callers hold c.mu.
 func (c *Control) state() *admin.State {
-	st := &admin.State{Pins: c.pins, PinLines: c.pinLines, CanarySalt: c.salt.Stored}
+	st := &admin.State{Pins: c.pins, PinLines: c.pinLines, CanarySalt: c.salt.Stored, Plans: c.plans.list}
 	for _, id := range slices.Sorted(maps.Keys(c.drains)) {
 		if d := c.drains[id]; d.Drained {
 			st.Drains = append(st.Drains, admin.DrainEntry{Node: id, Since: yamlfile.Time{Time: d.Since}})

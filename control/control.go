@@ -71,6 +71,7 @@ type Control struct {
 	pinEntries []overrides.Entry // checked, one per pin
 	pinLines   [][]byte          // in the state file, one per pin
 	pinTable   *overrides.Table
+	plans      plans // the disaster-recovery plans and the decisions' sample
 	admin      *admin.Handle
 	// started: this instance serves and may write the admin state; the
 	// tools' engines and instances being set up or stopped never do.

@@ -23,6 +23,7 @@ import (
 	"github.com/gslbdns/gslb/internal/yamlfile"
 	"github.com/gslbdns/gslb/locate"
 	"github.com/gslbdns/gslb/overrides"
+	"github.com/gslbdns/gslb/plan"
 	"github.com/gslbdns/gslb/policy"
 	"github.com/gslbdns/gslb/table"
 
@@ -244,6 +245,7 @@ func (c *Control) fromFleet(s *fleet.State) *admin.State {
 			st.Canary = &ce
 		}
 	}
+	st.Plans = plansOf(s)
 	return st
 }
 
@@ -259,6 +261,9 @@ func sharedEntries(st *admin.State) map[string]json.RawMessage {
 	}
 	if st.Canary != nil {
 		out[canaryKey], _ = json.Marshal(st.Canary)
+	}
+	for i := range st.Plans {
+		out[plan.KeyPrefix+st.Plans[i].Name], _ = json.Marshal(&st.Plans[i])
 	}
 	return out
 }
