@@ -24,7 +24,9 @@ type Server struct {
 	bin      string
 	dir      string
 	port     int
-	password string // requirepass; "" for none
+	password string   // requirepass; "" for none
+	extra    []string // more redis-server arguments (cluster, replica)
+	conf     string   // a config file to start from (a sentinel's); "" for none
 
 	mu   sync.Mutex
 	proc *os.Process
@@ -42,6 +44,12 @@ func Start(t testing.TB) *Server {
 // unless password is "".
 func StartAuth(t testing.TB, password string) *Server {
 	t.Helper()
+	return startWith(t, password, nil)
+}
+
+// serverBin is the redis-server binary.
+func serverBin(t testing.TB) string {
+	t.Helper()
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
 		if _, serr := os.Stat("/usr/bin/redis-server"); serr != nil {
@@ -49,14 +57,25 @@ func StartAuth(t testing.TB, password string) *Server {
 		}
 		bin = "/usr/bin/redis-server"
 	}
-	s := &Server{t: t, bin: bin, dir: t.TempDir(), password: password}
+	return bin
+}
+
+// startWith starts a server with the arguments extra gives for the port
+// picked (nil: none).
+func startWith(t testing.TB, password string, extra func(port int) []string) *Server {
+	t.Helper()
+	s := &Server{t: t, bin: serverBin(t), dir: t.TempDir(), password: password}
 	t.Cleanup(s.Stop)
 	var lastErr error
 	// The free port can be taken between probe and bind: try a few.
 	for range 3 {
-		s.port, err = freePort()
+		port, err := freePort()
 		if err != nil {
 			t.Fatalf("Cannot find a free port: %v", err)
+		}
+		s.port = port
+		if extra != nil {
+			s.extra = extra(port)
 		}
 		if lastErr = s.start(); lastErr == nil {
 			return s
@@ -79,6 +98,16 @@ func (s *Server) Stop() {
 	_ = s.proc.Kill()
 	<-s.done
 	s.proc = nil
+}
+
+// Port is the server's port.
+func (s *Server) Port() int { return s.port }
+
+// Running reports whether the server's process is alive (not Stopped).
+func (s *Server) Running() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.proc != nil
 }
 
 // Restart stops the server and starts a fresh, empty one on the same port.
@@ -109,7 +138,11 @@ func (s *Server) signal(sig syscall.Signal) {
 }
 
 func (s *Server) start() error {
-	args := []string{
+	var args []string
+	if s.conf != "" {
+		args = append(args, s.conf)
+	}
+	args = append(args,
 		"--port", strconv.Itoa(s.port),
 		"--bind", "127.0.0.1",
 		"--save", "",
@@ -119,7 +152,8 @@ func (s *Server) start() error {
 		"--dir", s.dir,
 		"--logfile", "",
 		"--loglevel", "warning",
-	}
+	)
+	args = append(args, s.extra...)
 	if s.password != "" {
 		args = append(args, "--requirepass", s.password)
 	}

@@ -45,3 +45,46 @@ func TestStartAuth(t *testing.T) {
 		t.Fatal("Expected PING without the password to fail")
 	}
 }
+
+func TestClusterFailover(t *testing.T) {
+	c := StartCluster(t, 3, 1)
+	slot := c.Slot("{fleet}")
+	old := c.MasterOf(slot)
+	if old == nil {
+		t.Fatalf("No master serves slot %d", slot)
+	}
+	killed, promoted := c.Failover(slot, 30*time.Second)
+	if m := c.MasterOf(slot); m == nil || m == old {
+		t.Fatalf("Slot %d still on %v after the failover", slot, m)
+	}
+	t.Logf("Failover took %v", promoted.Sub(killed))
+}
+
+func TestSentinelFailover(t *testing.T) {
+	s := StartSentinel(t, 1, 3)
+	old := s.CurrentMaster()
+	if old != s.Master.Addr() {
+		t.Fatalf("The sentinels name %q, want %s", old, s.Master.Addr())
+	}
+	killed, promoted := s.Failover(60 * time.Second)
+	if m := s.CurrentMaster(); m != s.Replicas[0].Addr() {
+		t.Fatalf("The sentinels name %q after the failover, want %s", m, s.Replicas[0].Addr())
+	}
+	t.Logf("Failover took %v", promoted.Sub(killed))
+}
+
+func TestProxyCut(t *testing.T) {
+	s := Start(t)
+	p := NewProxy(t, s.Addr())
+	if err := ping(p.Addr(), ""); err != nil {
+		t.Fatalf("Ping through the proxy: %v", err)
+	}
+	p.Cut()
+	if err := ping(p.Addr(), ""); err == nil {
+		t.Fatal("Ping answered through a cut proxy")
+	}
+	p.Restore()
+	if err := ping(p.Addr(), ""); err != nil {
+		t.Fatalf("Ping after Restore: %v", err)
+	}
+}
