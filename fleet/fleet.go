@@ -37,6 +37,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -44,6 +45,7 @@ import (
 
 	clog "github.com/coredns/coredns/plugin/pkg/log"
 
+	"github.com/gslbdns/gslb/internal/ratelog"
 	"github.com/gslbdns/gslb/internal/recovery"
 
 	"github.com/redis/go-redis/v9"
@@ -114,6 +116,7 @@ type Stats struct {
 	Changes   map[ChangeKey]uint64 // counts since Start
 	Pending   int                  // local changes not yet in Redis
 	LastError string               // of the last failed Redis call, "" after a success
+	Repaired  map[string]uint64    // fleet keys' entries repaired since Start, by Repaired* kind
 }
 
 // Fleet is one running member.
@@ -138,8 +141,9 @@ type Fleet struct {
 	fresh    bool // own is not yet published
 	reports  []heldReport
 	nodes    []string
-	watch    string          // canary identity whose rollback is watched
-	seen     map[string]bool // rollbacks reported through OnRollback
+	watch    string            // canary identity whose rollback is watched
+	seen     map[string]bool   // rollbacks reported through OnRollback
+	fixed    map[string]uint64 // Stats.Repaired
 
 	combining sync.Mutex // one combine at a time, stored in order
 	cb        sync.Mutex // one callback at a time
@@ -153,6 +157,7 @@ type Fleet struct {
 	running   atomic.Bool // loops started: OnState is called
 	isolated  atomic.Bool // warned that Redis is unreachable
 	closed    atomic.Bool
+	repairLog ratelog.Limit
 }
 
 type keys struct {
@@ -176,7 +181,7 @@ func Start(cfg Config) (*Fleet, error) {
 	}
 	f := &Fleet{
 		cfg: cfg, keys: newKeys(cfg.Name), now: cfg.Now,
-		pending: map[string]pending{}, changes: map[ChangeKey]uint64{}, seen: map[string]bool{},
+		pending: map[string]pending{}, changes: map[ChangeKey]uint64{}, seen: map[string]bool{}, fixed: map[string]uint64{},
 		kick: make(chan struct{}, 1), done: make(chan struct{}),
 	}
 	f.started = f.now()
@@ -324,6 +329,7 @@ func (f *Fleet) Stats() Stats {
 	for k, v := range f.changes {
 		s.Changes[k] = v
 	}
+	s.Repaired = maps.Clone(f.fixed)
 	since := f.synced
 	if since.IsZero() {
 		since = f.started

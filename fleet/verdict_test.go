@@ -123,27 +123,39 @@ func TestVerdictsPerVantage(t *testing.T) {
 	testsupport.WaitFor(t, "n1 up for telecom on every member", all(ms, func(m *member) (bool, string) {
 		return decided(m, "n1", "telecom", false, "telecom", 2)
 	}))
-	// No member sees from mobile: one of two carriers sees n1 down, 0.5.
+	// No member sees from mobile: one of two carriers sees n1 down, a tie,
+	// which quorum 0.5 does not take for down.
 	testsupport.WaitFor(t, "n1 by the fleet for mobile", all(ms, func(m *member) (bool, string) {
-		return decided(m, "n1", "mobile", true, VantageFleet, 2)
+		return decided(m, "n1", "mobile", false, VantageFleet, 2)
 	}))
 	testsupport.WaitFor(t, "three members", all(ms, func(m *member) (bool, string) {
 		return m.Stats().Members == 3, fmt.Sprint(m.Stats())
 	}))
 
-	// b's probes stop: its verdict goes stale, and telecom decides for all.
+	// b's probes stop: unicom's last verdict is held, then forgotten, and
+	// telecom decides for all.
 	stopB()
 	began := time.Now()
-	testsupport.WaitFor(t, "b's stale verdict ignored", all([]*member{a, c}, func(m *member) (bool, string) {
-		return decided(m, "n1", "unicom", false, VantageFleet, 1)
+	testsupport.WaitFor(t, "b's stale verdict held for unicom", all([]*member{a, c}, func(m *member) (bool, string) {
+		d, ok := m.Verdicts().Decide("n1", "unicom")
+		return ok && d.Held && d.Down && d.Vantage == "unicom", fmt.Sprintf("%+v", d)
 	}))
 	if d, most := time.Since(began), 4*a.cfg.ProbeInterval; d > most {
-		t.Errorf("Expected a stale verdict ignored after 3 intervals, took %v", d)
+		t.Errorf("Expected a stale verdict held after 3 intervals, took %v", d)
+	}
+	if !poll(forgetAfter*a.cfg.ProbeInterval+slack, func() bool { ok, _ := decided(a, "n1", "unicom", false, VantageFleet, 1); return ok }) {
+		t.Errorf("Expected b's verdict forgotten after %d intervals", forgetAfter)
+	}
+	if d, least := time.Since(began), (forgetAfter-1)*a.cfg.ProbeInterval; d < least {
+		t.Errorf("Expected b's verdict held until %d intervals after it was written, forgotten after %v", forgetAfter, d)
 	}
 
 	// Redis down: c's verdict goes stale on a, which answers from its own.
 	cDown.Store(true)
-	testsupport.WaitFor(t, "c's down verdict on a", func() (bool, string) { return decided(a, "n1", "telecom", true, "telecom", 2) })
+	testsupport.WaitFor(t, "c's down verdict on a, a tie: up", func() (bool, string) {
+		d, _ := a.Verdicts().Decide("n1", "telecom")
+		return d.DownVotes == 1 && d.Votes == 2 && !d.Down, fmt.Sprintf("%+v", d)
+	})
 	rs.Stop()
 	testsupport.WaitFor(t, "a on its own probes", func() (bool, string) {
 		if !a.Stats().Isolated {
