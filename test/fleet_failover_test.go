@@ -26,20 +26,33 @@ const failoverSlack = 2 * time.Second
 // times, each with a fresh cluster.
 func TestFleetClusterFailover(t *testing.T) {
 	for run := range 3 {
-		t.Run(fmt.Sprint(run), func(t *testing.T) { fleetFailoverRun(t) })
+		t.Run(fmt.Sprint(run), func(t *testing.T) {
+			rc := testredis.StartCluster(t, 3, 1)
+			slot := rc.Slot("gslb:fleet:{test}:state")
+			fleetFailoverRun(t, strings.Join(rc.Addrs(), " "), "", func() (time.Time, time.Time) { return rc.Failover(slot, 60*time.Second) })
+		})
 	}
 }
 
-func fleetFailoverRun(t *testing.T) {
-	rc := testredis.StartCluster(t, 3, 1)
+// TestFleetSentinelFailover: the same through Sentinels (a master, a
+// replica, three sentinels), once.
+func TestFleetSentinelFailover(t *testing.T) {
+	s := testredis.StartSentinel(t, 1, 3)
+	fleetFailoverRun(t, strings.Join(s.Addrs(), " "), "master "+testredis.SentinelMaster, func() (time.Time, time.Time) { return s.Failover(60 * time.Second) })
+}
+
+// fleetFailoverRun starts three members on Redis at addrs (with the redis
+// block's lines opts), makes 60 changes, calls failover after the 21st,
+// and checks that none is lost and how soon every member has them all.
+func fleetFailoverRun(t *testing.T, addrs, opts string, failover func() (killed, promoted time.Time)) {
 	e := newFleetEnv(t)
-	addrs := strings.Join(rc.Addrs(), " ")
-	ms := []*fleetMember{
-		e.startVia(t, "a", addrs, "vantage telecom", ""),
-		e.startVia(t, "b", addrs, "vantage telecom", ""),
-		e.startVia(t, "c", addrs, "vantage unicom", ""),
+	var ms []*fleetMember
+	for _, v := range [][2]string{{"a", "vantage telecom"}, {"b", "vantage telecom"}, {"c", "vantage unicom"}} {
+		m := &fleetMember{name: v[0], dns: freeAddr(t), admin: freeAddr(t), metrics: freeAddr(t), redis: addrs, redisOpts: opts}
+		m.conf = writeFile(t, e.dir, m.name+".Corefile", e.corefile(m, v[1], ""))
+		m.launch(t)
+		ms = append(ms, m)
 	}
-	slot := rc.Slot("gslb:fleet:{test}:state")
 	want := map[string]bool{}
 	var killed, promoted time.Time
 	var wg sync.WaitGroup
@@ -58,7 +71,7 @@ func fleetFailoverRun(t *testing.T) {
 		lastAck = time.Now()
 		if i == 20 {
 			wg.Add(1)
-			go func() { defer wg.Done(); killed, promoted = rc.Failover(slot, 60*time.Second) }()
+			go func() { defer wg.Done(); killed, promoted = failover() }()
 		}
 		time.Sleep(30 * time.Millisecond) // a stream, not a burst
 	}
