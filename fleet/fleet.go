@@ -28,9 +28,11 @@
 //
 // Timing, with I the probe interval: heartbeats, reports and lease renewals
 // every I/2; a member counts for 3I after its heartbeat, a report for 3I
-// after it was written (then it is ignored, and deleted after 10I); a lease
-// lives 1.5I; canary windows expire after 3 windows, rollbacks and
-// deletions are kept 30 days.
+// after it was written (then it is only held, for a vantage with no fresh
+// report, and deleted after 10I); a lease lives 1.5I; canary windows
+// expire after 3 windows, rollbacks and deletions are kept 30 days. Every
+// time in Redis is Redis's (TIME): no member's clock times a heartbeat, a
+// report or a lease.
 package fleet
 
 import (

@@ -164,3 +164,65 @@ func TestVerdictsPerVantage(t *testing.T) {
 		return decided(a, "n1", "telecom", false, "telecom", 1)
 	})
 }
+
+// A tie is not a quorum at 0.5: one prober of two (two of four) does not
+// remove a node alone, neither does one vantage of two for the others;
+// below 0.5 it does.
+func TestCombineTie(t *testing.T) {
+	two := []Report{
+		report("a", unicom, map[string]NodeVerdict{"n1": down}),
+		report("b", unicom, map[string]NodeVerdict{"n1": up}),
+		report("c", telecom, map[string]NodeVerdict{"n1": up}),
+	}
+	four := []Report{
+		report("a", unicom, map[string]NodeVerdict{"n1": down}),
+		report("b", unicom, map[string]NodeVerdict{"n1": down}),
+		report("c", unicom, map[string]NodeVerdict{"n1": up}),
+		report("d", unicom, map[string]NodeVerdict{"n1": up}),
+		report("e", telecom, map[string]NodeVerdict{"n1": down}),
+	}
+	for _, tc := range []struct {
+		name            string
+		reports         []Report
+		quorum          float64
+		carrier         string
+		down            bool
+		downVotes, vots int
+	}{
+		{"one of two", two, 0.5, "unicom", false, 1, 2},
+		{"one of two, quorum 0.4", two, 0.4, "unicom", true, 1, 2},
+		{"two of four", four, 0.5, "unicom", false, 2, 4},
+		{"two of four, quorum 0.4", four, 0.4, "unicom", true, 2, 4},
+		{"one vantage of two", four, 0.5, "mobile", false, 1, 2},
+		{"one vantage of two, quorum 0.4", four, 0.4, "mobile", true, 2, 2},
+	} {
+		d, ok := Combine(tc.reports, tc.quorum).Decide("n1", tc.carrier)
+		if !ok || d.Down != tc.down || d.DownVotes != tc.downVotes || d.Votes != tc.vots {
+			t.Errorf("%s: expected down %v %d/%d, got %+v", tc.name, tc.down, tc.downVotes, tc.vots, d)
+		}
+	}
+}
+
+// The held reports of a vantage with no fresh one decide for its carrier
+// (marked Held) and count among the vantages; a vantage with a fresh
+// report ignores its held ones.
+func TestCombineHeld(t *testing.T) {
+	fresh := []Report{report("a", telecom, map[string]NodeVerdict{"n1": up})}
+	held := []Report{
+		report("b", unicom, map[string]NodeVerdict{"n1": down}),
+		report("c", telecom, map[string]NodeVerdict{"n1": down}),
+	}
+	v := CombineHeld(fresh, held, 0.5)
+	if d, ok := v.Decide("n1", "unicom"); !ok || !d.Down || !d.Held || d.Vantage != "unicom" {
+		t.Errorf("Expected unicom's held verdict, got %+v", d)
+	}
+	if d, ok := v.Decide("n1", "telecom"); !ok || d.Down || d.Held || d.Votes != 1 {
+		t.Errorf("Expected telecom's fresh verdict alone, got %+v", d)
+	}
+	if d, _ := v.Decide("n1", "mobile"); d.Vantage != VantageFleet || d.Votes != 2 || d.Down {
+		t.Errorf("Expected the two vantages' tie, up, for mobile, got %+v", d)
+	}
+	if got := CombineHeld(fresh, nil, 0.5); !reflect.DeepEqual(got, Combine(fresh, 0.5)) {
+		t.Errorf("Expected CombineHeld without held reports to be Combine")
+	}
+}
