@@ -29,7 +29,7 @@ func StartCluster(t testing.TB, masters, replicas int) *Cluster {
 	t.Helper()
 	c := &Cluster{t: t}
 	for range masters * (1 + replicas) {
-		c.Nodes = append(c.Nodes, startWith(t, "", func(int) []string {
+		c.Nodes = append(c.Nodes, startWith(t, "", "", func(int) []string {
 			bus, err := freePort()
 			if err != nil {
 				t.Fatalf("Cannot find a free port: %v", err)
@@ -59,9 +59,11 @@ func StartCluster(t testing.TB, masters, replicas int) *Cluster {
 }
 
 // Addrs are the nodes' addresses, the seeds a client is given.
-func (c *Cluster) Addrs() []string {
+func (c *Cluster) Addrs() []string { return addrs(c.Nodes) }
+
+func addrs(ss []*Server) []string {
 	var a []string
-	for _, s := range c.Nodes {
+	for _, s := range ss {
 		a = append(a, s.Addr())
 	}
 	return a

@@ -33,33 +33,19 @@ func StartSentinel(t testing.TB, replicas, sentinels int) *Sentinel {
 	t.Helper()
 	s := &Sentinel{t: t, Master: Start(t)}
 	for range replicas {
-		s.Replicas = append(s.Replicas, startWith(t, "", func(int) []string {
+		s.Replicas = append(s.Replicas, startWith(t, "", "", func(int) []string {
 			return []string{"--replicaof", "127.0.0.1", strconv.Itoa(s.Master.port)}
 		}))
 	}
 	for range sentinels {
-		sv := &Server{t: t, bin: serverBin(t), dir: t.TempDir()}
-		t.Cleanup(sv.Stop)
 		// A sentinel rewrites its config file: each has its own.
-		sv.conf = filepath.Join(sv.dir, "sentinel.conf")
-		conf := fmt.Sprintf("sentinel monitor %s 127.0.0.1 %d %d\nsentinel down-after-milliseconds %s %d\nsentinel failover-timeout %s 10000\n",
+		conf := filepath.Join(t.TempDir(), "sentinel.conf")
+		text := fmt.Sprintf("sentinel monitor %s 127.0.0.1 %d %d\nsentinel down-after-milliseconds %s %d\nsentinel failover-timeout %s 10000\n",
 			SentinelMaster, s.Master.port, sentinels/2+1, SentinelMaster, NodeTimeout.Milliseconds(), SentinelMaster)
-		if err := os.WriteFile(sv.conf, []byte(conf), 0o600); err != nil {
+		if err := os.WriteFile(conf, []byte(text), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		sv.extra = []string{"--sentinel"}
-		var err error
-		for range 3 {
-			if sv.port, err = freePort(); err != nil {
-				t.Fatal(err)
-			}
-			if err = sv.start(); err == nil {
-				break
-			}
-		}
-		if err != nil {
-			t.Fatalf("Cannot start a sentinel: %v", err)
-		}
+		sv := startWith(t, "", conf, func(int) []string { return []string{"--sentinel"} })
 		s.Sentinels = append(s.Sentinels, sv)
 	}
 	s.waitReplicas(startWait, replicas)
@@ -67,13 +53,7 @@ func StartSentinel(t testing.TB, replicas, sentinels int) *Sentinel {
 }
 
 // Addrs are the sentinels' addresses.
-func (s *Sentinel) Addrs() []string {
-	var a []string
-	for _, sv := range s.Sentinels {
-		a = append(a, sv.Addr())
-	}
-	return a
-}
+func (s *Sentinel) Addrs() []string { return addrs(s.Sentinels) }
 
 // CurrentMaster is the master's address as the first live sentinel knows it.
 func (s *Sentinel) CurrentMaster() string {

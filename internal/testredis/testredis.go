@@ -44,7 +44,7 @@ func Start(t testing.TB) *Server {
 // unless password is "".
 func StartAuth(t testing.TB, password string) *Server {
 	t.Helper()
-	return startWith(t, password, nil)
+	return startWith(t, password, "", nil)
 }
 
 // serverBin is the redis-server binary.
@@ -60,11 +60,11 @@ func serverBin(t testing.TB) string {
 	return bin
 }
 
-// startWith starts a server with the arguments extra gives for the port
-// picked (nil: none).
-func startWith(t testing.TB, password string, extra func(port int) []string) *Server {
+// startWith starts a server from the config file conf ("": none) with the
+// arguments extra gives for the port picked (nil: none).
+func startWith(t testing.TB, password, conf string, extra func(port int) []string) *Server {
 	t.Helper()
-	s := &Server{t: t, bin: serverBin(t), dir: t.TempDir(), password: password}
+	s := &Server{t: t, bin: serverBin(t), dir: t.TempDir(), password: password, conf: conf}
 	t.Cleanup(s.Stop)
 	var lastErr error
 	// The free port can be taken between probe and bind: try a few.
