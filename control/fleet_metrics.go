@@ -21,7 +21,7 @@ var (
 	fleetSyncAgeDesc  = fleetDesc("fleet_sync_age_seconds", "Gauge of the seconds since the shared state was last read from Redis.")
 	fleetChangesDesc  = fleetDesc("fleet_changes_total", "Counter of shared control changes by origin (local, remote) and result (applied, pending, lost).", "origin", "result")
 	fleetIsolatedDesc = fleetDesc("fleet_isolated", "Gauge that is 1 while Redis has been out of reach for longer than a verdict counts: the member answers from its own probes.")
-	fleetRepairedDesc = fleetDesc("fleet_repaired_total", "Counter of the fleet's Redis entries repaired by kind (key, heartbeat, report, lease): of the wrong type, timed ahead of Redis's clock, a lease without a TTL or held by a non-member.", "kind")
+	fleetRepairedDesc = fleetDesc("fleet_repaired_total", "Counter of the fleet's Redis entries repaired by kind (key, heartbeat, report, lease): of the wrong type or not a record, timed ahead of Redis's clock, a lease without a TTL or held by a non-member.", "kind")
 	fleetNodeDownDesc = fleetDesc("fleet_node_down", "Gauge of the fleet's combined verdict of a node by vantage carrier (and fleet for the vantages' quorum): 1 down, 0 up.", "node", "vantage")
 )
 

@@ -168,3 +168,32 @@ func TestVerdictsClockSkew(t *testing.T) {
 		t.Errorf("Expected the fast member's verdict held about %v, gone after %v", a.heldFor(), d)
 	}
 }
+
+// A canary rollback record that is not one, and a window's counters of
+// the wrong type, are deleted and counted: the counts and the rollback go
+// on instead of failing for good.
+func TestHostileCanaryKeys(t *testing.T) {
+	rs := testredis.Start(t)
+	a := start(t, rs, "a", telecom, nil)
+	ctx := context.Background()
+	window := time.Unix(1700000000, 0)
+	counts := a.canaryKey("c1", "1700000000")
+	a.cfg.Client.Set(ctx, counts, "garbage", 0)
+	if _, err := a.CanaryAdd(ctx, "c1", window, time.Minute, CanaryCounts{CanarySame: 1}); err == nil {
+		t.Fatal("Expected the counters of the wrong type to fail this once")
+	}
+	got, err := a.CanaryAdd(ctx, "c1", window, time.Minute, CanaryCounts{CanarySame: 1})
+	if err != nil || got.CanarySame != 1 {
+		t.Errorf("Expected the counters repaired, got %+v %v", got, err)
+	}
+	a.cfg.Client.Set(ctx, a.canaryKey("c1", "rollback"), `{"identity":"other"}`, 0)
+	if _, _, err := a.TryRollback(ctx, "c1", "test"); err == nil {
+		t.Fatal("Expected the bad rollback record to fail this once")
+	}
+	if rb, won, err := a.TryRollback(ctx, "c1", "test"); err != nil || !won || rb.Identity != "c1" {
+		t.Errorf("Expected the rollback decided after the repair, got %+v %v %v", rb, won, err)
+	}
+	if ok, last := repairedOf(RepairedKey, a); !ok {
+		t.Errorf("Expected the repairs counted: %s", last)
+	}
+}
