@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gslbdns/gslb/internal/testredis"
 	"github.com/gslbdns/gslb/internal/testsupport"
 
 	"github.com/redis/go-redis/v9"
@@ -68,4 +69,26 @@ func TestFleetHostileWriter(t *testing.T) {
 	if n, _ := rc.HLen(ctx, p+"verdicts:at").Result(); n > 2 {
 		t.Errorf("Expected the forged report times deleted, %d left", n)
 	}
+}
+
+// TestFleetTLS: two members share a drain through a Redis that answers TLS
+// only, its certificate signed by a CA the members trust through
+// SSL_CERT_FILE, as the README's lock-down says.
+func TestFleetTLS(t *testing.T) {
+	rs := testredis.StartTLS(t)
+	t.Setenv("SSL_CERT_FILE", rs.CAFile)
+	e := newFleetEnv(t)
+	var ms []*fleetMember
+	for _, name := range []string{"a", "b"} {
+		m := &fleetMember{name: name, dns: freeAddr(t), admin: freeAddr(t), metrics: freeAddr(t), redis: rs.Addr(), redisOpts: "tls"}
+		m.conf = writeFile(t, e.dir, name+".Corefile", e.corefile(m, "vantage telecom", ""))
+		m.launch(t)
+		ms = append(ms, m)
+	}
+	ms[0].must(t, "POST", "/v1/nodes/hz-a/drain", "")
+	within(t, promptly, "the drain through TLS", ms, "www.example.org", "1.3.0.0/24", not("192.0.2.1"))
+	testsupport.WaitFor(t, "2 members over TLS", func() (bool, string) {
+		v, _ := ms[1].metric(t, "coredns_gslb_fleet_members")
+		return v == 2, fmt.Sprint(v)
+	})
 }

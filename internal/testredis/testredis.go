@@ -3,6 +3,7 @@ package testredis
 
 import (
 	"bufio"
+	"crypto/tls"
 	"fmt"
 	"net"
 	"os"
@@ -24,9 +25,13 @@ type Server struct {
 	bin      string
 	dir      string
 	port     int
-	password string   // requirepass; "" for none
-	extra    []string // more redis-server arguments (cluster, replica)
-	conf     string   // a config file to start from (a sentinel's); "" for none
+	password string      // requirepass; "" for none
+	extra    []string    // more redis-server arguments (cluster, replica)
+	conf     string      // a config file to start from (a sentinel's); "" for none
+	tls      *tls.Config // StartTLS's: how ping dials
+
+	// CAFile is the PEM file of the CA that signed StartTLS's certificate.
+	CAFile string
 
 	mu   sync.Mutex
 	proc *os.Process
@@ -171,7 +176,7 @@ func (s *Server) start() error {
 			return fmt.Errorf("redis-server exited: %v", waitErr)
 		default:
 		}
-		if ping(s.Addr(), s.password) == nil {
+		if ping(s.Addr(), s.password, s.tls) == nil {
 			s.mu.Lock()
 			s.proc, s.done = cmd.Process, done
 			s.mu.Unlock()
@@ -184,8 +189,15 @@ func (s *Server) start() error {
 	return fmt.Errorf("redis-server on %s did not answer PING within %v", s.Addr(), startWait)
 }
 
-func ping(addr, password string) error {
-	c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
+func ping(addr, password string, tc *tls.Config) error {
+	d := &net.Dialer{Timeout: 200 * time.Millisecond}
+	var c net.Conn
+	var err error
+	if tc != nil {
+		c, err = tls.DialWithDialer(d, "tcp", addr, tc)
+	} else {
+		c, err = d.Dial("tcp", addr)
+	}
 	if err != nil {
 		return err
 	}

@@ -7,20 +7,20 @@ import (
 
 func TestStartRestartPause(t *testing.T) {
 	s := Start(t)
-	if err := ping(s.Addr(), ""); err != nil {
+	if err := ping(s.Addr(), "", nil); err != nil {
 		t.Fatalf("Ping after Start: %v", err)
 	}
 	s.Pause()
-	if err := ping(s.Addr(), ""); err == nil {
+	if err := ping(s.Addr(), "", nil); err == nil {
 		t.Fatalf("Ping answered while paused")
 	}
 	s.Resume()
-	if err := ping(s.Addr(), ""); err != nil {
+	if err := ping(s.Addr(), "", nil); err != nil {
 		t.Fatalf("Ping after Resume: %v", err)
 	}
 	addr := s.Addr()
 	s.Stop()
-	if err := ping(addr, ""); err == nil {
+	if err := ping(addr, "", nil); err == nil {
 		t.Fatalf("Ping answered after Stop")
 	}
 	s.Restart()
@@ -28,20 +28,20 @@ func TestStartRestartPause(t *testing.T) {
 		t.Fatalf("Restart moved from %s to %s", addr, s.Addr())
 	}
 	deadline := time.Now().Add(startWait)
-	for ping(s.Addr(), "") != nil && time.Now().Before(deadline) {
+	for ping(s.Addr(), "", nil) != nil && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 	}
-	if err := ping(s.Addr(), ""); err != nil {
+	if err := ping(s.Addr(), "", nil); err != nil {
 		t.Fatalf("Ping after Restart: %v", err)
 	}
 }
 
 func TestStartAuth(t *testing.T) {
 	s := StartAuth(t, "s3cret-pass")
-	if err := ping(s.Addr(), "s3cret-pass"); err != nil {
+	if err := ping(s.Addr(), "s3cret-pass", nil); err != nil {
 		t.Fatalf("PING with the password: %v", err)
 	}
-	if err := ping(s.Addr(), ""); err == nil {
+	if err := ping(s.Addr(), "", nil); err == nil {
 		t.Fatal("Expected PING without the password to fail")
 	}
 }
@@ -76,15 +76,25 @@ func TestSentinelFailover(t *testing.T) {
 func TestProxyCut(t *testing.T) {
 	s := Start(t)
 	p := NewProxy(t, s.Addr())
-	if err := ping(p.Addr(), ""); err != nil {
+	if err := ping(p.Addr(), "", nil); err != nil {
 		t.Fatalf("Ping through the proxy: %v", err)
 	}
 	p.Cut()
-	if err := ping(p.Addr(), ""); err == nil {
+	if err := ping(p.Addr(), "", nil); err == nil {
 		t.Fatal("Ping answered through a cut proxy")
 	}
 	p.Restore()
-	if err := ping(p.Addr(), ""); err != nil {
+	if err := ping(p.Addr(), "", nil); err != nil {
 		t.Fatalf("Ping after Restore: %v", err)
+	}
+}
+
+func TestStartTLS(t *testing.T) {
+	s := StartTLS(t)
+	if err := ping(s.Addr(), "", s.tls); err != nil {
+		t.Fatalf("PING over TLS: %v", err)
+	}
+	if err := ping(s.Addr(), "", nil); err == nil {
+		t.Fatal("Expected plain PING to fail")
 	}
 }
