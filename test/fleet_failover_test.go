@@ -14,7 +14,7 @@ import (
 )
 
 // failoverSlack is how long after a Redis failover every member may take
-// to converge: the second (measured: 0.6 to 0.7 s on a quiet
+// to converge: the second (measured: 0.4 to 0.7 s on a shared
 // machine), and a second for a machine loaded by other builds.
 const failoverSlack = 2 * time.Second
 
