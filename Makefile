@@ -70,6 +70,14 @@ test-carrier-lists:
 	fi
 	$(GO) test -count=1 -run 'TestChinaOperatorIPFolder' ./test/ -args -carrier-lists "$(abspath $(CARRIER_LISTS))"
 
+# make test-fleet: the fleet's and the location cache's fault tests alone
+# (Redis Cluster and Sentinel failovers on loopback, hostile writers of the
+# fleet's keys, clock skew); make test runs them too.
+FLEET_TESTS = TestFleetClusterFailover|TestFleetSentinelFailover|TestFleetHostileWriter|TestFleetTLS|TestStartTLS|TestRedisClusterFailover|TestRedisSentinelFailover|TestClusterFailover|TestSentinelFailover|TestProxyCut|TestHostile|TestVerdicts
+.PHONY: test-fleet
+test-fleet: deps
+	$(GO) test -race -count=1 -timeout 20m -run '$(FLEET_TESTS)' ./internal/testredis ./fleet ./locate ./test
+
 .PHONY: test-plugincfg
 test-plugincfg:
 	test/plugincfg.sh

@@ -36,6 +36,7 @@ cache_size 1000
 cache_ttl 1h
 }`, ""},
 		{"redis and online", "gslb example.org {\n" + base + `redis 127.0.0.1:6379 {
+  username gslb-fleet
   password secret
   db 2
   timeout 50ms
@@ -69,6 +70,7 @@ online https://geo.example.net/v1/{ip} {
 		{"not a database", "gslb example.org {\ngeoip nodes.yaml\nnodes nodes.yaml\n}", "nodes.yaml"},
 		{"swapped databases", "gslb example.org {\ngeoip asn.mmdb\nasn city.mmdb\nnodes nodes.yaml\n}", `asn.mmdb is a database of type "GeoLite2-ASN", not a MaxMind City or Country database: give it to asn`},
 		{"city as asn", "gslb example.org {\ngeoip city.mmdb\nasn city.mmdb\nnodes nodes.yaml\n}", `city.mmdb is a database of type "GeoLite2-City", not a MaxMind ASN or ISP database: give it to geoip`},
+		{"redis empty username", "gslb example.org {\n" + base + "redis 127.0.0.1:6379 {\n username \"\"\n}\n}", "redis: username is empty"},
 		{"redis empty password", "gslb example.org {\n" + base + "redis 127.0.0.1:6379 {\n password \"\"\n}\n}", "redis: password is empty"},
 		{"online empty header", "gslb example.org {\n" + base + "online https://geo.example.net/{ip} {\n header X-Api-Key \"\"\n}\n}", "online: header X-Api-Key is empty"},
 		{"online bearer without token", "gslb example.org {\n" + base + "online https://geo.example.net/{ip} {\n header Authorization \"Bearer \"\n}\n}", "online: header Authorization is empty"},

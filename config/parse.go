@@ -506,6 +506,13 @@ func parseRedis(c *caddyfile.Dispenser) (*locate.RedisConfig, error) {
 			if r.Password == "" { // {$VAR} of an unset variable: Redis would answer NOAUTH
 				return c.Err("redis: password is empty (is its environment variable unset?)")
 			}
+		case "username":
+			if !c.NextArg() {
+				return c.ArgErr()
+			}
+			if r.Username = c.Val(); r.Username == "" {
+				return c.Err("redis: username is empty (is its environment variable unset?)")
+			}
 		case "db":
 			n, err := uintArg(c, 0, 1<<16)
 			if err != nil {

@@ -202,3 +202,14 @@ func TestParseDNSSEC(t *testing.T) {
 		})
 	}
 }
+
+// TestRedisUsername: the redis block's ACL user reaches the client's config.
+func TestRedisUsername(t *testing.T) {
+	o, err := parseBlock(blockOf("redis", "username gslb-cdn-prod\npassword s3cret"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.Redis == nil || o.Redis.Username != "gslb-cdn-prod" || o.Redis.Password != "s3cret" {
+		t.Errorf("Got %+v, want username gslb-cdn-prod and its password", o.Redis)
+	}
+}

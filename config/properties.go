@@ -12,7 +12,7 @@ var properties = map[string][]string{
 		"max_file_size", "cache_ttl", "redis", "online", "admin", "canary", "fleet", "soa", "dnssec", "rrl", "feed", "max_error_rate", "carrier_lists_priority"),
 	"admin":  {"token_file", "state"},
 	"canary": {"rollback_cross", "rollback_min", "rollback_window", "salt"},
-	"redis":  {"password", "db", "tls", "master", "timeout", "ttl"},
+	"redis":  {"username", "password", "db", "tls", "master", "timeout", "ttl"},
 	"online": {"header", "timeout", "max_qps", "breaker", "format"},
 	"fleet":  {"vantage", "probe_source", "quorum", "probers", "member"},
 	"soa":    {"serial", "refresh", "retry", "expire", "minimum", "mname", "rname"},

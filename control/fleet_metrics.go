@@ -21,6 +21,7 @@ var (
 	fleetSyncAgeDesc  = fleetDesc("fleet_sync_age_seconds", "Gauge of the seconds since the shared state was last read from Redis.")
 	fleetChangesDesc  = fleetDesc("fleet_changes_total", "Counter of shared control changes by origin (local, remote) and result (applied, pending, lost).", "origin", "result")
 	fleetIsolatedDesc = fleetDesc("fleet_isolated", "Gauge that is 1 while Redis has been out of reach for longer than a verdict counts: the member answers from its own probes.")
+	fleetRepairedDesc = fleetDesc("fleet_repaired_total", "Counter of the fleet's Redis entries repaired by kind (key, heartbeat, report, lease): of the wrong type or not a record, timed ahead of Redis's clock, a lease without a TTL or held by a non-member.", "kind")
 	fleetNodeDownDesc = fleetDesc("fleet_node_down", "Gauge of the fleet's combined verdict of a node by vantage carrier (and fleet for the vantages' quorum): 1 down, 0 up.", "node", "vantage")
 )
 
@@ -30,7 +31,7 @@ var FleetCollector prometheus.Collector = fleetCollector{}
 func init() { prometheus.MustRegister(FleetCollector) }
 
 func (fleetCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{fleetMembersDesc, fleetSyncAgeDesc, fleetChangesDesc, fleetIsolatedDesc, fleetNodeDownDesc} {
+	for _, d := range []*prometheus.Desc{fleetMembersDesc, fleetSyncAgeDesc, fleetChangesDesc, fleetIsolatedDesc, fleetRepairedDesc, fleetNodeDownDesc} {
 		ch <- d
 	}
 }
@@ -48,6 +49,7 @@ func (fleetCollector) Collect(ch chan<- prometheus.Metric) {
 	var count int
 	var age, isolated float64
 	changes := map[fleet.ChangeKey]uint64{}
+	repaired := map[string]uint64{}
 	down := map[[2]string]float64{}
 	for _, m := range ms {
 		s := m.f.Stats()
@@ -58,6 +60,9 @@ func (fleetCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 		for k, v := range s.Changes {
 			changes[k] += v
+		}
+		for k, v := range s.Repaired {
+			repaired[k] += v
 		}
 		c := m.ctl.Load()
 		if c == nil {
@@ -80,6 +85,9 @@ func (fleetCollector) Collect(ch chan<- prometheus.Metric) {
 		for _, result := range []string{fleet.ResultApplied, fleet.ResultPending, fleet.ResultLost} {
 			ch <- prometheus.MustNewConstMetric(fleetChangesDesc, prometheus.CounterValue, float64(changes[fleet.ChangeKey{Origin: origin, Result: result}]), origin, result)
 		}
+	}
+	for _, kind := range []string{fleet.RepairedKey, fleet.RepairedHeartbeat, fleet.RepairedReport, fleet.RepairedLease} {
+		ch <- prometheus.MustNewConstMetric(fleetRepairedDesc, prometheus.CounterValue, float64(repaired[kind]), kind)
 	}
 	for k, v := range down {
 		ch <- prometheus.MustNewConstMetric(fleetNodeDownDesc, prometheus.GaugeValue, v, k[0], k[1])

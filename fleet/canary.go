@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -49,6 +50,7 @@ func (f *Fleet) CanaryAdd(ctx context.Context, identity string, start time.Time,
 	})
 	if err != nil {
 		f.failed("canary", err)
+		f.repairKey(ctx, k, err)
 		return CanaryCounts{}, err
 	}
 	return CanaryCounts{cmds[0].Val(), cmds[1].Val(), cmds[2].Val(), cmds[3].Val()}, nil
@@ -75,6 +77,7 @@ func (f *Fleet) TryRollback(ctx context.Context, identity, reason string) (Rollb
 	if won {
 		f.cfg.Client.Publish(ctx, f.keys.changes, "rollback")
 	} else if rb, err = f.getRollback(ctx, identity); err != nil {
+		f.repairKey(ctx, k, err)
 		return Rollback{}, false, err
 	}
 	f.poke()
@@ -97,9 +100,23 @@ func (f *Fleet) getRollback(ctx context.Context, identity string) (Rollback, err
 	}
 	var rb Rollback
 	if err := json.Unmarshal(data, &rb); err != nil || rb.Identity != identity {
-		return Rollback{}, errors.New("bad rollback record")
+		return Rollback{}, errBadRecord
 	}
 	return rb, nil
+}
+
+var errBadRecord = errors.New("bad rollback record")
+
+// repairKey deletes the canary key k when err says that it is of the
+// wrong type or holds no rollback record: a broken or hostile writer's,
+// which would otherwise stop the counts or the rollback for good.
+func (f *Fleet) repairKey(ctx context.Context, k string, err error) {
+	if !errors.Is(err, errBadRecord) && !strings.HasPrefix(err.Error(), "WRONGTYPE") {
+		return
+	}
+	if f.cfg.Client.Del(ctx, k).Err() == nil {
+		f.repaired(RepairedKey, 1)
+	}
 }
 
 func (f *Fleet) checkRollback(ctx context.Context, identity string) {
@@ -107,6 +124,7 @@ func (f *Fleet) checkRollback(ctx context.Context, identity string) {
 	if err != nil {
 		if !errors.Is(err, redis.Nil) {
 			f.failed("canary", err)
+			f.repairKey(ctx, f.canaryKey(identity, "rollback"), err)
 		}
 		return
 	}

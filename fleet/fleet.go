@@ -28,15 +28,18 @@
 //
 // Timing, with I the probe interval: heartbeats, reports and lease renewals
 // every I/2; a member counts for 3I after its heartbeat, a report for 3I
-// after it was written (then it is ignored, and deleted after 10I); a lease
-// lives 1.5I; canary windows expire after 3 windows, rollbacks and
-// deletions are kept 30 days.
+// after it was written (then it is only held, for a vantage with no fresh
+// report, and deleted after 10I); a lease lives 1.5I; canary windows
+// expire after 3 windows, rollbacks and deletions are kept 30 days. Every
+// time in Redis is Redis's (TIME): no member's clock times a heartbeat, a
+// report or a lease.
 package fleet
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -44,6 +47,7 @@ import (
 
 	clog "github.com/coredns/coredns/plugin/pkg/log"
 
+	"github.com/gslbdns/gslb/internal/ratelog"
 	"github.com/gslbdns/gslb/internal/recovery"
 
 	"github.com/redis/go-redis/v9"
@@ -114,6 +118,7 @@ type Stats struct {
 	Changes   map[ChangeKey]uint64 // counts since Start
 	Pending   int                  // local changes not yet in Redis
 	LastError string               // of the last failed Redis call, "" after a success
+	Repaired  map[string]uint64    // fleet keys' entries repaired since Start, by Repaired* kind
 }
 
 // Fleet is one running member.
@@ -138,8 +143,9 @@ type Fleet struct {
 	fresh    bool // own is not yet published
 	reports  []heldReport
 	nodes    []string
-	watch    string          // canary identity whose rollback is watched
-	seen     map[string]bool // rollbacks reported through OnRollback
+	watch    string            // canary identity whose rollback is watched
+	seen     map[string]bool   // rollbacks reported through OnRollback
+	fixed    map[string]uint64 // Stats.Repaired
 
 	combining sync.Mutex // one combine at a time, stored in order
 	cb        sync.Mutex // one callback at a time
@@ -153,6 +159,7 @@ type Fleet struct {
 	running   atomic.Bool // loops started: OnState is called
 	isolated  atomic.Bool // warned that Redis is unreachable
 	closed    atomic.Bool
+	repairLog ratelog.Limit
 }
 
 type keys struct {
@@ -176,7 +183,7 @@ func Start(cfg Config) (*Fleet, error) {
 	}
 	f := &Fleet{
 		cfg: cfg, keys: newKeys(cfg.Name), now: cfg.Now,
-		pending: map[string]pending{}, changes: map[ChangeKey]uint64{}, seen: map[string]bool{},
+		pending: map[string]pending{}, changes: map[ChangeKey]uint64{}, seen: map[string]bool{}, fixed: map[string]uint64{},
 		kick: make(chan struct{}, 1), done: make(chan struct{}),
 	}
 	f.started = f.now()
@@ -324,6 +331,7 @@ func (f *Fleet) Stats() Stats {
 	for k, v := range f.changes {
 		s.Changes[k] = v
 	}
+	s.Repaired = maps.Clone(f.fixed)
 	since := f.synced
 	if since.IsZero() {
 		since = f.started

@@ -130,3 +130,15 @@ func all(ms []*member, cond func(*member) (bool, string)) func() (bool, string) 
 		return true, ""
 	}
 }
+
+// poll reports whether cond holds within limit, polling every 20ms.
+func poll(limit time.Duration, cond func() bool) bool {
+	for deadline := time.Now().Add(limit); ; time.Sleep(20 * time.Millisecond) {
+		if cond() {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+	}
+}

@@ -10,12 +10,32 @@ import (
 )
 
 // leaseScript takes or renews, for each node, one of its ARGV[3] slots
-// (KEYS, grouped by node): the one this member (ARGV[1]) holds, else a
-// free one. It returns 1 per node held.
+// (KEYS after the first, grouped by node): the one this member (ARGV[1])
+// holds, else a free one. A slot that no lease of the fleet can be (not a
+// string, without a TTL or with one beyond ARGV[2] ms, held by no member
+// of KEYS[1]) is repaired first: deleted and counted. It returns 1 per
+// node held, then the count repaired.
 var leaseScript = redis.NewScript(`
 local n = tonumber(ARGV[3])
+local ttl = tonumber(ARGV[2])
 local held = {}
-for i = 1, #KEYS, n do
+local fixed = 0
+for j = 2, #KEYS do
+  local ty = redis.call('TYPE', KEYS[j])['ok']
+  if ty ~= 'none' then
+    local bad = ty ~= 'string'
+    if not bad then
+      local who = redis.call('GET', KEYS[j])
+      local left = redis.call('PTTL', KEYS[j])
+      bad = left < 0 or left > ttl or (who ~= ARGV[1] and not redis.call('ZSCORE', KEYS[1], who))
+    end
+    if bad then
+      redis.call('DEL', KEYS[j])
+      fixed = fixed + 1
+    end
+  end
+end
+for i = 2, #KEYS, n do
   local got = 0
   for j = i, i + n - 1 do
     if redis.call('GET', KEYS[j]) == ARGV[1] then
@@ -34,13 +54,14 @@ for i = 1, #KEYS, n do
   end
   held[#held + 1] = got
 end
+held[#held + 1] = fixed
 return held
 `)
 
 // releaseScript deletes the leases (KEYS) this member (ARGV[1]) holds.
 var releaseScript = redis.NewScript(`
 for i = 1, #KEYS do
-  if redis.call('GET', KEYS[i]) == ARGV[1] then redis.call('DEL', KEYS[i]) end
+  if redis.call('TYPE', KEYS[i])['ok'] == 'string' and redis.call('GET', KEYS[i]) == ARGV[1] then redis.call('DEL', KEYS[i]) end
 end
 return 0
 `)
@@ -105,12 +126,16 @@ func (f *Fleet) leaseRound(ctx context.Context, reported time.Time) {
 		f.leases.Store(&leaseView{held: map[string]bool{}, until: now.Add(f.leaseTTL())})
 		return
 	}
-	res, err := leaseScript.Run(ctx, f.cfg.Client, f.leaseKeys(nodes), f.cfg.Member, f.leaseTTL().Milliseconds(), f.cfg.Probers).Int64Slice()
-	if err != nil || len(res) != len(nodes) {
+	keys := append([]string{f.keys.members}, f.leaseKeys(nodes)...)
+	res, err := leaseScript.Run(ctx, f.cfg.Client, keys, f.cfg.Member, f.leaseTTL().Milliseconds(), f.cfg.Probers).Int64Slice()
+	if err != nil || len(res) != len(nodes)+1 {
 		if err != nil {
 			f.failed("leases", err)
 		}
 		return // the view lapses at its until: then every node is probed
+	}
+	if res[len(nodes)] > 0 {
+		f.repaired(RepairedLease, int(res[len(nodes)]))
 	}
 	held := make(map[string]bool, len(nodes))
 	for i, id := range nodes {

@@ -45,7 +45,8 @@ type Report struct {
 
 type heldReport struct {
 	Report
-	expires time.Time // local clock
+	expires time.Time // local clock: the report counts until then
+	held    time.Time // and decides for its vantage, if it is the only one, until then
 }
 
 // Decision is the fleet's verdict of a node for clients of one carrier.
@@ -55,6 +56,9 @@ type Decision struct {
 	DownVotes int     // members (or, for VantageFleet, carriers) that see the node down
 	Votes     int     // of this many
 	Load      float64 // mean load the deciding members see
+	// Held: every member of Vantage went silent; these are their last
+	// verdicts, kept for forgetAfter probe intervals after they were written.
+	Held bool
 }
 
 // Verdicts is an immutable combination of the fresh reports.
@@ -112,28 +116,64 @@ func (f *Fleet) Verdicts() *Verdicts { return f.verdicts.Load() }
 
 // reportScript beats this member's heartbeat, publishes its report (ARGV[2]
 // unless ""), forgets members silent for ARGV[4] ms, and returns Redis's
-// time, the member count, and every report with its time.
+// time, the member count, every report with its time, and what it
+// repaired. Redis's clock bounds what any writer of these keys can do: a
+// heartbeat or a report time more than ARGV[5] ms ahead of it, a time that
+// is not a number, a report without a time and a key of the wrong type are
+// deleted, and counted, rather than kept for ever or failing every round.
 var reportScript = redis.NewScript(`
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local ahead = now + tonumber(ARGV[5])
+local keys, beats, reports = 0, 0, 0
+local want = {'zset', 'hash', 'hash'}
+for i = 1, 3 do
+  local ty = redis.call('TYPE', KEYS[i])['ok']
+  if ty ~= 'none' and ty ~= want[i] then
+    redis.call('DEL', KEYS[i])
+    keys = keys + 1
+  end
+end
 redis.call('ZADD', KEYS[1], now, ARGV[1])
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - tonumber(ARGV[3]))
+beats = redis.call('ZREMRANGEBYSCORE', KEYS[1], '(' .. ahead, '+inf')
 if ARGV[2] ~= '' then
   redis.call('HSET', KEYS[2], ARGV[1], ARGV[2])
   redis.call('HSET', KEYS[3], ARGV[1], now)
 end
 local at = redis.call('HGETALL', KEYS[3])
+local timed = {}
 for i = 1, #at, 2 do
-  if tonumber(at[i+1]) < now - tonumber(ARGV[4]) then
+  local ms = tonumber(at[i+1])
+  if ms == nil or ms > ahead or ms < now - tonumber(ARGV[4]) then
     redis.call('HDEL', KEYS[2], at[i])
     redis.call('HDEL', KEYS[3], at[i])
+    if ms == nil or ms > ahead then reports = reports + 1 end
+  else
+    timed[at[i]] = true
   end
 end
-return {now, redis.call('ZCARD', KEYS[1]), redis.call('HGETALL', KEYS[2]), redis.call('HGETALL', KEYS[3])}
+for _, m in ipairs(redis.call('HKEYS', KEYS[2])) do
+  if not timed[m] then
+    redis.call('HDEL', KEYS[2], m)
+    reports = reports + 1
+  end
+end
+return {now, redis.call('ZCARD', KEYS[1]), redis.call('HGETALL', KEYS[2]), redis.call('HGETALL', KEYS[3]), {keys, beats, reports}}
 `)
 
-// forgetAfter is how long a silent member's report stays in Redis.
+// forgetAfter is how long, in probe intervals, a silent member's report
+// stays in Redis, and a vantage whose members all went silent keeps its
+// last verdicts (Decision.Held).
 const forgetAfter = 10
+
+// What the report script and the lease script repair, for Stats.Repaired.
+const (
+	RepairedKey       = "key"       // a fleet key of the wrong type, deleted
+	RepairedHeartbeat = "heartbeat" // a heartbeat ahead of Redis's clock
+	RepairedReport    = "report"    // a report ahead of Redis's clock, or without a time
+	RepairedLease     = "lease"     // a lease without a TTL, beyond one, or held by a non-member
+)
 
 // round is one heartbeat: publish, read the fleet's reports, renew leases,
 // and combine.
@@ -154,7 +194,7 @@ func (f *Fleet) round() {
 		}
 	}
 	res, err := reportScript.Run(ctx, f.cfg.Client, []string{f.keys.members, f.keys.verdicts, f.keys.verdictsAt},
-		f.cfg.Member, data, f.freshness().Milliseconds(), forgetAfter*f.cfg.ProbeInterval.Milliseconds()).Slice()
+		f.cfg.Member, data, f.freshness().Milliseconds(), f.heldFor().Milliseconds(), f.tick().Milliseconds()).Slice()
 	if err == nil {
 		err = f.readReports(res)
 	}
@@ -172,14 +212,25 @@ func (f *Fleet) round() {
 	f.combine(f.now(), true)
 }
 
+// heldFor is how long a report is kept: a vantage whose members all went
+// silent is decided by their last verdicts until then.
+func (f *Fleet) heldFor() time.Duration { return forgetAfter * f.cfg.ProbeInterval }
+
 func (f *Fleet) readReports(res []any) error {
-	if len(res) != 4 {
+	if len(res) != 5 {
 		return errors.New("unexpected reply to the report script")
 	}
 	now, _ := res[0].(int64)
 	members, _ := res[1].(int64)
 	flat, _ := res[2].([]any)
 	ats, _ := res[3].([]any)
+	if fixed, _ := res[4].([]any); len(fixed) == 3 {
+		for i, what := range []string{RepairedKey, RepairedHeartbeat, RepairedReport} {
+			if n, _ := fixed[i].(int64); n > 0 {
+				f.repaired(what, int(n))
+			}
+		}
+	}
 	at := map[string]int64{}
 	for i := 0; i+1 < len(ats); i += 2 {
 		var ms int64
@@ -203,15 +254,17 @@ func (f *Fleet) readReports(res []any) error {
 			log.Debugf("Fleet %s: ignoring the bad report of %q", f.cfg.Name, member)
 			continue
 		}
-		interval := time.Duration(r.IntervalMS) * time.Millisecond
-		if interval <= 0 {
-			interval = f.cfg.ProbeInterval
+		age := time.Duration(now-ms) * time.Millisecond
+		// A report counts for 3 of its member's intervals, and is held at
+		// most until Redis forgets it, whatever interval it claims.
+		fresh := min(3*time.Duration(max(r.IntervalMS, 0))*time.Millisecond, f.heldFor())
+		if fresh <= 0 {
+			fresh = f.freshness()
 		}
-		left := 3*interval - time.Duration(now-ms)*time.Millisecond
-		if left <= 0 {
+		if age >= f.heldFor() {
 			continue
 		}
-		reports = append(reports, heldReport{Report: r, expires: local.Add(left)})
+		reports = append(reports, heldReport{Report: r, expires: local.Add(fresh - age), held: local.Add(f.heldFor() - age)})
 	}
 	f.mu.Lock()
 	f.members, f.reports, f.lastErr = int(members), reports, ""
@@ -219,22 +272,37 @@ func (f *Fleet) readReports(res []any) error {
 	return nil
 }
 
+// repaired counts and logs what the scripts repaired of the fleet's keys:
+// a hostile or broken writer, or clocks far apart.
+func (f *Fleet) repaired(what string, n int) {
+	f.mu.Lock()
+	f.fixed[what] += uint64(n)
+	f.mu.Unlock()
+	if ok, _ := f.repairLog.Allow(time.Minute); ok {
+		log.Warningf("Fleet %s: repaired %d %s entries of the fleet's Redis keys (the wrong type, a time ahead of Redis's clock, a lease without a TTL or held by a non-member): is something else writing them?",
+			f.cfg.Name, n, what)
+	}
+}
+
 // combine builds Verdicts from the reports still fresh at now, this
 // member's own included, and calls OnVerdicts if notify.
 func (f *Fleet) combine(now time.Time, notify bool) {
 	f.combining.Lock() // stores in the order computed
 	f.mu.Lock()
-	var reports []Report
+	var reports, held []Report
 	for _, r := range f.reports {
-		if now.Before(r.expires) {
+		switch {
+		case now.Before(r.expires):
 			reports = append(reports, r.Report)
+		case now.Before(r.held):
+			held = append(held, r.Report)
 		}
 	}
 	if f.own != nil && now.Sub(f.reported) <= f.freshness() {
 		reports = append(reports, *f.own)
 	}
 	f.mu.Unlock()
-	v := Combine(reports, f.cfg.Quorum)
+	v := CombineHeld(reports, held, f.cfg.Quorum)
 	v.At = now
 	f.verdicts.Store(v)
 	f.combining.Unlock()
@@ -245,7 +313,44 @@ func (f *Fleet) combine(now time.Time, notify bool) {
 
 // Combine is the deterministic combination of fresh reports: the same
 // reports give the same Verdicts on every member, whatever their order.
-func Combine(reports []Report, quorum float64) *Verdicts {
+func Combine(reports []Report, quorum float64) *Verdicts { return CombineHeld(reports, nil, quorum) }
+
+// CombineHeld is Combine with the reports no longer fresh but still held:
+// they decide (Decision.Held) for a carrier that no fresh report sees from,
+// so that a vantage whose members all died keeps its last verdicts for a
+// while rather than being decided by the other carriers at once.
+func CombineHeld(reports, held []Report, quorum float64) *Verdicts {
+	v := combine(reports, quorum)
+	if len(held) == 0 {
+		return v
+	}
+	seen := map[string]bool{}
+	for _, r := range reports {
+		seen[r.Vantage.Carrier] = true
+	}
+	var old []Report
+	for _, r := range held {
+		if !seen[r.Vantage.Carrier] {
+			old = append(old, r)
+		}
+	}
+	h := combine(old, quorum)
+	for id, hn := range h.nodes {
+		n := v.nodes[id]
+		if n == nil {
+			n = &nodeVerdicts{carriers: map[string]Decision{}, fleet: Decision{Vantage: VantageFleet}}
+			v.nodes[id] = n
+		}
+		for c, d := range hn.carriers {
+			d.Held = true
+			n.carriers[c] = d
+		}
+		n.fleet = fleetDecision(n.carriers, quorum)
+	}
+	return v
+}
+
+func combine(reports []Report, quorum float64) *Verdicts {
 	reports = slices.Clone(reports)
 	slices.SortFunc(reports, func(a, b Report) int { return strings.Compare(a.Member, b.Member) })
 	type tally struct {
@@ -273,26 +378,42 @@ func Combine(reports []Report, quorum float64) *Verdicts {
 	}
 	v := &Verdicts{nodes: make(map[string]*nodeVerdicts, len(per))}
 	for id, carriers := range per {
-		n := &nodeVerdicts{carriers: make(map[string]Decision, len(carriers)), fleet: Decision{Vantage: VantageFleet}}
-		var load float64
-		for _, c := range slices.Sorted(maps.Keys(carriers)) {
-			t := carriers[c]
-			d := Decision{Vantage: c, DownVotes: t.down, Votes: t.votes, Load: t.load / float64(t.votes), Down: byQuorum(t.down, t.votes, quorum)}
-			n.carriers[c] = d
-			n.fleet.Votes++
-			load += d.Load
-			if d.Down {
-				n.fleet.DownVotes++
-			}
+		n := &nodeVerdicts{carriers: make(map[string]Decision, len(carriers))}
+		for c, t := range carriers {
+			n.carriers[c] = Decision{Vantage: c, DownVotes: t.down, Votes: t.votes, Load: t.load / float64(t.votes), Down: byQuorum(t.down, t.votes, quorum)}
 		}
-		n.fleet.Load = load / float64(n.fleet.Votes)
-		n.fleet.Down = byQuorum(n.fleet.DownVotes, n.fleet.Votes, quorum)
+		n.fleet = fleetDecision(n.carriers, quorum)
 		v.nodes[id] = n
 	}
 	return v
 }
 
-// byQuorum: down when at least the quorum's share of votes says so.
+// fleetDecision is the carriers' quorum, for clients of a carrier no
+// member sees from.
+func fleetDecision(carriers map[string]Decision, quorum float64) Decision {
+	d := Decision{Vantage: VantageFleet}
+	var load float64
+	for _, c := range slices.Sorted(maps.Keys(carriers)) {
+		cd := carriers[c]
+		d.Votes++
+		load += cd.Load
+		if cd.Down {
+			d.DownVotes++
+		}
+	}
+	if d.Votes > 0 {
+		d.Load = load / float64(d.Votes)
+	}
+	d.Down = byQuorum(d.DownVotes, d.Votes, quorum)
+	return d
+}
+
+// byQuorum: down when at least the quorum's share of votes says so; a
+// tie (as many down as up: one of two) is down only with a quorum below
+// one half, so that with the default one prober of two never decides alone.
 func byQuorum(down, votes int, quorum float64) bool {
-	return votes > 0 && float64(down) >= quorum*float64(votes)-1e-9
+	if votes == 0 || float64(down) < quorum*float64(votes)-1e-9 {
+		return false
+	}
+	return 2*down != votes || quorum < 0.5
 }

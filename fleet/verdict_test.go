@@ -123,27 +123,41 @@ func TestVerdictsPerVantage(t *testing.T) {
 	testsupport.WaitFor(t, "n1 up for telecom on every member", all(ms, func(m *member) (bool, string) {
 		return decided(m, "n1", "telecom", false, "telecom", 2)
 	}))
-	// No member sees from mobile: one of two carriers sees n1 down, 0.5.
+	// No member sees from mobile: one of two carriers sees n1 down, a tie,
+	// which quorum 0.5 does not take for down.
 	testsupport.WaitFor(t, "n1 by the fleet for mobile", all(ms, func(m *member) (bool, string) {
-		return decided(m, "n1", "mobile", true, VantageFleet, 2)
+		return decided(m, "n1", "mobile", false, VantageFleet, 2)
 	}))
 	testsupport.WaitFor(t, "three members", all(ms, func(m *member) (bool, string) {
 		return m.Stats().Members == 3, fmt.Sprint(m.Stats())
 	}))
 
-	// b's probes stop: its verdict goes stale, and telecom decides for all.
+	// b's probes stop: unicom's last verdict is held, then forgotten, and
+	// telecom decides for all.
 	stopB()
 	began := time.Now()
-	testsupport.WaitFor(t, "b's stale verdict ignored", all([]*member{a, c}, func(m *member) (bool, string) {
-		return decided(m, "n1", "unicom", false, VantageFleet, 1)
+	testsupport.WaitFor(t, "b's stale verdict held for unicom", all([]*member{a, c}, func(m *member) (bool, string) {
+		d, ok := m.Verdicts().Decide("n1", "unicom")
+		return ok && d.Held && d.Down && d.Vantage == "unicom", fmt.Sprintf("%+v", d)
 	}))
 	if d, most := time.Since(began), 4*a.cfg.ProbeInterval; d > most {
-		t.Errorf("Expected a stale verdict ignored after 3 intervals, took %v", d)
+		t.Errorf("Expected a stale verdict held after 3 intervals, took %v", d)
+	}
+	// Forgotten 10 intervals after its last write, which may follow the
+	// stop by a round, seen at the next round.
+	if !poll((forgetAfter+1)*a.cfg.ProbeInterval+slack, func() bool { ok, _ := decided(a, "n1", "unicom", false, VantageFleet, 1); return ok }) {
+		t.Errorf("Expected b's verdict forgotten after %d intervals", forgetAfter)
+	}
+	if d, least := time.Since(began), (forgetAfter-1)*a.cfg.ProbeInterval; d < least {
+		t.Errorf("Expected b's verdict held until %d intervals after it was written, forgotten after %v", forgetAfter, d)
 	}
 
 	// Redis down: c's verdict goes stale on a, which answers from its own.
 	cDown.Store(true)
-	testsupport.WaitFor(t, "c's down verdict on a", func() (bool, string) { return decided(a, "n1", "telecom", true, "telecom", 2) })
+	testsupport.WaitFor(t, "c's down verdict on a, a tie: up", func() (bool, string) {
+		d, _ := a.Verdicts().Decide("n1", "telecom")
+		return d.DownVotes == 1 && d.Votes == 2 && !d.Down, fmt.Sprintf("%+v", d)
+	})
 	rs.Stop()
 	testsupport.WaitFor(t, "a on its own probes", func() (bool, string) {
 		if !a.Stats().Isolated {
@@ -151,4 +165,66 @@ func TestVerdictsPerVantage(t *testing.T) {
 		}
 		return decided(a, "n1", "telecom", false, "telecom", 1)
 	})
+}
+
+// A tie is not a quorum at 0.5: one prober of two (two of four) does not
+// remove a node alone, neither does one vantage of two for the others;
+// below 0.5 it does.
+func TestCombineTie(t *testing.T) {
+	two := []Report{
+		report("a", unicom, map[string]NodeVerdict{"n1": down}),
+		report("b", unicom, map[string]NodeVerdict{"n1": up}),
+		report("c", telecom, map[string]NodeVerdict{"n1": up}),
+	}
+	four := []Report{
+		report("a", unicom, map[string]NodeVerdict{"n1": down}),
+		report("b", unicom, map[string]NodeVerdict{"n1": down}),
+		report("c", unicom, map[string]NodeVerdict{"n1": up}),
+		report("d", unicom, map[string]NodeVerdict{"n1": up}),
+		report("e", telecom, map[string]NodeVerdict{"n1": down}),
+	}
+	for _, tc := range []struct {
+		name            string
+		reports         []Report
+		quorum          float64
+		carrier         string
+		down            bool
+		downVotes, vots int
+	}{
+		{"one of two", two, 0.5, "unicom", false, 1, 2},
+		{"one of two, quorum 0.4", two, 0.4, "unicom", true, 1, 2},
+		{"two of four", four, 0.5, "unicom", false, 2, 4},
+		{"two of four, quorum 0.4", four, 0.4, "unicom", true, 2, 4},
+		{"one vantage of two", four, 0.5, "mobile", false, 1, 2},
+		{"one vantage of two, quorum 0.4", four, 0.4, "mobile", true, 2, 2},
+	} {
+		d, ok := Combine(tc.reports, tc.quorum).Decide("n1", tc.carrier)
+		if !ok || d.Down != tc.down || d.DownVotes != tc.downVotes || d.Votes != tc.vots {
+			t.Errorf("%s: expected down %v %d/%d, got %+v", tc.name, tc.down, tc.downVotes, tc.vots, d)
+		}
+	}
+}
+
+// The held reports of a vantage with no fresh one decide for its carrier
+// (marked Held) and count among the vantages; a vantage with a fresh
+// report ignores its held ones.
+func TestCombineHeld(t *testing.T) {
+	fresh := []Report{report("a", telecom, map[string]NodeVerdict{"n1": up})}
+	held := []Report{
+		report("b", unicom, map[string]NodeVerdict{"n1": down}),
+		report("c", telecom, map[string]NodeVerdict{"n1": down}),
+	}
+	v := CombineHeld(fresh, held, 0.5)
+	if d, ok := v.Decide("n1", "unicom"); !ok || !d.Down || !d.Held || d.Vantage != "unicom" {
+		t.Errorf("Expected unicom's held verdict, got %+v", d)
+	}
+	if d, ok := v.Decide("n1", "telecom"); !ok || d.Down || d.Held || d.Votes != 1 {
+		t.Errorf("Expected telecom's fresh verdict alone, got %+v", d)
+	}
+	if d, _ := v.Decide("n1", "mobile"); d.Vantage != VantageFleet || d.Votes != 2 || d.Down {
+		t.Errorf("Expected the two vantages' tie, up, for mobile, got %+v", d)
+	}
+	if got := CombineHeld(fresh, nil, 0.5); !reflect.DeepEqual(got, Combine(fresh, 0.5)) {
+		t.Errorf("Expected CombineHeld without held reports to be Combine")
+	}
 }

@@ -45,6 +45,7 @@ type Config struct {
 // a sentinel setup (Addrs are then the sentinels).
 type RedisConfig struct {
 	Addrs      []string
+	Username   string // an ACL user; "" for the default user
 	Password   string
 	DB         int
 	TLS        bool

@@ -37,10 +37,12 @@ const (
 )
 
 // Redis breaker: after this many consecutive errors Redis is skipped for
-// redisBreakerWindow, then one command tries again.
+// redisBreakerWindow, then one command tries again. A second: a failed-over
+// Redis is used again within a second of its promotion, and a dead one
+// costs one query a second at most its timeout.
 const (
 	redisBreakerFailures = 5
-	redisBreakerWindow   = 10 * time.Second
+	redisBreakerWindow   = time.Second
 )
 
 // redisKey returns the hash key and field of addr's /24 (/48).
@@ -130,6 +132,7 @@ func newRedisClient(c *RedisConfig) redis.UniversalClient {
 	setRedisLogger.Do(func() { redis.SetLogger(&redisLogger{}) })
 	o := &redis.UniversalOptions{
 		Addrs:      c.Addrs,
+		Username:   c.Username,
 		Password:   c.Password,
 		DB:         c.DB,
 		MasterName: c.MasterName,
@@ -145,7 +148,58 @@ func newRedisClient(c *RedisConfig) redis.UniversalClient {
 	if c.TLS {
 		o.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12}
 	}
-	return redis.NewUniversalClient(o)
+	if o.MasterName != "" || len(o.Addrs) < 2 {
+		return redis.NewUniversalClient(o)
+	}
+	co := o.Cluster()
+	// go-redis reloads its slot map on MOVED and READONLY only, and else
+	// once a minute: a master that died answers neither, so its slots
+	// stay on it. A short period and a reload on every connection error
+	// find the promoted replica within about a second of its promotion.
+	co.ClusterStateReloadInterval = clusterReload
+	cc := redis.NewClusterClient(co)
+	cc.AddHook(reloadOnError{cc})
+	return cc
+}
+
+// clusterReload is the period of a cluster client's slot map reload.
+const clusterReload = time.Second
+
+// reloadOnError has a cluster client reload its slot map after an error
+// that is not Redis's answer (a refused or broken connection, a timeout).
+// Reloads are asynchronous and coalesced by go-redis.
+type reloadOnError struct{ c *redis.ClusterClient }
+
+func (h reloadOnError) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h reloadOnError) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		h.after(err)
+		return err
+	}
+}
+
+func (h reloadOnError) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		err := next(ctx, cmds)
+		h.after(err)
+		return err
+	}
+}
+
+func (h reloadOnError) after(err error) {
+	var rerr redis.Error
+	if err == nil || errors.Is(err, context.Canceled) || (errors.As(err, &rerr) && !isClusterDown(err)) {
+		return
+	}
+	h.c.ReloadState(context.Background())
+}
+
+// isClusterDown is Redis's answer while no node serves a slot: the map
+// changes next.
+func isClusterDown(err error) bool {
+	return strings.HasPrefix(err.Error(), "CLUSTERDOWN") || strings.HasPrefix(err.Error(), "TRYAGAIN")
 }
 
 // redisSource is the shared cache's link. It is asked only when the

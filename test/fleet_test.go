@@ -49,6 +49,7 @@ func newFleetEnv(t *testing.T) *fleetEnv {
 type fleetMember struct {
 	name, dns, admin string
 	redis, conf      string // the Redis address it is given ("": Redis's), its Corefile
+	redisOpts        string // more lines of its redis block
 	metrics          string // the prometheus plugin's address
 	first            string // the first answer, for www from 1.3.0.0/24
 	cmd              *exec.Cmd
@@ -128,6 +129,7 @@ func (e *fleetEnv) corefile(m *fleetMember, fleetLines, extra string) string {
         }
         redis %s {
             timeout 250ms
+            %s
         }
         canary %s {
             salt 0123456789abcdef0123
@@ -139,7 +141,7 @@ func (e *fleetEnv) corefile(m *fleetMember, fleetLines, extra string) string {
         %s
     }
 }
-`, port, m.metrics, e.city, e.asn, e.nodes, m.admin, e.token, filepath.Join(e.dir, name+"-state.yaml"), cmpOr(m.redis, e.redis.Addr()), e.candidate+" "+cmpOr(e.canaryPercent, "0"), e.canaryOpts, fleetLines, extra)
+`, port, m.metrics, e.city, e.asn, e.nodes, m.admin, e.token, filepath.Join(e.dir, name+"-state.yaml"), cmpOr(m.redis, e.redis.Addr()), m.redisOpts, e.candidate+" "+cmpOr(e.canaryPercent, "0"), e.canaryOpts, fleetLines, extra)
 }
 
 func (m *fleetMember) stop() { stopProcess(m.cmd, m.done) }

@@ -279,6 +279,8 @@ func (r *readmeRun) checkFor(b readmeBlock) func(*testing.T, readmeBlock) {
 		return r.checkFeedAgent
 	case b.kind == "sh" && strings.Contains(b.text(), "/v1/feed"):
 		return r.checkFeedCurl
+	case b.kind == "sh" && strings.Contains(b.text(), "ACL SETUSER"):
+		return r.checkFleetACL
 	case b.kind == "sh" && strings.Contains(b.text(), "curl "):
 		return r.checkAdminCurl
 	case b.kind == "corefile":

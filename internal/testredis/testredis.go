@@ -3,6 +3,7 @@ package testredis
 
 import (
 	"bufio"
+	"crypto/tls"
 	"fmt"
 	"net"
 	"os"
@@ -24,7 +25,13 @@ type Server struct {
 	bin      string
 	dir      string
 	port     int
-	password string // requirepass; "" for none
+	password string      // requirepass; "" for none
+	extra    []string    // more redis-server arguments (cluster, replica)
+	conf     string      // a config file to start from (a sentinel's); "" for none
+	tls      *tls.Config // StartTLS's: how ping dials
+
+	// CAFile is the PEM file of the CA that signed StartTLS's certificate.
+	CAFile string
 
 	mu   sync.Mutex
 	proc *os.Process
@@ -42,6 +49,12 @@ func Start(t testing.TB) *Server {
 // unless password is "".
 func StartAuth(t testing.TB, password string) *Server {
 	t.Helper()
+	return startWith(t, password, "", nil)
+}
+
+// serverBin is the redis-server binary.
+func serverBin(t testing.TB) string {
+	t.Helper()
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
 		if _, serr := os.Stat("/usr/bin/redis-server"); serr != nil {
@@ -49,14 +62,25 @@ func StartAuth(t testing.TB, password string) *Server {
 		}
 		bin = "/usr/bin/redis-server"
 	}
-	s := &Server{t: t, bin: bin, dir: t.TempDir(), password: password}
+	return bin
+}
+
+// startWith starts a server from the config file conf ("": none) with the
+// arguments extra gives for the port picked (nil: none).
+func startWith(t testing.TB, password, conf string, extra func(port int) []string) *Server {
+	t.Helper()
+	s := &Server{t: t, bin: serverBin(t), dir: t.TempDir(), password: password, conf: conf}
 	t.Cleanup(s.Stop)
 	var lastErr error
 	// The free port can be taken between probe and bind: try a few.
 	for range 3 {
-		s.port, err = freePort()
+		port, err := freePort()
 		if err != nil {
 			t.Fatalf("Cannot find a free port: %v", err)
+		}
+		s.port = port
+		if extra != nil {
+			s.extra = extra(port)
 		}
 		if lastErr = s.start(); lastErr == nil {
 			return s
@@ -79,6 +103,16 @@ func (s *Server) Stop() {
 	_ = s.proc.Kill()
 	<-s.done
 	s.proc = nil
+}
+
+// Port is the server's port.
+func (s *Server) Port() int { return s.port }
+
+// Running reports whether the server's process is alive (not Stopped).
+func (s *Server) Running() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.proc != nil
 }
 
 // Restart stops the server and starts a fresh, empty one on the same port.
@@ -109,7 +143,11 @@ func (s *Server) signal(sig syscall.Signal) {
 }
 
 func (s *Server) start() error {
-	args := []string{
+	var args []string
+	if s.conf != "" {
+		args = append(args, s.conf)
+	}
+	args = append(args,
 		"--port", strconv.Itoa(s.port),
 		"--bind", "127.0.0.1",
 		"--save", "",
@@ -119,7 +157,8 @@ func (s *Server) start() error {
 		"--dir", s.dir,
 		"--logfile", "",
 		"--loglevel", "warning",
-	}
+	)
+	args = append(args, s.extra...)
 	if s.password != "" {
 		args = append(args, "--requirepass", s.password)
 	}
@@ -137,7 +176,7 @@ func (s *Server) start() error {
 			return fmt.Errorf("redis-server exited: %v", waitErr)
 		default:
 		}
-		if ping(s.Addr(), s.password) == nil {
+		if ping(s.Addr(), s.password, s.tls) == nil {
 			s.mu.Lock()
 			s.proc, s.done = cmd.Process, done
 			s.mu.Unlock()
@@ -150,8 +189,15 @@ func (s *Server) start() error {
 	return fmt.Errorf("redis-server on %s did not answer PING within %v", s.Addr(), startWait)
 }
 
-func ping(addr, password string) error {
-	c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
+func ping(addr, password string, tc *tls.Config) error {
+	d := &net.Dialer{Timeout: 200 * time.Millisecond}
+	var c net.Conn
+	var err error
+	if tc != nil {
+		c, err = tls.DialWithDialer(d, "tcp", addr, tc)
+	} else {
+		c, err = d.Dial("tcp", addr)
+	}
 	if err != nil {
 		return err
 	}
