@@ -22,18 +22,11 @@ import (
 	"github.com/gslbdns/gslb/internal/recovery"
 	"github.com/gslbdns/gslb/internal/yamlfile"
 	"github.com/gslbdns/gslb/locate"
-	"github.com/gslbdns/gslb/overrides"
 	"github.com/gslbdns/gslb/policy"
+	"github.com/gslbdns/gslb/runstate"
 	"github.com/gslbdns/gslb/table"
 
 	"github.com/redis/go-redis/v9"
-)
-
-// The fleet's keys of the admin state.
-const (
-	drainPrefix = "drain/"
-	pinPrefix   = "pin/"
-	canaryKey   = "canary"
 )
 
 // member is this process's membership of one fleet, shared by the loads of
@@ -187,7 +180,7 @@ func (c *Control) adoptCanary(s *fleet.State) {
 		return
 	}
 	var e admin.CanaryEntry
-	if en, ok := s.Get(canaryKey); ok && json.Unmarshal(en.Value, &e) == nil && e.Identity == cn.Identity {
+	if en, ok := s.Get(runstate.CanaryKey); ok && json.Unmarshal(en.Value, &e) == nil && e.Identity == cn.Identity {
 		if !e.RolledBack {
 			cn.SetPercent(e.Percent) // clears a rollback: a member started a new experiment
 		}
@@ -204,63 +197,22 @@ func (c *Control) adoptCanary(s *fleet.State) {
 // fromFleet is the admin state the fleet's entries say; entries that do not
 // hold against this node table are left out, and logged.
 func (c *Control) fromFleet(s *fleet.State) *admin.State {
-	st := &admin.State{}
-	for _, k := range s.Keys(drainPrefix) {
-		e, _ := s.Get(k)
-		var d admin.DrainEntry
-		id := strings.TrimPrefix(k, drainPrefix)
-		if err := json.Unmarshal(e.Value, &d); err != nil || d.Node != id {
-			log.Warningf("Fleet: %s: not a drain, ignored", k)
-			continue
-		}
-		if _, ok := c.table.Index(id); ok {
-			st.Drains = append(st.Drains, d)
+	entries := make(map[string]json.RawMessage, len(s.Entries))
+	for k, e := range s.Entries {
+		if !e.Deleted() && runstate.Shared(k) {
+			entries[k] = e.Value
 		}
 	}
-	seen := map[netip.Prefix]bool{}
-	for _, k := range s.Keys(pinPrefix) {
-		e, _ := s.Get(k)
-		var y overrides.EntryYAML
-		if err := json.Unmarshal(e.Value, &y); err != nil {
-			log.Warningf("Fleet: %s: not a pin, ignored", k)
-			continue
-		}
-		en, err := y.Entry(knownIn(c.table))
-		if err == nil && slices.ContainsFunc(en.Prefixes, func(p netip.Prefix) bool { return seen[p] }) {
-			err = fmt.Errorf("overlaps another pin")
-		}
-		if err != nil {
-			log.Warningf("Fleet: %s: %v: ignored here", k, err)
-			continue
-		}
-		for _, p := range en.Prefixes {
-			seen[p] = true
-		}
-		st.Pins = append(st.Pins, y)
+	rs, skipped := runstate.Decode(entries, c.known(c.table))
+	for _, sk := range skipped {
+		log.Warningf("Fleet: %s: ignored here", sk)
 	}
-	if e, ok := s.Get(canaryKey); ok {
-		var ce admin.CanaryEntry
-		if json.Unmarshal(e.Value, &ce) == nil {
-			st.Canary = &ce
-		}
-	}
-	return st
+	return &admin.State{State: *rs}
 }
 
 // sharedEntries is an admin state as the fleet's entries.
 func sharedEntries(st *admin.State) map[string]json.RawMessage {
-	out := map[string]json.RawMessage{}
-	for _, d := range st.Drains {
-		d.Since = yamlfile.Time{Time: d.Since.UTC().Round(0)}
-		out[drainPrefix+d.Node], _ = json.Marshal(d)
-	}
-	for i := range st.Pins {
-		out[pinPrefix+pinKey(&st.Pins[i])], _ = json.Marshal(st.Pins[i])
-	}
-	if st.Canary != nil {
-		out[canaryKey], _ = json.Marshal(st.Canary)
-	}
-	return out
+	return runstate.Encode(&st.State, true)
 }
 
 // seedOf is the state file as the fleet's last known state. Each entry
@@ -491,7 +443,7 @@ const canaryWindow = 30 * 24 * time.Hour
 // the last share an operator set, so that a new experiment counts afresh.
 func (c *Control) countGeneration(cn *canary.Rollout) string {
 	gen := cn.Identity
-	if e, ok := c.member.f.State().Get(canaryKey); ok {
+	if e, ok := c.member.f.State().Get(runstate.CanaryKey); ok {
 		gen += "-" + strconv.FormatInt(e.Origin.Time.UnixNano(), 36)
 	}
 	return gen
