@@ -10,7 +10,9 @@
 // Redis layout; every key carries the fleet name as a hash tag, so that a
 // Redis Cluster keeps one fleet in one slot and its scripts stay atomic:
 //
-//	gslb:fleet:{NAME}:state             hash: stamp, doc (the control state as JSON, see doc)
+//	gslb:fleet:{NAME}:state             hash: stamp, version (of the last write of the control state)
+//	gslb:fleet:{NAME}:entries           hash: key (drain/ID, pin/CIDR, canary, ...) -> its Entry as JSON
+//	gslb:fleet:{NAME}:entries:ver       hash: key -> the version that wrote it
 //	gslb:fleet:{NAME}:changes           channel: the stamp after every accepted change, "rollback" after one
 //	gslb:fleet:{NAME}:members           sorted set: member -> last heartbeat (Redis time, ms)
 //	gslb:fleet:{NAME}:verdicts          hash: member -> its Report as JSON
@@ -21,10 +23,16 @@
 //	gslb:fleet:{NAME}:canary:ID:rollback  string: the Rollback as JSON, SET NX
 //
 // The stamp ("VERSION:MEMBER:NANOS") identifies one write; a change is
-// written by compare-and-set on it. Entries merge per key, last writer
-// wins (origin time, then member id), so a change made while Redis was
-// unreachable is written when it returns, and a Redis that lost its data
-// is written back by the members that kept theirs.
+// written by compare-and-set on it, all its keys in one script, and a
+// member reads only the entries written since the version it knows.
+// Entries merge per key, last writer wins (origin time, then member id),
+// so a change made while Redis was unreachable is written when it
+// returns, and a Redis that lost its data is written back by the members
+// that kept theirs. Origin times come from a hybrid logical clock on
+// Redis's TIME (see clock.go), not from the member's wall clock. An entry
+// that does not read (malformed, too large, a key of the wrong type) is
+// logged, counted and skipped, and deleted or written back: never fatal
+// to sharing.
 //
 // Timing, with I the probe interval: heartbeats, reports and lease renewals
 // every I/2; a member counts for 3I after its heartbeat, a report for 3I
@@ -62,6 +70,9 @@ const (
 	// MaxReportBytes one member's verdicts.
 	MaxStateBytes  = 8 << 20
 	MaxReportBytes = 1 << 20
+	// DefaultMaxEntryBytes bounds one entry of the control state: one
+	// large entry leaves room for the others.
+	DefaultMaxEntryBytes = 5 << 20
 )
 
 // Config is one member of a fleet.
@@ -76,6 +87,7 @@ type Config struct {
 	SyncInterval  time.Duration // re-read of the state besides the channel; 0: DefaultSyncInterval
 	Quorum        float64       // down when at least this share sees a node down; 0: DefaultQuorum
 	Probers       int           // members per vantage probing a node; 0: all
+	MaxEntryBytes int           // bound of one entry of the state; 0: DefaultMaxEntryBytes
 
 	// Seed is the last known state (the state file), used when Redis is
 	// unreachable at start and merged into Redis's otherwise.
@@ -84,10 +96,11 @@ type Config struct {
 	// Callbacks, called from the fleet's goroutines one at a time; they
 	// may call the Fleet's methods, and should return quickly.
 	OnState    func(*State)     // the state changed, other than by the caller's Set or in Start
-	OnConflict func(Conflict)   // a change lost to a concurrent one
+	OnConflict func(Conflict)   // a change lost to a concurrent one, seen by the member that merged them
+	OnLost     func(Conflict)   // this member's accepted change lost to one made without seeing it, learnt later
 	OnVerdicts func(*Verdicts)  // new combined verdicts
 	OnRollback func(Rollback)   // a canary rollback was decided, by any member
-	Now        func() time.Time // nil: time.Now
+	Now        func() time.Time // the member's wall clock; nil: time.Now
 }
 
 // Origins of a change, for Stats.Changes.
@@ -114,6 +127,8 @@ type Stats struct {
 	Changes   map[ChangeKey]uint64 // counts since Start
 	Pending   int                  // local changes not yet in Redis
 	LastError string               // of the last failed Redis call, "" after a success
+	Skipped   uint64               // entries of the shared state that did not read or were not shared, since Start
+	Clock     ClockStats
 }
 
 // Fleet is one running member.
@@ -126,20 +141,24 @@ type Fleet struct {
 	verdicts atomic.Pointer[Verdicts]
 	leases   atomic.Pointer[leaseView]
 
-	mu       sync.Mutex // guards the fields below, and state's writes
-	pending  map[string]pending
-	stamp    string // of the snapshot last read or written
-	synced   time.Time
-	members  int
-	changes  map[ChangeKey]uint64
-	lastErr  string
-	own      *Report
-	reported time.Time
-	fresh    bool // own is not yet published
-	reports  []heldReport
-	nodes    []string
-	watch    string          // canary identity whose rollback is watched
-	seen     map[string]bool // rollbacks reported through OnRollback
+	mu         sync.Mutex // guards the fields below, and state's writes
+	pending    map[string]pending
+	stamp      string // of the snapshot last read or written
+	synced     time.Time
+	members    int
+	changes    map[ChangeKey]uint64
+	lastErr    string
+	own        *Report
+	reported   time.Time
+	fresh      bool // own is not yet published
+	reports    []heldReport
+	nodes      []string
+	watch      string          // canary identity whose rollback is watched
+	seen       map[string]bool // rollbacks reported through OnRollback
+	remote     *remote         // the shared state as last read or written
+	skips      uint64
+	skipLogged map[string]time.Time
+	clk        clock
 
 	combining sync.Mutex // one combine at a time, stored in order
 	cb        sync.Mutex // one callback at a time
@@ -156,13 +175,13 @@ type Fleet struct {
 }
 
 type keys struct {
-	state, changes, members, verdicts, verdictsAt, prefix string
+	state, entries, vers, changes, members, verdicts, verdictsAt, prefix string
 }
 
 func newKeys(name string) keys {
 	p := "gslb:fleet:{" + name + "}:"
 	return keys{
-		state: p + "state", changes: p + "changes", members: p + "members",
+		state: p + "state", entries: p + "entries", vers: p + "entries:ver", changes: p + "changes", members: p + "members",
 		verdicts: p + "verdicts", verdictsAt: p + "verdicts:at", prefix: p,
 	}
 }
@@ -176,7 +195,7 @@ func Start(cfg Config) (*Fleet, error) {
 	}
 	f := &Fleet{
 		cfg: cfg, keys: newKeys(cfg.Name), now: cfg.Now,
-		pending: map[string]pending{}, changes: map[ChangeKey]uint64{}, seen: map[string]bool{},
+		pending: map[string]pending{}, changes: map[ChangeKey]uint64{}, seen: map[string]bool{}, skipLogged: map[string]time.Time{},
 		kick: make(chan struct{}, 1), done: make(chan struct{}),
 	}
 	f.started = f.now()
@@ -231,6 +250,9 @@ func (c *Config) defaults() error {
 	}
 	if c.Now == nil {
 		c.Now = time.Now
+	}
+	if c.MaxEntryBytes <= 0 {
+		c.MaxEntryBytes = DefaultMaxEntryBytes
 	}
 	return nil
 }
@@ -320,7 +342,8 @@ func (f *Fleet) State() *State { return f.state.Load() }
 func (f *Fleet) Stats() Stats {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	s := Stats{Members: f.members, Pending: len(f.pending), LastError: f.lastErr, Changes: make(map[ChangeKey]uint64, len(f.changes))}
+	s := Stats{Members: f.members, Pending: len(f.pending), LastError: f.lastErr, Changes: make(map[ChangeKey]uint64, len(f.changes)),
+		Skipped: f.skips, Clock: f.clk.stats()}
 	for k, v := range f.changes {
 		s.Changes[k] = v
 	}
