@@ -354,9 +354,14 @@ func CheckPin(y *overrides.EntryYAML) ([]byte, error) {
 type TooLarge struct {
 	Size, Limit int64
 	Fleet       bool
+	Key         string // in the fleet, the entry over the entry limit; "": the whole state
 }
 
 func (e *TooLarge) Error() string {
+	if e.Fleet && e.Key != "" {
+		return fmt.Sprintf("the fleet's shared state: entry %s would be about %d bytes, over its limit of %d bytes: the change is not made; "+
+			"shorten it", e.Key, e.Size, e.Limit)
+	}
 	if e.Fleet {
 		return fmt.Sprintf("the fleet's shared state would be about %d bytes, over its limit of %d bytes: the change is not made; "+
 			"remove pins", e.Size, e.Limit)

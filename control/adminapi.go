@@ -328,7 +328,7 @@ func (c *Control) saveState(st *admin.State, touched ...string) error {
 			if err := c.member.f.Fits(changes); err != nil {
 				var tl *fleet.TooLarge
 				if errors.As(err, &tl) {
-					return &admin.TooLarge{Size: int64(tl.Size), Limit: int64(tl.Limit), Fleet: true}
+					return &admin.TooLarge{Size: int64(tl.Size), Limit: int64(tl.Limit), Fleet: true, Key: tl.Key}
 				}
 				return err
 			}
