@@ -174,19 +174,14 @@ func (c *Control) forgetRemoved(t *table.Table) {
 	}
 	var pins []overrides.EntryYAML
 	for _, p := range c.pins {
-		kept := slices.DeleteFunc(slices.Clone(p.Nodes), func(id string) bool { return !known(id) })
-		if len(kept) != len(p.Nodes) {
+		p, gone, keep, _ := runstate.CheckPin(p, known)
+		if len(gone) > 0 {
 			changed = true
-			log.Infof("admin: pin %s: nodes %v left the node table", runstate.PinKey(&p), slices.DeleteFunc(slices.Clone(p.Nodes), known))
-			if len(kept) == 0 && p.Location == nil {
-				continue
-			}
-			p.Nodes = kept
-			if len(kept) == 0 {
-				p.Nodes = nil
-			}
+			log.Infof("admin: pin %s: nodes %v left the node table", runstate.PinKey(&p), gone)
 		}
-		pins = append(pins, p)
+		if keep {
+			pins = append(pins, p)
+		}
 	}
 	if !changed {
 		return

@@ -19,6 +19,7 @@ import (
 	"github.com/gslbdns/gslb/config"
 	"github.com/gslbdns/gslb/fleet"
 	"github.com/gslbdns/gslb/health"
+	"github.com/gslbdns/gslb/internal/ratelog"
 	"github.com/gslbdns/gslb/internal/recovery"
 	"github.com/gslbdns/gslb/internal/yamlfile"
 	"github.com/gslbdns/gslb/locate"
@@ -205,10 +206,21 @@ func (c *Control) fromFleet(s *fleet.State) *admin.State {
 	}
 	rs, skipped := runstate.Decode(entries, c.known(c.table))
 	for _, sk := range skipped {
-		log.Warningf("Fleet: %s: ignored here", sk)
+		switch {
+		case sk.Bad && c.member != nil:
+			c.member.f.Reject(sk.Key, sk.Reason)
+		default:
+			if ok, dropped := fleetIgnored.Allow(10 * time.Second); ok {
+				log.Infof("Fleet: %s: ignored here%s", sk, ratelog.Note(dropped))
+			}
+		}
 	}
 	return &admin.State{State: *rs}
 }
+
+// fleetIgnored bounds the lines of shared entries this node table does not
+// take, which every state change would repeat.
+var fleetIgnored ratelog.Limit
 
 // sharedEntries is an admin state as the fleet's entries.
 func sharedEntries(st *admin.State) map[string]json.RawMessage {

@@ -222,3 +222,22 @@ func TestLoserLogsTheConflict(t *testing.T) {
 		t.Errorf("Expected no more losses, got %+v", lost)
 	}
 }
+
+// TestRejectCounts: an entry the member's user cannot take is counted as
+// skipped, and logged at most once a minute.
+func TestRejectCounts(t *testing.T) {
+	rs := testredis.Start(t)
+	a := start(t, rs, "a", telecom, nil)
+	before := a.Stats().Skipped
+	a.Reject("drain/x", "not a drain")
+	a.Reject("drain/x", "not a drain")
+	if n := a.Stats().Skipped - before; n != 2 {
+		t.Errorf("Expected 2 counted, got %d", n)
+	}
+	a.mu.Lock()
+	logged := len(a.skipLogged)
+	a.mu.Unlock()
+	if logged != 1 {
+		t.Errorf("Expected one key logged, got %d", logged)
+	}
+}

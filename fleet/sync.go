@@ -428,6 +428,11 @@ func (f *Fleet) write(ctx context.Context, old, stamp string, version uint64, me
 	return n == 1, err
 }
 
+// Reject logs and counts an entry of the state that its reader cannot
+// take (malformed for its kind): like an entry that does not read, it is
+// skipped, never fatal.
+func (f *Fleet) Reject(key, why string) { f.skipped(key, why) }
+
 // skipped logs (at most once a minute a key) and counts an entry that is
 // not shared as it is.
 func (f *Fleet) skipped(key, why string) {
