@@ -20,14 +20,14 @@ func ahead(d time.Duration) func(*Config) {
 func TestFastClockDoesNotBeatLaterChange(t *testing.T) {
 	rs := testredis.Start(t)
 	a := start(t, rs, "a", telecom, ahead(time.Hour))
-	px := newProxy(t, rs.Addr())
+	px := testredis.NewProxy(t, rs.Addr())
 	b := startVia(t, px, "b", unicom, nil)
-	px.cut()
+	px.Cut()
 	a.Set(drain("n1"))
 	testsupport.WaitFor(t, "a's drain accepted", func() (bool, string) { return a.Stats().Pending == 0, fmt.Sprint(a.Stats()) })
 	time.Sleep(50 * time.Millisecond) // the gap between the two changes is the scenario
 	b.Set(undrain("n1"))
-	px.restore()
+	px.Restore()
 	testsupport.WaitFor(t, "b's later undrain on both", all([]*member{a, b}, func(m *member) (bool, string) {
 		e, ok := m.State().Entries["drain/n1"]
 		return ok && e.Deleted() && e.Origin.Member == "b", fmt.Sprintf("%s: %+v", m.cfg.Member, e)

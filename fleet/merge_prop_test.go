@@ -67,7 +67,7 @@ func mergeRun(t *testing.T, seed uint64, steps int) {
 	offsets := []time.Duration{0, time.Hour, -time.Hour, 31 * 24 * time.Hour, 2 * time.Second, -3 * time.Second}
 	type sim struct {
 		id     string
-		px     *proxy
+		px     *testredis.Proxy
 		offset time.Duration
 		m      *member
 		cut    bool
@@ -86,7 +86,7 @@ func mergeRun(t *testing.T, seed uint64, steps int) {
 	}
 	sims := make([]*sim, 3)
 	for i := range sims {
-		s := &sim{id: fmt.Sprintf("m%d", i+1), px: newProxy(t, rs.Addr()), offset: offsets[rng.IntN(len(offsets))]}
+		s := &sim{id: fmt.Sprintf("m%d", i+1), px: testredis.NewProxy(t, rs.Addr()), offset: offsets[rng.IntN(len(offsets))]}
 		launch(s, nil)
 		sims[i] = s
 	}
@@ -110,9 +110,9 @@ func mergeRun(t *testing.T, seed uint64, steps int) {
 			trace = append(trace, fmt.Sprintf("%d %s set %s %s", step, s.id, key, v))
 		case op < 8: // a partition, or its end
 			if s.cut {
-				s.px.restore()
+				s.px.Restore()
 			} else {
-				s.px.cut()
+				s.px.Cut()
 			}
 			s.cut = !s.cut
 			trace = append(trace, fmt.Sprintf("%d %s cut %v", step, s.id, s.cut))
@@ -128,7 +128,7 @@ func mergeRun(t *testing.T, seed uint64, steps int) {
 		time.Sleep(time.Duration(rng.IntN(30)) * time.Millisecond)
 	}
 	for _, s := range sims {
-		s.px.restore()
+		s.px.Restore()
 	}
 	var final map[string]Entry
 	testsupport.WaitFor(t, "the members converging", func() (bool, string) {

@@ -520,25 +520,24 @@ func (f *Fleet) commit(local *State, remote map[string]Entry, merged *State, r *
 			log.Infof("Fleet %s: applying %s of %s by %s at %s", f.cfg.Name, describe(e), k, e.Origin.Member, e.Origin.Time.Format(time.RFC3339Nano))
 		}
 	}
-	for _, c := range conflicts {
-		log.Warningf("Fleet %s: %s by %s at %s lost to %s by %s at %s", f.cfg.Name, c.Key,
-			c.Loser.Origin.Member, c.Loser.Origin.Time.Format(time.RFC3339Nano),
-			describe(c.Winner), c.Winner.Origin.Member, c.Winner.Origin.Time.Format(time.RFC3339Nano))
-		if f.cfg.OnConflict != nil {
-			f.callback(func() { f.cfg.OnConflict(c) })
-		}
-	}
+	f.report(conflicts, "", f.cfg.OnConflict)
 	slices.SortFunc(lost, func(a, b Conflict) int { return cmp.Compare(a.Key, b.Key) })
-	for _, c := range lost {
-		log.Warningf("Fleet %s: %s by %s (this member) at %s lost to %s by %s at %s, made without seeing it", f.cfg.Name, c.Key,
-			c.Loser.Origin.Member, c.Loser.Origin.Time.Format(time.RFC3339Nano),
-			describe(c.Winner), c.Winner.Origin.Member, c.Winner.Origin.Time.Format(time.RFC3339Nano))
-		if f.cfg.OnLost != nil {
-			f.callback(func() { f.cfg.OnLost(c) })
-		}
-	}
+	f.report(lost, " (this member)", f.cfg.OnLost)
 	if changed && f.cfg.OnState != nil && f.running.Load() {
 		f.callback(func() { f.cfg.OnState(merged) })
+	}
+}
+
+// report logs conflicts, the loser's member named with who, and hands
+// each to cb.
+func (f *Fleet) report(conflicts []Conflict, who string, cb func(Conflict)) {
+	for _, c := range conflicts {
+		log.Warningf("Fleet %s: %s by %s%s at %s lost to %s by %s at %s", f.cfg.Name, c.Key,
+			c.Loser.Origin.Member, who, c.Loser.Origin.Time.Format(time.RFC3339Nano),
+			describe(c.Winner), c.Winner.Origin.Member, c.Winner.Origin.Time.Format(time.RFC3339Nano))
+		if cb != nil {
+			f.callback(func() { cb(c) })
+		}
 	}
 }
 

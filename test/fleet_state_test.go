@@ -2,96 +2,20 @@ package test
 
 import (
 	"fmt"
-	"io"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/gslbdns/gslb/internal/testredis"
 	"github.com/gslbdns/gslb/internal/testsupport"
 )
 
-// redisProxy stands between one member and Redis: cut makes Redis out of
-// reach for that member alone (a partition), restore brings it back.
-type redisProxy struct {
-	ln     net.Listener
-	target string
-	mu     sync.Mutex
-	cutOff bool
-	conns  map[net.Conn]bool
-	wg     sync.WaitGroup
-}
-
-func newRedisProxy(t *testing.T, target string) *redisProxy {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &redisProxy{ln: ln, target: target, conns: map[net.Conn]bool{}}
-	p.wg.Add(1)
-	go p.serve()
-	t.Cleanup(func() {
-		ln.Close()
-		p.cut()
-		p.wg.Wait()
-	})
-	return p
-}
-
-func (p *redisProxy) addr() string { return p.ln.Addr().String() }
-
-func (p *redisProxy) serve() {
-	defer p.wg.Done()
-	for {
-		c, err := p.ln.Accept()
-		if err != nil {
-			return
-		}
-		p.mu.Lock()
-		if p.cutOff {
-			p.mu.Unlock()
-			c.Close()
-			continue
-		}
-		r, err := net.DialTimeout("tcp", p.target, 2*time.Second)
-		if err != nil {
-			p.mu.Unlock()
-			c.Close()
-			continue
-		}
-		p.conns[c], p.conns[r] = true, true
-		p.mu.Unlock()
-		p.wg.Add(2)
-		go p.pipe(c, r)
-		go p.pipe(r, c)
-	}
-}
-
-func (p *redisProxy) pipe(dst, src net.Conn) {
-	defer p.wg.Done()
-	io.Copy(dst, src)
-	dst.Close()
-	src.Close()
-}
-
-// cut closes every connection and refuses new ones until restore.
-func (p *redisProxy) cut() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.cutOff = true
-	for c := range p.conns {
-		c.Close()
-		delete(p.conns, c)
-	}
-}
-
-func (p *redisProxy) restore() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.cutOff = false
+// newRedisProxy stands between one member and Redis: Cut makes Redis out
+// of reach for that member alone (a partition), Restore brings it back.
+func newRedisProxy(t *testing.T, target string) *testredis.Proxy {
+	return testredis.NewProxy(t, target)
 }
 
 // poll reports whether cond holds within limit, polling: for what takes
@@ -125,7 +49,7 @@ func TestFleetDrainRace(t *testing.T) {
 	e := newFleetEnv(t)
 	px := newRedisProxy(t, e.redis.Addr())
 	m1 := e.start(t, "m1", "vantage telecom", "")
-	m2 := e.startVia(t, "m2", px.addr(), "vantage telecom", "")
+	m2 := e.startVia(t, "m2", px.Addr(), "vantage telecom", "")
 	m3 := e.start(t, "m3", "vantage unicom", "")
 	all := []*fleetMember{m1, m2, m3}
 	m1.must(t, "POST", "/v1/nodes/hz-a/drain", "")
@@ -133,11 +57,11 @@ func TestFleetDrainRace(t *testing.T) {
 
 	// The race made certain: m2, cut off, cannot have seen m1's undrain
 	// when it takes the drain.
-	px.cut()
+	px.Cut()
 	m1.must(t, "POST", "/v1/nodes/hz-a/undrain", "")
 	time.Sleep(20 * time.Millisecond)
 	m2.must(t, "POST", "/v1/nodes/hz-a/drain", "")
-	px.restore()
+	px.Restore()
 	within(t, 10*time.Second, "m2's later drain after the partition", all, "www.example.org", "1.3.0.0/24", not("192.0.2.1"))
 	testsupport.WaitFor(t, "hz-a drained on every member after the partition", func() (bool, string) {
 		o := []string{originOf(t, m1, "hz-a"), originOf(t, m2, "hz-a"), originOf(t, m3, "hz-a")}
@@ -194,7 +118,7 @@ func TestFleetDrainRace(t *testing.T) {
 func TestFleetCutOffChangeSurvivesRestart(t *testing.T) {
 	e := newFleetEnv(t)
 	px := newRedisProxy(t, e.redis.Addr())
-	m1 := e.startVia(t, "m1", px.addr(), "vantage telecom", "")
+	m1 := e.startVia(t, "m1", px.Addr(), "vantage telecom", "")
 	m2 := e.start(t, "m2", "vantage telecom", "")
 	m3 := e.start(t, "m3", "vantage unicom", "")
 	all := []*fleetMember{m1, m2, m3}
@@ -205,7 +129,7 @@ func TestFleetCutOffChangeSurvivesRestart(t *testing.T) {
 		return v == 3, fmt.Sprint(v)
 	})
 
-	px.cut()
+	px.Cut()
 	m1.must(t, "POST", "/v1/nodes/hz-a/undrain", "")
 	within(t, 5*time.Second, "the undrain on m1", []*fleetMember{m1}, "www.example.org", "1.3.0.0/24", equal("192.0.2.1"))
 	m1.stop()
@@ -223,7 +147,7 @@ func TestFleetCutOffChangeSurvivesRestart(t *testing.T) {
 		t.Errorf("m1 isolated: expected fleet_members 1 (itself) within 40s, got %v", v)
 	}
 
-	px.restore()
+	px.Restore()
 	within(t, 10*time.Second, "m1's later undrain on every member", all, "www.example.org", "1.3.0.0/24", equal("192.0.2.1"))
 	testsupport.WaitFor(t, "m2 logging the change it applies from m1", func() (bool, string) {
 		out := m2.out.String()
