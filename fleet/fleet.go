@@ -143,7 +143,6 @@ type Fleet struct {
 
 	mu         sync.Mutex // guards the fields below, and state's writes
 	pending    map[string]pending
-	stamp      string // of the snapshot last read or written
 	synced     time.Time
 	members    int
 	changes    map[ChangeKey]uint64
