@@ -38,7 +38,7 @@
 // every I/2; a member counts for 3I after its heartbeat, a report for 3I
 // after it was written (then it is ignored, and deleted after 10I); a lease
 // lives 1.5I; canary windows expire after 3 windows, rollbacks and
-// deletions are kept 30 days.
+// deletions are kept 30 days (deletions on Redis's clock).
 package fleet
 
 import (
