@@ -1,6 +1,7 @@
 package admin
 
 import (
+	"github.com/gslbdns/gslb/runstate"
 	"os"
 	"path/filepath"
 	"strings"
@@ -19,7 +20,7 @@ func TestStateOrigins(t *testing.T) {
 	path := filepath.Join(dir, "state.yaml")
 	at := time.Date(2026, 12, 1, 8, 30, 0, 123456000, time.UTC)
 	want := &State{
-		Drains: []DrainEntry{{Node: "a", Since: yamlfile.Time{Time: at}}},
+		State: runstate.State{Drains: []DrainEntry{{Node: "a", Since: yamlfile.Time{Time: at}}}},
 		Origins: map[string]KeyOrigin{
 			"drain/a": {Member: "ns1:53", Time: yamlfile.Time{Time: at}},
 			"drain/b": {Member: "ns2:53", Time: yamlfile.Time{Time: at.Add(time.Second)}, Deleted: true},

@@ -17,6 +17,7 @@ import (
 	"github.com/gslbdns/gslb/internal/yamlfile"
 	"github.com/gslbdns/gslb/overrides"
 	"github.com/gslbdns/gslb/plan"
+	"github.com/gslbdns/gslb/runstate"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -24,15 +25,11 @@ import (
 // State is what the admin API changed: it is written to the state file on
 // every change and read back at startup and on a Corefile reload.
 type State struct {
-	Drains []DrainEntry          `yaml:"drains,omitempty" json:"drains,omitempty"`
-	Pins   []overrides.EntryYAML `yaml:"pins,omitempty" json:"pins,omitempty"`
-	Canary *CanaryEntry          `yaml:"canary,omitempty" json:"canary,omitempty"`
+	// The entries, inline.
+	runstate.State `yaml:",inline"`
 	// PinLines, when it has one per pin, holds each pin's encoding
 	// (PinLine): a save of many pins copies them, and encodes none.
 	PinLines [][]byte `yaml:"-" json:"-"`
-	// CanarySalt keys the canary's choice of subnets when the Corefile
-	// sets no salt: generated at the first start, then kept.
-	CanarySalt string `yaml:"canary_salt,omitempty" json:"canary_salt,omitempty"`
 	// Origins is, in a fleet, where each shared key's last change came
 	// from, deletions included: a change made while Redis was out of
 	// reach keeps its time over a restart and wins when it is the later.
@@ -49,21 +46,12 @@ type KeyOrigin struct {
 	Deleted bool          `yaml:"deleted,omitempty" json:"deleted,omitempty"`
 }
 
-// DrainEntry is a drained node.
-type DrainEntry struct {
-	Node  string        `yaml:"node" json:"node"`
-	Since yamlfile.Time `yaml:"since" json:"since"`
-}
-
-// CanaryEntry is a canary share the API set, or a rollback. It holds only
-// while the canary line and the candidate file are those of Identity.
-type CanaryEntry struct {
-	Identity   string  `yaml:"identity" json:"identity"` // a digest of the canary line and the candidate file
-	File       string  `yaml:"file" json:"file"`         // for the reader
-	Percent    float64 `yaml:"percent" json:"percent"`
-	RolledBack bool    `yaml:"rolled_back,omitempty" json:"rolled_back,omitempty"`
-	Reason     string  `yaml:"reason,omitempty" json:"reason,omitempty"`
-}
+// DrainEntry is a drained node; CanaryEntry a canary share the API set,
+// or a rollback. Package runstate declares both.
+type (
+	DrainEntry  = runstate.Drain
+	CanaryEntry = runstate.Canary
+)
 
 // LoadState reads a state file; a missing file is an empty state (the
 // first start); a file over limit bytes is refused. Errors name the file, the line, the entry and the field.
@@ -100,25 +88,20 @@ func parseState(data []byte, known func(id string) bool) (s *State, dropped []st
 		}
 		return nil, nil, err
 	}
-	if known == nil {
-		known = func(string) bool { return true }
-	}
 	lines := yamlfile.EntryLines(doc, "drains")
 	seen := map[string]int{}
 	drains := s.Drains[:0:0]
 	for i, d := range s.Drains {
 		at := yamlfile.Where("drains", lines, i)
-		switch {
-		case d.Node == "":
-			return nil, nil, fmt.Errorf("%s: field node: missing", at)
-		case d.Since.IsZero():
-			return nil, nil, fmt.Errorf("%s: field since: missing", at)
+		keep, err := runstate.CheckDrain(d, runstate.Known(known))
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", at, err)
 		}
 		if l, dup := seen[d.Node]; dup {
 			return nil, nil, fmt.Errorf("%s: field node: %s is drained already, at line %d", at, d.Node, l)
 		}
 		seen[d.Node] = yamlfile.LineAt(lines, i)
-		if !known(d.Node) {
+		if !keep {
 			dropped = append(dropped, fmt.Sprintf("%s: node %s is not in the node table: its drain is dropped", at, d.Node))
 			continue
 		}
@@ -130,21 +113,15 @@ func parseState(data []byte, known func(id string) bool) (s *State, dropped []st
 	pins := s.Pins[:0:0]
 	for i, p := range s.Pins {
 		at := yamlfile.Where("pins", lines, i)
-		if _, err := p.Entry(nil); err != nil {
+		p, gone, keep, err := runstate.CheckPin(p, runstate.Known(known))
+		switch {
+		case err != nil:
 			return nil, nil, fmt.Errorf("%s: %w", at, err)
-		}
-		kept := slices.DeleteFunc(slices.Clone(p.Nodes), func(id string) bool { return !known(id) })
-		if len(kept) != len(p.Nodes) {
-			gone := slices.DeleteFunc(slices.Clone(p.Nodes), known)
-			if len(kept) == 0 && p.Location == nil {
-				dropped = append(dropped, fmt.Sprintf("%s: nodes %v are not in the node table: the pin is dropped", at, gone))
-				continue
-			}
+		case !keep:
+			dropped = append(dropped, fmt.Sprintf("%s: nodes %v are not in the node table: the pin is dropped", at, gone))
+			continue
+		case len(gone) > 0:
 			dropped = append(dropped, fmt.Sprintf("%s: nodes %v are not in the node table: dropped from the pin", at, gone))
-			p.Nodes = kept
-			if len(kept) == 0 {
-				p.Nodes = nil
-			}
 		}
 		e, _ := p.Entry(nil)
 		entries = append(entries, e)
@@ -154,8 +131,10 @@ func parseState(data []byte, known func(id string) bool) (s *State, dropped []st
 	if err := checkOverlap(entries); err != nil {
 		return nil, nil, err
 	}
-	if c := s.Canary; c != nil && (c.Percent < 0 || c.Percent > 100) {
-		return nil, nil, fmt.Errorf("canary: field percent: %g is outside 0..100", c.Percent)
+	if c := s.Canary; c != nil {
+		if err := runstate.CheckCanary(c); err != nil {
+			return nil, nil, fmt.Errorf("canary: %w", err)
+		}
 	}
 	if err := checkPlans(s.Plans, yamlfile.EntryLines(doc, "plans")); err != nil {
 		return nil, nil, err
@@ -210,7 +189,7 @@ func checkOverlap(entries []overrides.Entry) error {
 // drains and the canary are read back before they are written, and each
 // pin is when the API takes it (CheckPin).
 func (s *State) Marshal() ([]byte, error) {
-	if err := roundTrip(&State{Drains: s.Drains, Canary: s.Canary, CanarySalt: s.CanarySalt, Origins: s.Origins, Plans: s.Plans}); err != nil {
+	if err := roundTrip(&State{State: runstate.State{Drains: s.Drains, Canary: s.Canary, CanarySalt: s.CanarySalt}, Origins: s.Origins, Plans: s.Plans}); err != nil {
 		return nil, err
 	}
 	return encode(s)
@@ -390,7 +369,7 @@ func CheckPin(y *overrides.EntryYAML) ([]byte, error) {
 			}
 		}
 	}
-	if err := roundTrip(&State{Pins: []overrides.EntryYAML{*y}}); err != nil {
+	if err := roundTrip(&State{State: runstate.State{Pins: []overrides.EntryYAML{*y}}}); err != nil {
 		return nil, err
 	}
 	return PinLine(y)
@@ -413,9 +392,14 @@ func CheckPlan(p *plan.Stored) error {
 type TooLarge struct {
 	Size, Limit int64
 	Fleet       bool
+	Key         string // in the fleet, the entry over the entry limit; "": the whole state
 }
 
 func (e *TooLarge) Error() string {
+	if e.Fleet && e.Key != "" {
+		return fmt.Sprintf("the fleet's shared state: entry %s would be about %d bytes, over its limit of %d bytes: the change is not made; "+
+			"shorten it", e.Key, e.Size, e.Limit)
+	}
 	if e.Fleet {
 		return fmt.Sprintf("the fleet's shared state would be about %d bytes, over its limit of %d bytes: the change is not made; "+
 			"remove pins", e.Size, e.Limit)

@@ -1,6 +1,7 @@
 package admin
 
 import (
+	"github.com/gslbdns/gslb/runstate"
 	"math/rand/v2"
 	"path/filepath"
 	"strings"
@@ -45,7 +46,7 @@ func TestStateRandomStrings(t *testing.T) {
 			t.Fatalf("round %d: valid UTF-8 refused: note %q city %q: %v", i, note, city, err)
 		}
 		accepted++
-		st := &State{Drains: []DrainEntry{{Node: "b", Since: since}}, Pins: []overrides.EntryYAML{pin}}
+		st := &State{State: runstate.State{Drains: []DrainEntry{{Node: "b", Since: since}}, Pins: []overrides.EntryYAML{pin}}}
 		var got *State
 		var err error
 		if i%100 == 0 { // through the file now and then: fsync is slow

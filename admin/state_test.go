@@ -2,6 +2,7 @@ package admin
 
 import (
 	"encoding/json"
+	"github.com/gslbdns/gslb/runstate"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -21,14 +22,14 @@ func TestStateRoundTrip(t *testing.T) {
 	since := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	exp := yamlfile.Time{Time: since.Add(2 * time.Hour)}
 	lat, lon := 31.2, 121.5
-	want := &State{
+	want := &State{State: runstate.State{
 		Drains: []DrainEntry{{Node: "a", Since: yamlfile.Time{Time: since}}},
 		Pins: []overrides.EntryYAML{
 			{CIDR: "1.2.3.0/24", Nodes: []string{"b"}, Expires: &exp, Note: "ticket 7"},
 			{CIDR: "2001:db8::/48", Location: &overrides.LocationYAML{Country: "CN", Province: "SH", Lat: &lat, Lon: &lon}},
 		},
 		Canary: &CanaryEntry{Identity: "0123abcd", File: "/etc/coredns/candidate.yaml", Percent: 5},
-	}
+	}}
 	if err := want.Write(path, 0); err != nil {
 		t.Fatal(err)
 	}
@@ -132,7 +133,7 @@ func TestStateFileIsPrivateJSON(t *testing.T) {
 	if err := os.WriteFile(path, []byte("{}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	st := &State{Drains: []DrainEntry{{Node: "a", Since: yamlfile.Time{Time: time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)}}}, CanarySalt: "00ff"}
+	st := &State{State: runstate.State{Drains: []DrainEntry{{Node: "a", Since: yamlfile.Time{Time: time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)}}}, CanarySalt: "00ff"}}
 	if err := st.Write(path, 0); err != nil {
 		t.Fatal(err)
 	}

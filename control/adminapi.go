@@ -22,6 +22,7 @@ import (
 	"github.com/gslbdns/gslb/internal/yamlfile"
 	"github.com/gslbdns/gslb/overrides"
 	"github.com/gslbdns/gslb/policy"
+	"github.com/gslbdns/gslb/runstate"
 	"github.com/gslbdns/gslb/table"
 
 	"github.com/miekg/dns"
@@ -174,19 +175,14 @@ func (c *Control) forgetRemoved(t *table.Table) {
 	}
 	var pins []overrides.EntryYAML
 	for _, p := range c.pins {
-		kept := slices.DeleteFunc(slices.Clone(p.Nodes), func(id string) bool { return !known(id) })
-		if len(kept) != len(p.Nodes) {
+		p, gone, keep, _ := runstate.CheckPin(p, known)
+		if len(gone) > 0 {
 			changed = true
-			log.Infof("admin: pin %s: nodes %v left the node table", pinKey(&p), slices.DeleteFunc(slices.Clone(p.Nodes), known))
-			if len(kept) == 0 && p.Location == nil {
-				continue
-			}
-			p.Nodes = kept
-			if len(kept) == 0 {
-				p.Nodes = nil
-			}
+			log.Infof("admin: pin %s: nodes %v left the node table", runstate.PinKey(&p), gone)
 		}
-		pins = append(pins, p)
+		if keep {
+			pins = append(pins, p)
+		}
 	}
 	if !changed {
 		return
@@ -215,17 +211,17 @@ func (c *Control) setPins(pins []overrides.EntryYAML) error {
 	for i := range pins {
 		e, err := pins[i].Entry(c.known(c.table))
 		if err != nil {
-			return fmt.Errorf("pin %s: %w", pinKey(&pins[i]), err)
+			return fmt.Errorf("pin %s: %w", runstate.PinKey(&pins[i]), err)
 		}
 		for _, p := range e.Prefixes {
 			if seen[p] {
-				return fmt.Errorf("pin %s: %s is pinned twice", pinKey(&pins[i]), p)
+				return fmt.Errorf("pin %s: %s is pinned twice", runstate.PinKey(&pins[i]), p)
 			}
 			seen[p] = true
 		}
 		line, err := admin.PinLine(&pins[i])
 		if err != nil {
-			return fmt.Errorf("pin %s: %w", pinKey(&pins[i]), err)
+			return fmt.Errorf("pin %s: %w", runstate.PinKey(&pins[i]), err)
 		}
 		entries = append(entries, e)
 		lines = append(lines, line)
@@ -279,22 +275,15 @@ func (c *Control) prunePins(now time.Time) {
 		if p.Expires == nil || p.Expires.After(now) {
 			return true
 		}
-		log.Infof("admin: pin %s expired", pinKey(p))
+		log.Infof("admin: pin %s expired", runstate.PinKey(p))
 		return false
 	}))
 	c.saveLogged()
 }
 
-func pinKey(p *overrides.EntryYAML) string {
-	if p.CIDR != "" {
-		return p.CIDR
-	}
-	return strings.Join(p.CIDRs, ",")
-}
-
 // state is the admin state to save. Callers hold c.mu.
 func (c *Control) state() *admin.State {
-	st := &admin.State{Pins: c.pins, PinLines: c.pinLines, CanarySalt: c.salt.Stored, Plans: c.plans.list}
+	st := &admin.State{State: runstate.State{Pins: c.pins, CanarySalt: c.salt.Stored}, PinLines: c.pinLines, Plans: c.plans.list}
 	for _, id := range slices.Sorted(maps.Keys(c.drains)) {
 		if d := c.drains[id]; d.Drained {
 			st.Drains = append(st.Drains, admin.DrainEntry{Node: id, Since: yamlfile.Time{Time: d.Since}})
@@ -335,7 +324,7 @@ func (c *Control) saveState(st *admin.State, touched ...string) error {
 			if err := c.member.f.Fits(changes); err != nil {
 				var tl *fleet.TooLarge
 				if errors.As(err, &tl) {
-					return &admin.TooLarge{Size: int64(tl.Size), Limit: int64(tl.Limit), Fleet: true}
+					return &admin.TooLarge{Size: int64(tl.Size), Limit: int64(tl.Limit), Fleet: true, Key: tl.Key}
 				}
 				return err
 			}
@@ -449,7 +438,7 @@ func (c *Control) nodesOf(v *policy.View, snap *health.Snapshot, drains map[stri
 		}
 		n := nodeInfo(v, snap, drains, i, records[i])
 		n.Tables = []string{tbl}
-		n.Origin = c.origin(drainPrefix + n.ID)
+		n.Origin = c.origin(runstate.DrainPrefix + n.ID)
 		out = append(out, n)
 	}
 	return out
@@ -493,20 +482,21 @@ func (b *adminBackend) Drain(id string, drained bool, who string) (admin.Node, e
 	}
 	// In a fleet the change is shared even when this member holds it
 	// already: an opposite one it has not seen yet must not win.
-	prev, next := c.drains, c.drains
-	if !same {
-		next = maps.Clone(c.drains)
-		if next == nil {
-			next = map[string]policy.Drain{}
+	err := c.change([]string{runstate.DrainPrefix + id}, func() (func(), error) {
+		prev, next := c.drains, c.drains
+		if !same {
+			next = maps.Clone(c.drains)
+			if next == nil {
+				next = map[string]policy.Drain{}
+			}
+			next[id] = policy.Drain{Drained: drained, Since: time.Now()}
 		}
-		next[id] = policy.Drain{Drained: drained, Since: time.Now()}
-	}
-	c.drains = next
-	if err := c.saveState(c.state(), drainPrefix+id); err != nil {
-		c.drains = prev
+		c.drains = next
+		return func() { c.drains = prev }, nil
+	})
+	if err != nil {
 		return admin.Node{}, err
 	}
-	c.publish()
 	verb := "undrained: its clients come back over the cooldown (" + c.opts.Cooldown.String() + ")"
 	switch {
 	case drained:
@@ -538,7 +528,7 @@ func (b *adminBackend) Pins() []admin.Pin {
 func (c *Control) pinsOf(pins []overrides.EntryYAML) []admin.Pin {
 	out := make([]admin.Pin, 0, len(pins))
 	for _, p := range pins {
-		out = append(out, admin.Pin{EntryYAML: p, Origin: c.origin(pinPrefix + pinKey(&p))})
+		out = append(out, admin.Pin{EntryYAML: p, Origin: c.origin(runstate.PinPrefix + runstate.PinKey(&p))})
 	}
 	return out
 }
@@ -583,14 +573,9 @@ func (b *adminBackend) AddPin(req admin.PinRequest, who string) ([]admin.Pin, er
 	// A pin of the same network replaces it.
 	next := c.notFor(p)
 	next.pins, next.entries, next.lines = append(next.pins, y), append(next.entries, e), append(next.lines, line)
-	prev := c.pinSet()
-	c.installPins(next)
-	if err := c.saveState(c.state(), pinPrefix+y.CIDR); err != nil {
-		c.installPins(prev)
+	if err := c.change([]string{runstate.PinPrefix + y.CIDR}, c.pinsTo(next)); err != nil {
 		return nil, err
 	}
-	c.applyOverrides(time.Now())
-	c.publish()
 	what := "nodes " + strings.Join(y.Nodes, ",")
 	if y.Location != nil {
 		what = fmt.Sprintf("location %s/%s/%s", y.Location.Country, y.Location.Province, y.Location.ISP)
@@ -617,14 +602,9 @@ func (b *adminBackend) DeletePin(p netip.Prefix, who string) ([]admin.Pin, error
 	if len(next.pins) == len(c.pins) {
 		return nil, fmt.Errorf("pin %s: %w", p, admin.ErrNotFound)
 	}
-	prev := c.pinSet()
-	c.installPins(next)
-	if err := c.saveState(c.state(), pinPrefix+p.String()); err != nil {
-		c.installPins(prev)
+	if err := c.change([]string{runstate.PinPrefix + p.String()}, c.pinsTo(next)); err != nil {
 		return nil, err
 	}
-	c.applyOverrides(time.Now())
-	c.publish()
 	log.Infof("admin: unpinned %s (by %s)", p, who)
 	return c.pinsOf(c.pins), nil
 }
@@ -675,13 +655,100 @@ func (b *adminBackend) SetCanary(percent float64, who string) (admin.Canary, err
 	if cn == nil {
 		return admin.Canary{}, fmt.Errorf("no canary line in the gslb block: %w", admin.ErrNotFound)
 	}
-	prevShare, wasBack := cn.Share(), false
-	wasBack, _ = cn.RolledBack()
-	cn.SetPercent(percent)
-	if err := c.saveState(c.state(), canaryKey); err != nil {
-		cn.Revert(prevShare, wasBack)
+	err := c.change([]string{runstate.CanaryKey}, func() (func(), error) {
+		undo := c.canaryUndo(cn)
+		cn.SetPercent(percent)
+		return undo, nil
+	})
+	if err != nil {
 		return admin.Canary{}, err
 	}
 	log.Infof("admin: canary %s at %g%% of the subnets (by %s)", cn.Opts.File, cn.Percent(), who)
 	return canaryState(cn), nil
+}
+
+// change is the one path of a change of the runtime state, once the
+// caller checked it: mutate makes it here (and returns its undo), then
+// saveState checks both size limits, saves, and shares it with the fleet;
+// only then is it published. A change that is not saved is undone: it was
+// never acknowledged. Callers hold c.mu, with c writable.
+func (c *Control) change(touched []string, mutate func() (undo func(), err error)) error {
+	undo, err := mutate()
+	if err != nil {
+		return err
+	}
+	if err := c.saveState(c.state(), touched...); err != nil {
+		undo()
+		return err
+	}
+	c.applyOverrides(time.Now())
+	c.publish()
+	return nil
+}
+
+// pinsTo is the change to pins next, for change.
+func (c *Control) pinsTo(next pinSet) func() (func(), error) {
+	return func() (func(), error) {
+		prev := c.pinSet()
+		c.installPins(next)
+		return func() { c.installPins(prev) }, nil
+	}
+}
+
+// canaryUndo puts cn's share back as it is now.
+func (c *Control) canaryUndo(cn *canary.Rollout) func() {
+	share := cn.Share()
+	back, _ := cn.RolledBack()
+	return func() { cn.Revert(share, back) }
+}
+
+// Apply makes changes of the runtime state as one: each is checked
+// against the node table, and they are saved, shared with the fleet in one
+// write and published in one view, or none is. No member serves a state
+// holding part of them. Keys the fleet does not share are refused.
+func (c *Control) Apply(who string, changes ...runstate.Change) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := c.writable(); err != nil {
+		return err
+	}
+	touched := runstate.Touched(changes)
+	for _, k := range touched {
+		if !runstate.Shared(k) {
+			return admin.Badf("%s: not a key of the state the API changes", k)
+		}
+	}
+	cur := c.state()
+	next, err := runstate.Apply(runstate.Encode(&cur.State, true), changes...)
+	if err != nil {
+		return admin.Badf("%v", err)
+	}
+	rs, skipped := runstate.Decode(next, c.known(c.table))
+	for _, sk := range skipped {
+		if slices.Contains(touched, sk.Key) {
+			return admin.Badf("%s", sk)
+		}
+	}
+	err = c.change(touched, func() (func(), error) {
+		drains, pins := c.drains, c.pinSet()
+		undo := func() { c.drains = drains; c.installPins(pins) }
+		if cn := c.canary.Load(); cn != nil {
+			cu := c.canaryUndo(cn)
+			undo = func() { c.drains = drains; c.installPins(pins); cu() }
+		}
+		old := c.drains
+		c.adopt(&admin.State{State: *rs})
+		for id, d := range c.drains { // a drain kept keeps its time
+			if o, ok := old[id]; ok && o.Drained {
+				d.Since = o.Since
+				c.drains[id] = d
+			}
+		}
+		return undo, nil
+	})
+	if err != nil {
+		return err
+	}
+	log.Infof("admin: %d changes applied as one: %s (by %s)", len(changes), strings.Join(touched, ", "), who)
+	return nil
 }

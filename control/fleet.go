@@ -19,22 +19,16 @@ import (
 	"github.com/gslbdns/gslb/config"
 	"github.com/gslbdns/gslb/fleet"
 	"github.com/gslbdns/gslb/health"
+	"github.com/gslbdns/gslb/internal/ratelog"
 	"github.com/gslbdns/gslb/internal/recovery"
 	"github.com/gslbdns/gslb/internal/yamlfile"
 	"github.com/gslbdns/gslb/locate"
-	"github.com/gslbdns/gslb/overrides"
 	"github.com/gslbdns/gslb/plan"
 	"github.com/gslbdns/gslb/policy"
+	"github.com/gslbdns/gslb/runstate"
 	"github.com/gslbdns/gslb/table"
 
 	"github.com/redis/go-redis/v9"
-)
-
-// The fleet's keys of the admin state.
-const (
-	drainPrefix = "drain/"
-	pinPrefix   = "pin/"
-	canaryKey   = "canary"
 )
 
 // member is this process's membership of one fleet, shared by the loads of
@@ -60,10 +54,11 @@ var members = struct {
 
 // memberKey is what a reload must keep for the membership to carry on.
 func memberKey(o *config.Options) string {
-	f, r := o.Fleet, o.Redis
-	sum := sha256.Sum256(fmt.Appendf(nil, "%q %q %q %q %v %v %d %q %q %d %q %v",
-		f.Name, f.Member, f.Carrier, f.Province, f.ProbeSource, f.Quorum, f.Probers,
-		r.Addrs, r.Password, r.DB, r.MasterName, r.TLS))
+	// Every field, so that a new option cannot be forgotten here; the
+	// line alone moves when the Corefile is edited elsewhere.
+	f, r := *o.Fleet, *o.Redis
+	f.Line = 0
+	sum := sha256.Sum256(fmt.Appendf(nil, "%+v %+v", f, r))
 	return fmt.Sprintf("%x", sum[:8])
 }
 
@@ -188,7 +183,7 @@ func (c *Control) adoptCanary(s *fleet.State) {
 		return
 	}
 	var e admin.CanaryEntry
-	if en, ok := s.Get(canaryKey); ok && json.Unmarshal(en.Value, &e) == nil && e.Identity == cn.Identity {
+	if en, ok := s.Get(runstate.CanaryKey); ok && json.Unmarshal(en.Value, &e) == nil && e.Identity == cn.Identity {
 		if !e.RolledBack {
 			cn.SetPercent(e.Percent) // clears a rollback: a member started a new experiment
 		}
@@ -205,63 +200,35 @@ func (c *Control) adoptCanary(s *fleet.State) {
 // fromFleet is the admin state the fleet's entries say; entries that do not
 // hold against this node table are left out, and logged.
 func (c *Control) fromFleet(s *fleet.State) *admin.State {
-	st := &admin.State{}
-	for _, k := range s.Keys(drainPrefix) {
-		e, _ := s.Get(k)
-		var d admin.DrainEntry
-		id := strings.TrimPrefix(k, drainPrefix)
-		if err := json.Unmarshal(e.Value, &d); err != nil || d.Node != id {
-			log.Warningf("Fleet: %s: not a drain, ignored", k)
-			continue
-		}
-		if _, ok := c.table.Index(id); ok {
-			st.Drains = append(st.Drains, d)
+	entries := make(map[string]json.RawMessage, len(s.Entries))
+	for k, e := range s.Entries {
+		if !e.Deleted() && runstate.Shared(k) {
+			entries[k] = e.Value
 		}
 	}
-	seen := map[netip.Prefix]bool{}
-	for _, k := range s.Keys(pinPrefix) {
-		e, _ := s.Get(k)
-		var y overrides.EntryYAML
-		if err := json.Unmarshal(e.Value, &y); err != nil {
-			log.Warningf("Fleet: %s: not a pin, ignored", k)
-			continue
-		}
-		en, err := y.Entry(knownIn(c.table))
-		if err == nil && slices.ContainsFunc(en.Prefixes, func(p netip.Prefix) bool { return seen[p] }) {
-			err = fmt.Errorf("overlaps another pin")
-		}
-		if err != nil {
-			log.Warningf("Fleet: %s: %v: ignored here", k, err)
-			continue
-		}
-		for _, p := range en.Prefixes {
-			seen[p] = true
-		}
-		st.Pins = append(st.Pins, y)
-	}
-	if e, ok := s.Get(canaryKey); ok {
-		var ce admin.CanaryEntry
-		if json.Unmarshal(e.Value, &ce) == nil {
-			st.Canary = &ce
+	rs, skipped := runstate.Decode(entries, c.known(c.table))
+	for _, sk := range skipped {
+		switch {
+		case sk.Bad && c.member != nil:
+			c.member.f.Reject(sk.Key, sk.Reason)
+		default:
+			if ok, dropped := fleetIgnored.Allow(10 * time.Second); ok {
+				log.Infof("Fleet: %s: ignored here%s", sk, ratelog.Note(dropped))
+			}
 		}
 	}
+	st := &admin.State{State: *rs}
 	st.Plans = plansOf(s)
 	return st
 }
 
+// fleetIgnored bounds the lines of shared entries this node table does not
+// take, which every state change would repeat.
+var fleetIgnored ratelog.Limit
+
 // sharedEntries is an admin state as the fleet's entries.
 func sharedEntries(st *admin.State) map[string]json.RawMessage {
-	out := map[string]json.RawMessage{}
-	for _, d := range st.Drains {
-		d.Since = yamlfile.Time{Time: d.Since.UTC().Round(0)}
-		out[drainPrefix+d.Node], _ = json.Marshal(d)
-	}
-	for i := range st.Pins {
-		out[pinPrefix+pinKey(&st.Pins[i])], _ = json.Marshal(st.Pins[i])
-	}
-	if st.Canary != nil {
-		out[canaryKey], _ = json.Marshal(st.Canary)
-	}
+	out := runstate.Encode(&st.State, true)
 	for i := range st.Plans {
 		out[plan.KeyPrefix+st.Plans[i].Name], _ = json.Marshal(&st.Plans[i])
 	}
@@ -496,7 +463,7 @@ const canaryWindow = 30 * 24 * time.Hour
 // the last share an operator set, so that a new experiment counts afresh.
 func (c *Control) countGeneration(cn *canary.Rollout) string {
 	gen := cn.Identity
-	if e, ok := c.member.f.State().Get(canaryKey); ok {
+	if e, ok := c.member.f.State().Get(runstate.CanaryKey); ok {
 		gen += "-" + strconv.FormatInt(e.Origin.Time.UnixNano(), 36)
 	}
 	return gen

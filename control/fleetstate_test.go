@@ -2,6 +2,7 @@ package control
 
 import (
 	"encoding/json"
+	"github.com/gslbdns/gslb/runstate"
 	"testing"
 	"time"
 
@@ -49,7 +50,7 @@ func TestChangesTouched(t *testing.T) {
 func TestSeedOfOrigins(t *testing.T) {
 	at := time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC)
 	st := &admin.State{
-		Drains: []admin.DrainEntry{{Node: "a", Since: yamlfile.Time{Time: at}}, {Node: "b", Since: yamlfile.Time{Time: at}}},
+		State: runstate.State{Drains: []admin.DrainEntry{{Node: "a", Since: yamlfile.Time{Time: at}}, {Node: "b", Since: yamlfile.Time{Time: at}}}},
 		Origins: map[string]admin.KeyOrigin{
 			"drain/a": {Member: "ns2:53", Time: yamlfile.Time{Time: at.Add(time.Minute)}},
 			"drain/c": {Member: "ns1:53", Time: yamlfile.Time{Time: at.Add(2 * time.Minute)}, Deleted: true},

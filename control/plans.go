@@ -19,6 +19,7 @@ import (
 	"github.com/gslbdns/gslb/overrides"
 	"github.com/gslbdns/gslb/plan"
 	"github.com/gslbdns/gslb/policy"
+	"github.com/gslbdns/gslb/runstate"
 	"github.com/gslbdns/gslb/scoring"
 )
 
@@ -94,7 +95,7 @@ func (c *Control) applyEntries(changes map[string]json.RawMessage) (map[string]j
 		return nil, admin.Badf("%v", err)
 	}
 	st.CanarySalt = c.salt.Stored
-	if !hasKey(changes, canaryKey) {
+	if !hasKey(changes, runstate.CanaryKey) {
 		st.Canary = nil // the rollout holds it: adopting it again would redo a rollback
 	}
 	prevDrains, prevPins, prevPlans := c.drains, c.pinSet(), c.plans.list
@@ -111,13 +112,13 @@ func (c *Control) applyEntries(changes map[string]json.RawMessage) (map[string]j
 		back, _ = cn.RolledBack()
 	}
 	c.adopt(st)
-	if hasKey(changes, canaryKey) {
-		c.adoptCanary(&fleet.State{Entries: map[string]fleet.Entry{canaryKey: {Value: next[canaryKey]}}})
+	if hasKey(changes, runstate.CanaryKey) {
+		c.adoptCanary(&fleet.State{Entries: map[string]fleet.Entry{runstate.CanaryKey: {Value: next[runstate.CanaryKey]}}})
 	}
 	for id, d := range prevDrains {
 		if _, kept := c.drains[id]; !kept && !d.Drained {
 			c.drains[id] = d // a ramp under way
-		} else if !kept && hasKey(changes, drainPrefix+id) {
+		} else if !kept && hasKey(changes, runstate.DrainPrefix+id) {
 			c.drains[id] = policy.Drain{Since: now} // undrained now: its ramp
 		}
 	}
@@ -142,12 +143,12 @@ func stateOf(entries map[string]json.RawMessage) (*admin.State, error) {
 		v := entries[k]
 		var err error
 		switch {
-		case strings.HasPrefix(k, drainPrefix):
+		case strings.HasPrefix(k, runstate.DrainPrefix):
 			var d admin.DrainEntry
 			if err = json.Unmarshal(v, &d); err == nil {
 				st.Drains = append(st.Drains, d)
 			}
-		case strings.HasPrefix(k, pinPrefix):
+		case strings.HasPrefix(k, runstate.PinPrefix):
 			var y overrides.EntryYAML
 			if err = json.Unmarshal(v, &y); err == nil {
 				st.Pins = append(st.Pins, y)
@@ -157,7 +158,7 @@ func stateOf(entries map[string]json.RawMessage) (*admin.State, error) {
 			if err = json.Unmarshal(v, &p); err == nil {
 				st.Plans = append(st.Plans, p)
 			}
-		case k == canaryKey:
+		case k == runstate.CanaryKey:
 			st.Canary = &admin.CanaryEntry{}
 			err = json.Unmarshal(v, st.Canary)
 		default:
@@ -437,7 +438,7 @@ func (c *Control) planChanges(p *plan.Plan, now time.Time) (map[string]json.RawM
 	cur := c.entries()
 	out := map[string]json.RawMessage{}
 	for _, id := range p.Drain {
-		k := drainPrefix + id
+		k := runstate.DrainPrefix + id
 		if v, ok := cur[k]; ok {
 			out[k] = v
 			continue
@@ -445,7 +446,7 @@ func (c *Control) planChanges(p *plan.Plan, now time.Time) (map[string]json.RawM
 		out[k], _ = json.Marshal(admin.DrainEntry{Node: id, Since: yamlfile.Time{Time: now.UTC().Round(0)}})
 	}
 	for _, id := range p.Undrain {
-		out[drainPrefix+id] = nil
+		out[runstate.DrainPrefix+id] = nil
 	}
 	for i := range p.Pin {
 		y := p.Pin[i].Entry()
@@ -458,15 +459,15 @@ func (c *Control) planChanges(p *plan.Plan, now time.Time) (map[string]json.RawM
 				return nil, admin.Badf("pin[%d]: location.isp: %v", i, err)
 			}
 		}
-		out[pinPrefix+y.CIDR] = json.RawMessage(line)
+		out[runstate.PinPrefix+y.CIDR] = json.RawMessage(line)
 	}
 	for _, s := range p.Unpin {
 		pr, _ := overrides.ParsePrefix(s)
-		out[pinPrefix+pr.String()] = nil
+		out[runstate.PinPrefix+pr.String()] = nil
 	}
 	if p.Canary != nil {
 		cn := c.canary.Load()
-		out[canaryKey], _ = json.Marshal(admin.CanaryEntry{Identity: cn.Identity, File: cn.Opts.File, Percent: *p.Canary})
+		out[runstate.CanaryKey], _ = json.Marshal(admin.CanaryEntry{Identity: cn.Identity, File: cn.Opts.File, Percent: *p.Canary})
 	}
 	return out, nil
 }

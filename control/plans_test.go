@@ -20,6 +20,7 @@ import (
 	"github.com/gslbdns/gslb/decide"
 	"github.com/gslbdns/gslb/internal/testsupport"
 	"github.com/gslbdns/gslb/plan"
+	"github.com/gslbdns/gslb/runstate"
 
 	"github.com/miekg/dns"
 )
@@ -297,7 +298,7 @@ func TestPlanCanaryShare(t *testing.T) {
 	if err := json.Unmarshal([]byte(apiMust(t, c, "GET", "/v1/canary", "")), &cn); err != nil || cn.Percent != 50 {
 		t.Errorf("Expected the canary at 50%%, got %+v %v", cn, err)
 	}
-	if got := adminKeys(c); got[canaryKey] == "" || got["drain/gz"] != before["drain/gz"] {
+	if got := adminKeys(c); got[runstate.CanaryKey] == "" || got["drain/gz"] != before["drain/gz"] {
 		t.Errorf("Expected the canary key and gz's drain after the execution, got %v", got)
 	}
 	apiMust(t, c, "POST", "/v1/plans/half/rollback", "")

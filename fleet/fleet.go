@@ -10,7 +10,9 @@
 // Redis layout; every key carries the fleet name as a hash tag, so that a
 // Redis Cluster keeps one fleet in one slot and its scripts stay atomic:
 //
-//	gslb:fleet:{NAME}:state             hash: stamp, doc (the control state as JSON, see doc)
+//	gslb:fleet:{NAME}:state             hash: stamp, version (of the last write of the control state)
+//	gslb:fleet:{NAME}:entries           hash: key (drain/ID, pin/CIDR, canary, ...) -> its Entry as JSON
+//	gslb:fleet:{NAME}:entries:ver       hash: key -> the version that wrote it
 //	gslb:fleet:{NAME}:changes           channel: the stamp after every accepted change, "rollback" after one
 //	gslb:fleet:{NAME}:members           sorted set: member -> last heartbeat (Redis time, ms)
 //	gslb:fleet:{NAME}:verdicts          hash: member -> its Report as JSON
@@ -21,16 +23,22 @@
 //	gslb:fleet:{NAME}:canary:ID:rollback  string: the Rollback as JSON, SET NX
 //
 // The stamp ("VERSION:MEMBER:NANOS") identifies one write; a change is
-// written by compare-and-set on it. Entries merge per key, last writer
-// wins (origin time, then member id), so a change made while Redis was
-// unreachable is written when it returns, and a Redis that lost its data
-// is written back by the members that kept theirs.
+// written by compare-and-set on it, all its keys in one script, and a
+// member reads only the entries written since the version it knows.
+// Entries merge per key, last writer wins (origin time, then member id),
+// so a change made while Redis was unreachable is written when it
+// returns, and a Redis that lost its data is written back by the members
+// that kept theirs. Origin times come from a hybrid logical clock on
+// Redis's TIME (see clock.go), not from the member's wall clock. An entry
+// that does not read (malformed, too large, a key of the wrong type) is
+// logged, counted and skipped, and deleted or written back: never fatal
+// to sharing.
 //
 // Timing, with I the probe interval: heartbeats, reports and lease renewals
 // every I/2; a member counts for 3I after its heartbeat, a report for 3I
 // after it was written (then it is only held, for a vantage with no fresh
 // report, and deleted after 10I); a lease lives 1.5I; canary windows
-// expire after 3 windows, rollbacks and deletions are kept 30 days. Every
+// expire after 3 windows, rollbacks and deletions are kept 30 days (deletions on Redis's clock). Every
 // time in Redis is Redis's (TIME): no member's clock times a heartbeat, a
 // report or a lease.
 package fleet
@@ -66,6 +74,9 @@ const (
 	// MaxReportBytes one member's verdicts.
 	MaxStateBytes  = 8 << 20
 	MaxReportBytes = 1 << 20
+	// DefaultMaxEntryBytes bounds one entry of the control state: one
+	// large entry leaves room for the others.
+	DefaultMaxEntryBytes = 5 << 20
 )
 
 // Config is one member of a fleet.
@@ -80,6 +91,7 @@ type Config struct {
 	SyncInterval  time.Duration // re-read of the state besides the channel; 0: DefaultSyncInterval
 	Quorum        float64       // down when at least this share sees a node down; 0: DefaultQuorum
 	Probers       int           // members per vantage probing a node; 0: all
+	MaxEntryBytes int           // bound of one entry of the state; 0: DefaultMaxEntryBytes
 
 	// Seed is the last known state (the state file), used when Redis is
 	// unreachable at start and merged into Redis's otherwise.
@@ -88,10 +100,11 @@ type Config struct {
 	// Callbacks, called from the fleet's goroutines one at a time; they
 	// may call the Fleet's methods, and should return quickly.
 	OnState    func(*State)     // the state changed, other than by the caller's Set or in Start
-	OnConflict func(Conflict)   // a change lost to a concurrent one
+	OnConflict func(Conflict)   // a change lost to a concurrent one, seen by the member that merged them
+	OnLost     func(Conflict)   // this member's accepted change lost to one made without seeing it, learnt later
 	OnVerdicts func(*Verdicts)  // new combined verdicts
 	OnRollback func(Rollback)   // a canary rollback was decided, by any member
-	Now        func() time.Time // nil: time.Now
+	Now        func() time.Time // the member's wall clock; nil: time.Now
 }
 
 // Origins of a change, for Stats.Changes.
@@ -119,6 +132,8 @@ type Stats struct {
 	Pending   int                  // local changes not yet in Redis
 	LastError string               // of the last failed Redis call, "" after a success
 	Repaired  map[string]uint64    // fleet keys' entries repaired since Start, by Repaired* kind
+	Skipped   uint64               // entries of the shared state that did not read or were not shared, since Start
+	Clock     ClockStats
 }
 
 // Fleet is one running member.
@@ -131,21 +146,24 @@ type Fleet struct {
 	verdicts atomic.Pointer[Verdicts]
 	leases   atomic.Pointer[leaseView]
 
-	mu       sync.Mutex // guards the fields below, and state's writes
-	pending  map[string]pending
-	stamp    string // of the snapshot last read or written
-	synced   time.Time
-	members  int
-	changes  map[ChangeKey]uint64
-	lastErr  string
-	own      *Report
-	reported time.Time
-	fresh    bool // own is not yet published
-	reports  []heldReport
-	nodes    []string
-	watch    string            // canary identity whose rollback is watched
-	seen     map[string]bool   // rollbacks reported through OnRollback
-	fixed    map[string]uint64 // Stats.Repaired
+	mu         sync.Mutex // guards the fields below, and state's writes
+	pending    map[string]pending
+	synced     time.Time
+	members    int
+	changes    map[ChangeKey]uint64
+	lastErr    string
+	own        *Report
+	reported   time.Time
+	fresh      bool // own is not yet published
+	reports    []heldReport
+	nodes      []string
+	watch      string          // canary identity whose rollback is watched
+	seen       map[string]bool // rollbacks reported through OnRollback
+	remote     *remote         // the shared state as last read or written
+	skips      uint64
+	skipLogged map[string]time.Time
+	clk        clock
+	fixed      map[string]uint64 // Stats.Repaired
 
 	combining sync.Mutex // one combine at a time, stored in order
 	cb        sync.Mutex // one callback at a time
@@ -163,13 +181,13 @@ type Fleet struct {
 }
 
 type keys struct {
-	state, changes, members, verdicts, verdictsAt, prefix string
+	state, entries, vers, changes, members, verdicts, verdictsAt, prefix string
 }
 
 func newKeys(name string) keys {
 	p := "gslb:fleet:{" + name + "}:"
 	return keys{
-		state: p + "state", changes: p + "changes", members: p + "members",
+		state: p + "state", entries: p + "entries", vers: p + "entries:ver", changes: p + "changes", members: p + "members",
 		verdicts: p + "verdicts", verdictsAt: p + "verdicts:at", prefix: p,
 	}
 }
@@ -183,7 +201,7 @@ func Start(cfg Config) (*Fleet, error) {
 	}
 	f := &Fleet{
 		cfg: cfg, keys: newKeys(cfg.Name), now: cfg.Now,
-		pending: map[string]pending{}, changes: map[ChangeKey]uint64{}, seen: map[string]bool{}, fixed: map[string]uint64{},
+		pending: map[string]pending{}, changes: map[ChangeKey]uint64{}, seen: map[string]bool{}, skipLogged: map[string]time.Time{}, fixed: map[string]uint64{},
 		kick: make(chan struct{}, 1), done: make(chan struct{}),
 	}
 	f.started = f.now()
@@ -238,6 +256,9 @@ func (c *Config) defaults() error {
 	}
 	if c.Now == nil {
 		c.Now = time.Now
+	}
+	if c.MaxEntryBytes <= 0 {
+		c.MaxEntryBytes = DefaultMaxEntryBytes
 	}
 	return nil
 }
@@ -327,7 +348,8 @@ func (f *Fleet) State() *State { return f.state.Load() }
 func (f *Fleet) Stats() Stats {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	s := Stats{Members: f.members, Pending: len(f.pending), LastError: f.lastErr, Changes: make(map[ChangeKey]uint64, len(f.changes))}
+	s := Stats{Members: f.members, Pending: len(f.pending), LastError: f.lastErr, Changes: make(map[ChangeKey]uint64, len(f.changes)),
+		Skipped: f.skips, Clock: f.clk.stats()}
 	for k, v := range f.changes {
 		s.Changes[k] = v
 	}

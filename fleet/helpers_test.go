@@ -71,11 +71,14 @@ func start(t testing.TB, rs *testredis.Server, id string, vantage Vantage, edit 
 	t.Helper()
 	m := &member{}
 	cfg := Config{
-		Name: "test", Member: id, Vantage: vantage, Client: client(t, rs),
+		Name: "test", Member: id, Vantage: vantage,
 		Timeout: testTimeout, ProbeInterval: 400 * time.Millisecond,
 		OnConflict: func(c Conflict) { m.mu.Lock(); m.conflicts = append(m.conflicts, c); m.mu.Unlock() },
 		OnRollback: func(r Rollback) { m.mu.Lock(); m.rollbacks = append(m.rollbacks, r); m.mu.Unlock() },
 		OnState:    func(*State) { m.mu.Lock(); m.states++; m.mu.Unlock() },
+	}
+	if rs != nil { // else edit sets the client
+		cfg.Client = client(t, rs)
 	}
 	if edit != nil {
 		edit(&cfg)

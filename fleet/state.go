@@ -35,12 +35,18 @@ func (o Origin) same(p Origin) bool { return o.Member == p.Member && o.Time.Equa
 type Entry struct {
 	Value  json.RawMessage `json:"v,omitempty"`
 	Origin Origin          `json:"o"`
+	// Over is the origin of the entry its member saw when it made the
+	// change; nil: none. A later change over another origin did not see
+	// the entry it replaced: a conflict, which the loser's member logs.
+	Over *Origin `json:"over,omitempty"`
 }
 
 // Deleted reports whether the entry records a deletion.
 func (e Entry) Deleted() bool { return e.Value == nil }
 
-func (e Entry) equal(f Entry) bool { return e.Origin == f.Origin && bytes.Equal(e.Value, f.Value) }
+func (e Entry) equal(f Entry) bool {
+	return e.Origin == f.Origin && bytes.Equal(e.Value, f.Value) && (e.Over == nil) == (f.Over == nil) && (e.Over == nil || *e.Over == *f.Over)
+}
 
 // wins reports whether e replaces f in a merge.
 func (e Entry) wins(f Entry) bool {
@@ -114,7 +120,8 @@ type pending struct {
 }
 
 // merge returns the per-key later of local and remote entries, dropping
-// old deletions. Pending local changes are merged separately.
+// deletions older than tombstoneTTL at now (Redis's clock). Pending local
+// changes are merged separately.
 func merge(local, remote map[string]Entry, now time.Time) map[string]Entry {
 	out := make(map[string]Entry, len(remote))
 	for k, e := range remote {
@@ -135,10 +142,4 @@ func merge(local, remote map[string]Entry, now time.Time) map[string]Entry {
 
 func sameEntries(a, b map[string]Entry) bool {
 	return maps.EqualFunc(a, b, Entry.equal)
-}
-
-// doc is the snapshot as stored in Redis.
-type doc struct {
-	Version uint64           `json:"version"`
-	Entries map[string]Entry `json:"entries"`
 }

@@ -8,17 +8,97 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 )
 
-// casScript writes the state if its stamp is still ARGV[1] ("" for none),
-// and announces the new stamp.
-var casScript = redis.NewScript(`
+// The shared state is one Redis hash field per key (entries), with the
+// version that wrote it (vers), and a stamp naming the last write
+// (state). Both scripts touch the three keys, which share the fleet's
+// hash tag, so a Redis Cluster runs them atomically: a write of many keys
+// is one change, and a read sees all of it or none.
+
+// readScript returns Redis's clock, the keys it repaired (of a type other
+// than a hash: deleted, and written back by the members), and unless the
+// stamp is still ARGV[1], the stamp, the version and each entry: its
+// field, its version and its value when written after version ARGV[2]
+// ("!same" otherwise), "!big" when over ARGV[3] bytes, "!over" past the
+// budget of ARGV[4] bytes, "!nover" for a field without a version.
+var readScript = redis.NewScript(`
+local t = redis.call('TIME')
+local repaired = {}
+for i = 1, 3 do
+  local ty = redis.call('TYPE', KEYS[i])['ok']
+  if ty ~= 'none' and ty ~= 'hash' then
+    repaired[#repaired + 1] = KEYS[i]
+  end
+end
+if #repaired > 0 then
+  redis.call('DEL', KEYS[1], KEYS[2], KEYS[3])
+end
+local stamp = redis.call('HGET', KEYS[1], 'stamp') or ''
+if ARGV[1] ~= '' and stamp == ARGV[1] then
+  return {t[1], t[2], repaired}
+end
+local version = tonumber(redis.call('HGET', KEYS[1], 'version') or '0') or 0
+local known = tonumber(ARGV[2]) or -1
+if ARGV[1] == '' or version < known then
+  known = -1
+end
+local limit, budget = tonumber(ARGV[3]), tonumber(ARGV[4])
+local out, seen = {}, {}
+local vers = redis.call('HGETALL', KEYS[3])
+for i = 1, #vers, 2 do
+  local f, v = vers[i], tonumber(vers[i + 1]) or 0
+  seen[f] = true
+  local val = '!same'
+  if v > known then
+    local n = redis.call('HSTRLEN', KEYS[2], f)
+    if n > limit then
+      val = '!big'
+    elseif n > budget then
+      val = '!over'
+    else
+      budget = budget - n
+      val = redis.call('HGET', KEYS[2], f) or '!none'
+    end
+  end
+  out[#out + 1] = f
+  out[#out + 1] = tostring(v)
+  out[#out + 1] = val
+end
+for _, f in ipairs(redis.call('HKEYS', KEYS[2])) do
+  if not seen[f] then
+    out[#out + 1] = f
+    out[#out + 1] = '0'
+    out[#out + 1] = '!nover'
+  end
+end
+return {t[1], t[2], repaired, stamp, tostring(version), out}
+`)
+
+// writeScript writes, if the stamp is still ARGV[1] ("" for none), the
+// ARGV[5] entries that follow as field, value pairs at version ARGV[3],
+// deletes the fields after them, and announces the new stamp ARGV[2] on
+// channel ARGV[4].
+var writeScript = redis.NewScript(`
 local cur = redis.call('HGET', KEYS[1], 'stamp') or ''
 if cur ~= ARGV[1] then return 0 end
-redis.call('HSET', KEYS[1], 'stamp', ARGV[2], 'doc', ARGV[3])
+local n = tonumber(ARGV[5])
+local i = 6
+for _ = 1, n do
+  redis.call('HSET', KEYS[2], ARGV[i], ARGV[i + 1])
+  redis.call('HSET', KEYS[3], ARGV[i], ARGV[3])
+  i = i + 2
+end
+while i <= #ARGV do
+  redis.call('HDEL', KEYS[2], ARGV[i])
+  redis.call('HDEL', KEYS[3], ARGV[i])
+  i = i + 1
+end
+redis.call('HSET', KEYS[1], 'stamp', ARGV[2], 'version', ARGV[3])
 redis.call('PUBLISH', ARGV[4], ARGV[2])
 return 1
 `)
@@ -26,11 +106,10 @@ return 1
 // maxCAS bounds the compare-and-set attempts of one sync.
 const maxCAS = 4
 
-var errStateSize = fmt.Errorf("the shared state is over %d bytes", MaxStateBytes)
-
-// Set applies changes here at once and has them written to the fleet in
-// the background; while Redis is unreachable they are kept and written
-// when it returns. A Value must be JSON; nil or null deletes the key. A
+// Set applies changes here at once, as one: a reader of State sees all of
+// them or none, and they are written to the fleet in one write in the
+// background; while Redis is unreachable they are kept and written when
+// it returns. A Value must be JSON; nil or null deletes the key. A
 // change's Time, when set (by Stamp), is its origin's time.
 func (f *Fleet) Set(changes ...Change) (*State, error) {
 	for _, c := range changes {
@@ -42,7 +121,7 @@ func (f *Fleet) Set(changes ...Change) (*State, error) {
 		}
 	}
 	f.mu.Lock()
-	now := f.now().UTC().Round(0)
+	now := f.clock()
 	st := f.state.Load().clone()
 	for _, c := range changes {
 		v := c.Value
@@ -51,12 +130,17 @@ func (f *Fleet) Set(changes ...Change) (*State, error) {
 		}
 		prev, had := st.Entries[c.Key]
 		t := next(prev, had, cmp.Or(c.Time, now))
-		e := Entry{Value: v, Origin: Origin{Member: f.cfg.Member, Time: t}}
-		p := pending{entry: e, base: prev.Origin}
+		base := prev.Origin
 		if old, ok := f.pending[c.Key]; ok {
-			p.base = old.base
+			base = old.base
 		}
-		f.pending[c.Key] = p
+		e := Entry{Value: v, Origin: Origin{Member: f.cfg.Member, Time: t}}
+		if !base.Time.IsZero() { // what this member saw: a later change that did not see e is a conflict
+			o := base
+			o.Version = 0
+			e.Over = &o
+		}
+		f.pending[c.Key] = pending{entry: e, base: base}
 		st.Entries[c.Key] = e
 	}
 	f.state.Store(st)
@@ -77,7 +161,7 @@ func next(prev Entry, had bool, t time.Time) time.Time {
 // Stamp gives each change the time Set would give it now, so that the
 // caller can keep the origins (in its state file) before it calls Set.
 func (f *Fleet) Stamp(changes []Change) []Change {
-	now := f.now().UTC().Round(0)
+	now := f.clock()
 	st := f.state.Load()
 	out := slices.Clone(changes)
 	for i := range out {
@@ -90,19 +174,24 @@ func (f *Fleet) Stamp(changes []Change) []Change {
 // Member is this member's id, the Member of its changes' origins.
 func (f *Fleet) Member() string { return f.cfg.Member }
 
-// Fits returns an error unless the shared state, with changes made,
-// stays within MaxStateBytes: a change the fleet cannot store is refused
-// before anyone relies on it, rather than blocking every later one.
+// Fits returns an error unless every entry changes make stays within the
+// entry limit, and the shared state with them within MaxStateBytes: a
+// change the fleet cannot store is refused before anyone relies on it,
+// rather than left behind.
 func (f *Fleet) Fits(changes []Change) error {
 	st := f.state.Load()
-	size := 64 // the document's frame
 	sizes := make(map[string]int, len(st.Entries))
 	for k, e := range st.Entries {
 		sizes[k] = entrySize(k, e.Value, e.Origin.Member)
 	}
 	for _, c := range changes {
-		sizes[c.Key] = entrySize(c.Key, c.Value, f.cfg.Member)
+		n := entrySize(c.Key, c.Value, f.cfg.Member)
+		if n > f.cfg.MaxEntryBytes {
+			return &TooLarge{Key: c.Key, Size: n, Limit: f.cfg.MaxEntryBytes}
+		}
+		sizes[c.Key] = n
 	}
+	size := 0
 	for _, n := range sizes {
 		size += n
 	}
@@ -112,122 +201,252 @@ func (f *Fleet) Fits(changes []Change) error {
 	return nil
 }
 
-// entrySize bounds an entry's length in the stored document: keys and
-// member ids are escaped at most 6 bytes a byte; the rest is the origin.
+// entrySize bounds an entry's length in Redis: keys and member ids are
+// escaped at most 6 bytes a byte; the rest is the origins.
 func entrySize(key string, value json.RawMessage, member string) int {
-	return 6*len(key) + len(value) + 6*len(member) + 128
+	return 6*len(key) + len(value) + 12*len(member) + 192
 }
 
-// TooLarge is a change that would make the shared state larger than
-// MaxStateBytes.
-type TooLarge struct{ Size, Limit int }
+// TooLarge is a change that would make an entry (Key) larger than the
+// entry limit, or the shared state larger than MaxStateBytes.
+type TooLarge struct {
+	Key         string // "" for the whole state
+	Size, Limit int
+}
 
 func (e *TooLarge) Error() string {
+	if e.Key != "" {
+		return fmt.Sprintf("the fleet's shared state: entry %s would be about %d bytes, over its limit of %d bytes", e.Key, e.Size, e.Limit)
+	}
 	return fmt.Sprintf("the fleet's shared state would be about %d bytes, over its limit of %d bytes", e.Size, e.Limit)
+}
+
+// remote is the shared state as Redis holds it.
+type remote struct {
+	stamp   string
+	version uint64
+	entries map[string]Entry
+	drop    []string // fields to delete: unreadable, and not this member's to write back
+	keep    []string // fields past the read budget: left as they are
 }
 
 // syncState reads the shared state and merges it with this member's; when
 // Redis lacks something this member has (its pending changes, or what a
-// restarted Redis lost) it writes the merge back.
+// restarted Redis lost) it writes that back, each key apart.
 func (f *Fleet) syncState() {
 	ctx, cancel := f.ctx()
 	defer cancel()
 	f.mu.Lock()
-	local, stamp, pend, watch := f.state.Load(), f.stamp, maps.Clone(f.pending), f.watch
+	local, last, pend, watch := f.state.Load(), f.remote, maps.Clone(f.pending), f.watch
 	f.mu.Unlock()
 	if watch != "" {
 		f.checkRollback(ctx, watch)
 	}
 	for range maxCAS {
-		rstamp, remote, err := f.readState(ctx, stamp)
+		r, err := f.readState(ctx, last)
 		if err != nil {
 			f.syncFailed(err, pend)
 			return
 		}
-		if remote == nil && len(pend) == 0 { // unchanged
+		if r == last && len(pend) == 0 { // unchanged
 			f.reached()
 			return
 		}
-		if remote == nil {
-			if rstamp, remote, err = f.readState(ctx, ""); err != nil {
-				f.syncFailed(err, pend)
-				return
-			}
-		}
-		merged := merge(local.Entries, remote.Entries, f.now())
-		version := remote.Version
-		newStamp := rstamp
-		if !sameEntries(merged, remote.Entries) {
-			version = max(remote.Version, local.Version) + 1
-			for k, e := range merged {
-				if e.Origin.Version == 0 {
+		merged := merge(local.Entries, r.entries, f.redisNow())
+		version := r.version
+		stamp := r.stamp
+		set, del := f.delta(merged, r)
+		if len(set) > 0 || len(del) > 0 {
+			version = max(r.version, local.Version) + 1
+			for _, k := range set {
+				if e := merged[k]; e.Origin.Version == 0 {
 					e.Origin.Version = version
 					merged[k] = e
 				}
 			}
-			newStamp = fmt.Sprintf("%d:%s:%d", version, f.cfg.Member, f.now().UnixNano())
-			ok, err := f.cas(ctx, rstamp, newStamp, &doc{Version: version, Entries: merged})
+			stamp = fmt.Sprintf("%d:%s:%d", version, f.cfg.Member, f.now().UnixNano())
+			ok, err := f.write(ctx, r.stamp, stamp, version, merged, set, del)
 			if err != nil {
 				f.syncFailed(err, pend)
 				return
 			}
 			if !ok {
-				stamp = "" // someone wrote meanwhile: read again
+				last = r // someone wrote meanwhile: read what changed
 				continue
 			}
 		}
-		f.commit(local, remote, &State{Version: version, Entries: merged}, newStamp, pend)
+		held := maps.Clone(r.entries)
+		if stamp != r.stamp {
+			for _, k := range set {
+				held[k] = merged[k]
+			}
+			for _, k := range del {
+				delete(held, k)
+			}
+		}
+		out := &remote{stamp: stamp, version: version, entries: held}
+		f.commit(local, r.entries, &State{Version: version, Entries: maps.Clone(merged)}, out, pend)
 		return
 	}
 	f.failed("state", errors.New("too many concurrent writes"))
 }
 
-// readState returns the stored stamp and, unless it is known, the state.
-func (f *Fleet) readState(ctx context.Context, known string) (string, *doc, error) {
-	var stampCmd *redis.StringCmd
-	var sizeCmd *redis.IntCmd
-	_, err := f.cfg.Client.Pipelined(ctx, func(p redis.Pipeliner) error {
-		stampCmd = p.HGet(ctx, f.keys.state, "stamp")
-		sizeCmd = p.HStrLen(ctx, f.keys.state, "doc")
-		return nil
-	})
-	if errors.Is(err, redis.Nil) && errors.Is(stampCmd.Err(), redis.Nil) {
-		return "", &doc{Entries: map[string]Entry{}}, nil // an empty Redis
+// delta is what Redis lacks of merged: the keys to write, each within the
+// entry limit and all within MaxStateBytes (an entry that is not is left
+// out, and logged), and the keys to delete.
+func (f *Fleet) delta(merged map[string]Entry, r *remote) (set, del []string) {
+	total := 0
+	for k, e := range r.entries {
+		if m, ok := merged[k]; ok && m.equal(e) {
+			total += entrySize(k, e.Value, e.Origin.Member)
+		}
 	}
-	if err != nil {
-		return "", nil, err
+	for _, k := range slices.Sorted(maps.Keys(merged)) {
+		e := merged[k]
+		if re, ok := r.entries[k]; ok && re.equal(e) || slices.Contains(r.keep, k) {
+			continue // a key past the read budget is left as it is
+		}
+		n := entrySize(k, e.Value, e.Origin.Member)
+		if n > f.cfg.MaxEntryBytes || total+n > MaxStateBytes {
+			f.skipped(k, fmt.Sprintf("about %d bytes: not shared, over the limits of an entry (%d) or of the state (%d)", n, f.cfg.MaxEntryBytes, MaxStateBytes))
+			continue
+		}
+		total += n
+		set = append(set, k)
 	}
-	stamp := stampCmd.Val()
-	if known != "" && stamp == known {
-		return stamp, nil, nil
+	for k := range r.entries {
+		if _, ok := merged[k]; !ok {
+			del = append(del, k) // aged out
+		}
 	}
-	if sizeCmd.Val() > MaxStateBytes {
-		return "", nil, errStateSize
+	for _, k := range r.drop {
+		if _, ok := merged[k]; !ok {
+			del = append(del, k)
+		}
 	}
-	data, err := f.cfg.Client.HGet(ctx, f.keys.state, "doc").Bytes()
-	if err != nil {
-		return "", nil, err
-	}
-	d := &doc{}
-	if err := json.Unmarshal(data, d); err != nil {
-		return "", nil, fmt.Errorf("the shared state %s: %w", f.keys.state, err)
-	}
-	if d.Entries == nil {
-		d.Entries = map[string]Entry{}
-	}
-	return stamp, d, nil
+	slices.Sort(del)
+	return set, slices.Compact(del)
 }
 
-func (f *Fleet) cas(ctx context.Context, old, stamp string, d *doc) (bool, error) {
-	data, err := json.Marshal(d)
+// readState reads what changed in Redis since last (nil: everything); it
+// returns last itself when nothing did. Entries that do not read are
+// logged, counted, and left to be written back or deleted.
+func (f *Fleet) readState(ctx context.Context, last *remote) (*remote, error) {
+	known, version := "", "-1"
+	if last != nil {
+		known, version = last.stamp, strconv.FormatUint(last.version, 10)
+	}
+	keys := []string{f.keys.state, f.keys.entries, f.keys.vers}
+	start := f.now()
+	res, err := readScript.Run(ctx, f.cfg.Client, keys, known, version, f.cfg.MaxEntryBytes, MaxStateBytes).Slice()
 	if err != nil {
-		return false, err
+		return nil, err
 	}
-	if len(data) > MaxStateBytes {
-		return false, errStateSize
+	if len(res) < 3 {
+		return nil, fmt.Errorf("the shared state: a reply of %d parts", len(res))
 	}
-	n, err := casScript.Run(ctx, f.cfg.Client, []string{f.keys.state}, old, stamp, data, f.keys.changes).Int()
+	f.sampleClock(res[0], res[1], start, f.now())
+	if rep, _ := res[2].([]any); len(rep) > 0 {
+		for _, k := range rep {
+			f.skipped(fmt.Sprint(k), "not a hash: deleted; the members write the state back")
+		}
+		last = nil
+	}
+	if len(res) == 3 {
+		return last, nil
+	}
+	if len(res) != 6 {
+		return nil, fmt.Errorf("the shared state: a reply of %d parts", len(res))
+	}
+	r := &remote{entries: map[string]Entry{}}
+	r.stamp, _ = res[3].(string)
+	r.version, _ = strconv.ParseUint(fmt.Sprint(res[4]), 10, 64)
+	out, _ := res[5].([]any)
+	for i := 0; i+2 < len(out); i += 3 {
+		k, _ := out[i].(string)
+		val, _ := out[i+2].(string)
+		switch val {
+		case "!same":
+			if last != nil {
+				if e, ok := last.entries[k]; ok {
+					r.entries[k] = e
+					continue
+				}
+			}
+			r.keep = append(r.keep, k) // skipped at an earlier read
+		case "!over":
+			f.skipped(k, fmt.Sprintf("past the %d bytes read of the shared state: left as it is", MaxStateBytes))
+			r.keep = append(r.keep, k)
+		case "!big":
+			f.skipped(k, fmt.Sprintf("over %d bytes: deleted unless a member has it", f.cfg.MaxEntryBytes))
+			r.drop = append(r.drop, k)
+		case "!nover", "!none":
+			f.skipped(k, "without a version: deleted unless a member has it")
+			r.drop = append(r.drop, k)
+		default:
+			e, err := decodeEntry([]byte(val))
+			if err != nil {
+				f.skipped(k, err.Error()+": deleted unless a member has it")
+				r.drop = append(r.drop, k)
+				continue
+			}
+			r.entries[k] = e
+		}
+	}
+	return r, nil
+}
+
+// decodeEntry is an entry as Redis holds it, checked.
+func decodeEntry(data []byte) (Entry, error) {
+	var e Entry
+	if err := json.Unmarshal(data, &e); err != nil {
+		return e, fmt.Errorf("not an entry: %w", err)
+	}
+	if e.Origin.Member == "" { // a zero time is an older state file's entry
+		return e, errors.New("not an entry: no origin member")
+	}
+	if string(e.Value) == "null" {
+		e.Value = nil
+	}
+	return e, nil
+}
+
+func (f *Fleet) write(ctx context.Context, old, stamp string, version uint64, merged map[string]Entry, set, del []string) (bool, error) {
+	args := make([]any, 0, 5+2*len(set)+len(del))
+	args = append(args, old, stamp, version, f.keys.changes, len(set))
+	for _, k := range set {
+		data, err := json.Marshal(merged[k])
+		if err != nil {
+			return false, err
+		}
+		args = append(args, k, data)
+	}
+	for _, k := range del {
+		args = append(args, k)
+	}
+	n, err := writeScript.Run(ctx, f.cfg.Client, []string{f.keys.state, f.keys.entries, f.keys.vers}, args...).Int()
 	return n == 1, err
+}
+
+// Reject logs and counts an entry of the state that its reader cannot
+// take (malformed for its kind): like an entry that does not read, it is
+// skipped, never fatal.
+func (f *Fleet) Reject(key, why string) { f.skipped(key, why) }
+
+// skipped logs (at most once a minute a key) and counts an entry that is
+// not shared as it is.
+func (f *Fleet) skipped(key, why string) {
+	f.mu.Lock()
+	f.skips++
+	now := f.now()
+	logIt := now.Sub(f.skipLogged[key]) > time.Minute
+	if logIt {
+		f.skipLogged[key] = now
+	}
+	f.mu.Unlock()
+	if logIt {
+		log.Warningf("Fleet %s: shared state entry %s: %s", f.cfg.Name, key, why)
+	}
 }
 
 // syncFailed keeps the pending changes and counts each once as pending.
@@ -246,11 +465,11 @@ func (f *Fleet) syncFailed(err error, pend map[string]pending) {
 
 // commit makes merged the local state, keeps the changes Set made during
 // the sync, counts, and reports.
-func (f *Fleet) commit(local *State, remote *doc, merged *State, stamp string, pend map[string]pending) {
+func (f *Fleet) commit(local *State, remote map[string]Entry, merged *State, r *remote, pend map[string]pending) {
 	var conflicts []Conflict
 	f.mu.Lock()
 	for k, p := range pend {
-		r, ok := remote.Entries[k]
+		r, ok := remote[k]
 		switch {
 		case !ok || r.Origin.same(p.base) || r.Origin.same(p.entry.Origin):
 			f.changes[ChangeKey{OriginLocal, ResultApplied}]++
@@ -267,12 +486,21 @@ func (f *Fleet) commit(local *State, remote *doc, merged *State, stamp string, p
 		}
 	}
 	var applied []string
+	var lost []Conflict
 	for k, e := range merged.Entries {
-		if _, mine := pend[k]; !mine && !e.equal(local.Entries[k]) && e.Origin.Member != f.cfg.Member {
-			f.changes[ChangeKey{OriginRemote, ResultApplied}]++
-			if l, ok := local.Entries[k]; !ok || !l.Origin.same(e.Origin) {
-				applied = append(applied, k)
-			}
+		if _, mine := pend[k]; mine || e.equal(local.Entries[k]) || e.Origin.Member == f.cfg.Member {
+			continue
+		}
+		f.changes[ChangeKey{OriginRemote, ResultApplied}]++
+		l, ok := local.Entries[k]
+		if !ok || !l.Origin.same(e.Origin) {
+			applied = append(applied, k)
+		}
+		// This member's accepted change, overtaken by one made without
+		// seeing it: it lost a conflict, which the winner's member counted
+		// when it merged; this one logs it when it learns it.
+		if ok && l.Origin.Member == f.cfg.Member && !l.Origin.Time.IsZero() && (e.Over == nil || !e.Over.same(l.Origin)) && e.wins(l) {
+			lost = append(lost, Conflict{Key: k, Winner: e, Loser: l})
 		}
 	}
 	// Changes Set made meanwhile stay on top until the next sync writes them.
@@ -282,7 +510,7 @@ func (f *Fleet) commit(local *State, remote *doc, merged *State, stamp string, p
 	}
 	changed := !sameEntries(cur.Entries, merged.Entries)
 	f.state.Store(merged)
-	f.stamp = stamp
+	f.remote = r
 	f.mu.Unlock()
 	f.reached()
 	if f.running.Load() { // not the first read, in Start: that is the state, not a change
@@ -292,16 +520,24 @@ func (f *Fleet) commit(local *State, remote *doc, merged *State, stamp string, p
 			log.Infof("Fleet %s: applying %s of %s by %s at %s", f.cfg.Name, describe(e), k, e.Origin.Member, e.Origin.Time.Format(time.RFC3339Nano))
 		}
 	}
-	for _, c := range conflicts {
-		log.Warningf("Fleet %s: %s by %s at %s lost to %s by %s at %s", f.cfg.Name, c.Key,
-			c.Loser.Origin.Member, c.Loser.Origin.Time.Format(time.RFC3339Nano),
-			describe(c.Winner), c.Winner.Origin.Member, c.Winner.Origin.Time.Format(time.RFC3339Nano))
-		if f.cfg.OnConflict != nil {
-			f.callback(func() { f.cfg.OnConflict(c) })
-		}
-	}
+	f.report(conflicts, "", f.cfg.OnConflict)
+	slices.SortFunc(lost, func(a, b Conflict) int { return cmp.Compare(a.Key, b.Key) })
+	f.report(lost, " (this member)", f.cfg.OnLost)
 	if changed && f.cfg.OnState != nil && f.running.Load() {
 		f.callback(func() { f.cfg.OnState(merged) })
+	}
+}
+
+// report logs conflicts, the loser's member named with who, and hands
+// each to cb.
+func (f *Fleet) report(conflicts []Conflict, who string, cb func(Conflict)) {
+	for _, c := range conflicts {
+		log.Warningf("Fleet %s: %s by %s%s at %s lost to %s by %s at %s", f.cfg.Name, c.Key,
+			c.Loser.Origin.Member, who, c.Loser.Origin.Time.Format(time.RFC3339Nano),
+			describe(c.Winner), c.Winner.Origin.Member, c.Winner.Origin.Time.Format(time.RFC3339Nano))
+		if cb != nil {
+			f.callback(func() { cb(c) })
+		}
 	}
 }
 

@@ -3,12 +3,10 @@ package testredis
 import (
 	"context"
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"path/filepath"
 	"strconv"
-	"sync"
 	"testing"
 	"time"
 
@@ -114,89 +112,4 @@ func (s *Sentinel) waitReplicas(limit time.Duration, n int) {
 		}
 	}
 	s.t.Fatalf("The sentinels did not see the replicas within %v: %v", limit, last)
-}
-
-// Proxy is a TCP proxy in front of one Redis server: Cut puts it out of
-// reach of whoever dials the proxy (a partition), Restore brings it back.
-type Proxy struct {
-	ln     net.Listener
-	target string
-	mu     sync.Mutex
-	cutOff bool
-	conns  map[net.Conn]bool
-	wg     sync.WaitGroup
-}
-
-// NewProxy listens on a free loopback port and forwards to target. It is
-// closed when the test ends.
-func NewProxy(t testing.TB, target string) *Proxy {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &Proxy{ln: ln, target: target, conns: map[net.Conn]bool{}}
-	p.wg.Add(1)
-	go p.serve()
-	t.Cleanup(func() {
-		ln.Close()
-		p.Cut()
-		p.wg.Wait()
-	})
-	return p
-}
-
-// Addr is the proxy's address.
-func (p *Proxy) Addr() string { return p.ln.Addr().String() }
-
-func (p *Proxy) serve() {
-	defer p.wg.Done()
-	for {
-		c, err := p.ln.Accept()
-		if err != nil {
-			return
-		}
-		p.mu.Lock()
-		if p.cutOff {
-			p.mu.Unlock()
-			c.Close()
-			continue
-		}
-		r, err := net.DialTimeout("tcp", p.target, 2*time.Second)
-		if err != nil {
-			p.mu.Unlock()
-			c.Close()
-			continue
-		}
-		p.conns[c], p.conns[r] = true, true
-		p.mu.Unlock()
-		p.wg.Add(2)
-		go p.pipe(c, r)
-		go p.pipe(r, c)
-	}
-}
-
-func (p *Proxy) pipe(dst, src net.Conn) {
-	defer p.wg.Done()
-	io.Copy(dst, src)
-	dst.Close()
-	src.Close()
-}
-
-// Cut closes every connection and refuses new ones until Restore.
-func (p *Proxy) Cut() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.cutOff = true
-	for c := range p.conns {
-		c.Close()
-		delete(p.conns, c)
-	}
-}
-
-// Restore accepts connections again.
-func (p *Proxy) Restore() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.cutOff = false
 }
