@@ -24,6 +24,9 @@ import (
 // than a hash: deleted, and written back by the members), and unless the
 // stamp is still ARGV[1], the stamp, the version and each entry: its
 // field, its version and its value when written after version ARGV[2]
+// (every entry when stamp ARGV[1] is not among the last 64 writes: a
+// failover's new master may lack the writes that led to it, and writes
+// since may reuse their versions)
 // ("!same" otherwise), "!big" when over ARGV[3] bytes, "!over" past the
 // budget of ARGV[4] bytes, "!nover" for a field without a version.
 var readScript = redis.NewScript(`
@@ -44,7 +47,8 @@ if ARGV[1] ~= '' and stamp == ARGV[1] then
 end
 local version = tonumber(redis.call('HGET', KEYS[1], 'version') or '0') or 0
 local known = tonumber(ARGV[2]) or -1
-if ARGV[1] == '' or version < known then
+local log = redis.call('HGET', KEYS[1], 'log') or ''
+if ARGV[1] == '' or version < known or not string.find('\n' .. log, '\n' .. ARGV[1] .. '\n', 1, true) then
   known = -1
 end
 local limit, budget = tonumber(ARGV[3]), tonumber(ARGV[4])
@@ -81,8 +85,8 @@ return {t[1], t[2], repaired, stamp, tostring(version), out}
 
 // writeScript writes, if the stamp is still ARGV[1] ("" for none), the
 // ARGV[5] entries that follow as field, value pairs at version ARGV[3],
-// deletes the fields after them, and announces the new stamp ARGV[2] on
-// channel ARGV[4].
+// deletes the fields after them, logs the new stamp ARGV[2] among the last
+// 64, and announces it on channel ARGV[4].
 var writeScript = redis.NewScript(`
 local cur = redis.call('HGET', KEYS[1], 'stamp') or ''
 if cur ~= ARGV[1] then return 0 end
@@ -98,7 +102,14 @@ while i <= #ARGV do
   redis.call('HDEL', KEYS[3], ARGV[i])
   i = i + 1
 end
-redis.call('HSET', KEYS[1], 'stamp', ARGV[2], 'version', ARGV[3])
+local log, cut, n = ARGV[2] .. '\n' .. (redis.call('HGET', KEYS[1], 'log') or ''), 0, 0
+for _ = 1, 64 do
+  local j = string.find(log, '\n', cut + 1, true)
+  if not j then break end
+  cut, n = j, n + 1
+end
+if n == 64 then log = string.sub(log, 1, cut) end
+redis.call('HSET', KEYS[1], 'stamp', ARGV[2], 'version', ARGV[3], 'log', log)
 redis.call('PUBLISH', ARGV[4], ARGV[2])
 return 1
 `)
