@@ -60,7 +60,32 @@ type CanaryEntry struct {
 	Percent    float64 `yaml:"percent" json:"percent"`
 	RolledBack bool    `yaml:"rolled_back,omitempty" json:"rolled_back,omitempty"`
 	Reason     string  `yaml:"reason,omitempty" json:"reason,omitempty"`
+	// Plan is the autopilot's step, its start and the history; nil
+	// without a plan in the canary block.
+	Plan *PlanEntry `yaml:"plan,omitempty" json:"plan,omitempty"`
 }
+
+// PlanEntry is where the canary's autopilot is: it survives a restart
+// and, in a fleet, holds for every member.
+type PlanEntry struct {
+	Step     int         `yaml:"step" json:"step"` // index into the plan's steps
+	Since    time.Time   `yaml:"since" json:"since"`
+	Paused   bool        `yaml:"paused,omitempty" json:"paused,omitempty"`
+	Complete bool        `yaml:"complete,omitempty" json:"complete,omitempty"`
+	History  []PlanEvent `yaml:"history,omitempty" json:"history,omitempty"`
+}
+
+// PlanEvent is one step, rollback, pause or resume.
+type PlanEvent struct {
+	At      time.Time `yaml:"at" json:"at"`
+	Action  string    `yaml:"action" json:"action"` // start, advance, complete, rollback, pause, resume
+	Percent float64   `yaml:"percent" json:"percent"`
+	Reason  string    `yaml:"reason,omitempty" json:"reason,omitempty"`
+	By      string    `yaml:"by,omitempty" json:"by,omitempty"`
+}
+
+// MaxPlanHistory bounds the history kept: the oldest events go first.
+const MaxPlanHistory = 100
 
 // LoadState reads a state file; a missing file is an empty state (the
 // first start); a file over limit bytes is refused. Errors name the file, the line, the entry and the field.
@@ -153,6 +178,14 @@ func parseState(data []byte, known func(id string) bool) (s *State, dropped []st
 	}
 	if c := s.Canary; c != nil && (c.Percent < 0 || c.Percent > 100) {
 		return nil, nil, fmt.Errorf("canary: field percent: %g is outside 0..100", c.Percent)
+	}
+	if c := s.Canary; c != nil && c.Plan != nil {
+		switch p := c.Plan; {
+		case p.Step < 0 || p.Step > 100:
+			return nil, nil, fmt.Errorf("canary: plan: field step: %d is outside 0..100", p.Step)
+		case len(p.History) > MaxPlanHistory:
+			return nil, nil, fmt.Errorf("canary: plan: field history: %d events, at most %d", len(p.History), MaxPlanHistory)
+		}
 	}
 	for _, k := range slices.Sorted(maps.Keys(s.Origins)) {
 		switch o := s.Origins[k]; {

@@ -102,6 +102,10 @@ func (c *Control) adopt(st *admin.State) {
 	// The API's share, or a rollback, holds while the canary line and the
 	// candidate file are those it was made for.
 	if cn, e := c.canary.Load(), st.Canary; cn != nil && e != nil && e.Identity == cn.Identity {
+		if e.Plan != nil {
+			cn.RestorePlan(e)
+			return
+		}
 		if e.RolledBack {
 			cn.RollBack(e.Reason)
 		} else {
@@ -303,8 +307,11 @@ func (c *Control) state() *admin.State {
 		switch back, reason := cn.RolledBack(); {
 		case back:
 			st.Canary = &admin.CanaryEntry{Identity: cn.Identity, File: cn.Opts.File, RolledBack: true, Reason: reason}
-		case cn.Share() != canary.PercentToShare(cn.Opts.Percent):
+		case cn.Share() != canary.PercentToShare(cn.Opts.Percent) || cn.PlanEntry() != nil:
 			st.Canary = &admin.CanaryEntry{Identity: cn.Identity, File: cn.Opts.File, Percent: cn.Percent()}
+		}
+		if st.Canary != nil {
+			st.Canary.Plan = cn.PlanEntry() // the autopilot's step and history, shared with the canary key
 		}
 	}
 	return st
@@ -660,10 +667,13 @@ func canaryState(cn *canary.Rollout) admin.Canary {
 	s := admin.Canary{File: cn.Opts.File, Percent: cn.Percent(), Configured: cn.Opts.Percent,
 		Decisions: cn.Decided(), Cross: cx, StableCross: sx}
 	s.RolledBack, s.Reason = cn.RolledBack()
+	if p := cn.Pilot(time.Now()); p != nil {
+		s.Autopilot = p
+	}
 	return s
 }
 
-func (b *adminBackend) SetCanary(percent float64, who string) (admin.Canary, error) {
+func (b *adminBackend) SetCanary(req admin.CanaryRequest, who string) (admin.Canary, error) {
 	c := b.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -676,11 +686,32 @@ func (b *adminBackend) SetCanary(percent float64, who string) (admin.Canary, err
 	}
 	prevShare, wasBack := cn.Share(), false
 	wasBack, _ = cn.RolledBack()
-	cn.SetPercent(percent)
+	prevPlan := cn.PlanEntry()
+	switch now := time.Now(); {
+	case req.Autopilot == "resume":
+		if !cn.Resume(who, now) {
+			return admin.Canary{}, admin.Badf("autopilot: the canary block has no plan (steps, dwell, guard)")
+		}
+	case req.Autopilot == "pause":
+		if prevPlan == nil {
+			return admin.Canary{}, admin.Badf("autopilot: the canary block has no plan (steps, dwell, guard)")
+		}
+		cn.Pause(who, now)
+	default:
+		cn.SetPercent(*req.Percent)
+		cn.Pause(who, now) // a share set by hand holds until the autopilot resumes
+	}
 	if err := c.saveState(c.state(), canaryKey); err != nil {
 		cn.Revert(prevShare, wasBack)
+		if prevPlan != nil {
+			cn.RestorePlan(&admin.CanaryEntry{Percent: canary.ShareToPercent(prevShare), RolledBack: wasBack, Plan: prevPlan})
+		}
 		return admin.Canary{}, err
 	}
-	log.Infof("admin: canary %s at %g%% of the subnets (by %s)", cn.Opts.File, cn.Percent(), who)
+	if p := cn.PlanEntry(); p != nil {
+		log.Infof("admin: canary %s at %g%% of the subnets, autopilot %s (by %s)", cn.Opts.File, cn.Percent(), pausedWord(p.Paused), who)
+	} else {
+		log.Infof("admin: canary %s at %g%% of the subnets (by %s)", cn.Opts.File, cn.Percent(), who)
+	}
 	return canaryState(cn), nil
 }

@@ -188,6 +188,10 @@ func (c *Control) adoptCanary(s *fleet.State) {
 	}
 	var e admin.CanaryEntry
 	if en, ok := s.Get(canaryKey); ok && json.Unmarshal(en.Value, &e) == nil && e.Identity == cn.Identity {
+		if e.Plan != nil {
+			cn.RestorePlan(&e) // the fleet's step: one decision holds for every member
+			return
+		}
 		if !e.RolledBack {
 			cn.SetPercent(e.Percent) // clears a rollback: a member started a new experiment
 		}

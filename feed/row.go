@@ -354,3 +354,11 @@ func (y *RowJSON) ttfb(r *Row) *fieldErr {
 }
 
 func finite(f float64) bool { return !math.IsNaN(f) && !math.IsInf(f, 0) }
+
+// Hist adds the row's TTFB histogram (its quantiles' shape when it sent
+// only those) to h.
+func (r *Row) Hist(h *Hist) {
+	for _, b := range r.hist {
+		h[b.k] += b.n
+	}
+}
