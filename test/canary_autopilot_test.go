@@ -189,3 +189,59 @@ func TestCanaryAutopilotFleet(t *testing.T) {
 	})
 	t.Logf("Rolled back: %s", pilotOf(t, b).Reason)
 }
+
+// TestCanaryAutopilotReloadAndAPI: through the admin API a share set by
+// hand pauses the autopilot and a resume starts it from the step at or
+// below that share; a Corefile reload during the step keeps the step and
+// its start, and one that changes the plan starts it afresh.
+func TestCanaryAutopilotReloadAndAPI(t *testing.T) {
+	e := startFeed(t, "")
+	cand := writeFile(t, e.dir, "candidate.yaml", feedNodes)
+	withPlan := func(dwell string) string {
+		return strings.Replace(e.text, "weights 0.4 0.2 0.1 0.3", "weights 0.4 0.2 0.1 0.3\n        canary "+cand+
+			" {\n            salt "+autopilotSalt+"\n            steps 1 5 20\n            dwell "+dwell+"\n            guard error_rate +0.2\n        }", 1)
+	}
+	text := withPlan("1h")
+	e.s.restart(t, text)
+	get := func() autopilotState {
+		t.Helper()
+		code, out := e.call(t, "GET", "/v1/canary", e.token, "")
+		var s autopilotState
+		if code != 200 || json.Unmarshal([]byte(out), &s) != nil {
+			t.Fatalf("GET /v1/canary: %d %s", code, out)
+		}
+		return s
+	}
+	post := func(body string) autopilotState {
+		t.Helper()
+		code, out := e.call(t, "POST", "/v1/canary", e.token, body)
+		var s autopilotState
+		if code != 200 || json.Unmarshal([]byte(out), &s) != nil {
+			t.Fatalf("POST /v1/canary %s: %d %s", body, code, out)
+		}
+		return s
+	}
+	if s := get(); s.Percent != 1 || s.Autopilot.Step != 0 || s.Autopilot.Paused {
+		t.Fatalf("Expected the autopilot at its first step, 1%%, got %+v", s)
+	}
+	if s := post(`{"percent": 7}`); s.Percent != 7 || !s.Autopilot.Paused {
+		t.Fatalf("Expected a share set by hand to pause the autopilot at 7%%, got %+v", s)
+	}
+	if code, out := e.call(t, "POST", "/v1/canary", e.token, `{"autopilot": "onward"}`); code != 400 {
+		t.Errorf("Expected 400 for an unknown autopilot action, got %d %s", code, out)
+	}
+	s := post(`{"autopilot": "resume"}`)
+	if s.Percent != 5 || s.Autopilot.Step != 1 || s.Autopilot.Paused {
+		t.Fatalf("Expected a resume at the step below 7%%: 5%%, step 1, got %+v", s)
+	}
+	since := s.Autopilot.Since
+
+	e.s.restart(t, text+"\n")
+	if got := get(); got.Percent != 5 || got.Autopilot.Step != 1 || !got.Autopilot.Since.Equal(since) {
+		t.Errorf("After a reload with the same plan: %+v, want step 1 at 5%% since %s", got, since)
+	}
+	e.s.restart(t, withPlan("2h"))
+	if got := get(); got.Percent != 1 || got.Autopilot.Step != 0 || !got.Autopilot.Since.After(since) {
+		t.Errorf("After a reload with another plan: %+v, want a fresh start at 1%%", got)
+	}
+}
