@@ -39,8 +39,9 @@ const (
 
 func newPilot(plan *config.Plan, now time.Time) *pilot {
 	p := &pilot{plan: plan, tally: newTally()}
-	p.st = admin.PlanEntry{Since: now.UTC()}
-	p.note(admin.PlanEvent{At: now.UTC(), Action: ActionStart, Percent: plan.Steps[0]})
+	// Not counted: every load of the Corefile builds one, and most take
+	// up the saved step at once.
+	p.st = admin.PlanEntry{Since: now.UTC(), History: []admin.PlanEvent{{At: now.UTC(), Action: ActionStart, Percent: plan.Steps[0]}}}
 	return p
 }
 

@@ -308,6 +308,9 @@ func (r *Rollout) Decided() uint64 { return r.decided.Load() }
 // Record sets the rollback gauge to what r says: the control plane calls
 // it when the instance that holds r serves.
 func (r *Rollout) Record() {
+	if r.pilot != nil {
+		stepGauge.Set(r.Percent())
+	}
 	if r.rolledBack.Load() {
 		rolledBackGauge.Set(1)
 	} else {

@@ -197,8 +197,8 @@ func (c *Control) adoptCanary(s *fleet.State) {
 		}
 		return
 	}
-	if back, _ := cn.RolledBack(); back && c.rolledBack.Load() {
-		return
+	if back, _ := cn.RolledBack(); back && c.rolledBack.Load() || cn.PlanEntry() != nil {
+		return // a rollback being saved, or the autopilot's own step: this member shares it
 	}
 	if cn.Share() != canary.PercentToShare(cn.Opts.Percent) {
 		cn.SetPercent(cn.Opts.Percent)
