@@ -51,7 +51,6 @@ const minPlaceShare = 0.02
 type test struct {
 	place          string
 	canary, stable float64
-	diff, se       float64 // the statistic and its standard error
 	nc, ns         float64
 	margin         func(z float64) float64
 }
@@ -133,20 +132,12 @@ func feedTest(g config.Guard, p place, c *[2]cohort, min float64) (test, bool) {
 		if s.n < min || k.n < min {
 			return test{}, false
 		}
-		rs, vs := rowRatio(s.e, s.n, s.e2, s.en, s.n2)
-		rc, vc := rowRatio(k.e, k.n, k.e2, k.en, k.n2)
-		se := math.Sqrt(vs + vc)
-		return test{place: p.String(), canary: rc, stable: rs, nc: k.n, ns: s.n,
-			margin: func(z float64) float64 { return g.Delta - (rc - rs - z*se) }}, true
+		return rateTest(p, [5]float64{s.e, s.n, s.e2, s.en, s.n2}, [5]float64{k.e, k.n, k.e2, k.en, k.n2}, g.Delta, 1), true
 	case config.GuardHitRate:
 		if s.hr < min || k.hr < min {
 			return test{}, false
 		}
-		rs, vs := rowRatio(s.h, s.hr, s.h2, s.hhr, s.hr2)
-		rc, vc := rowRatio(k.h, k.hr, k.h2, k.hhr, k.hr2)
-		se := math.Sqrt(vs + vc)
-		return test{place: p.String(), canary: rc, stable: rs, nc: k.hr, ns: s.hr,
-			margin: func(z float64) float64 { return g.Delta + (rc - rs + z*se) }}, true
+		return rateTest(p, [5]float64{s.h, s.hr, s.h2, s.hhr, s.hr2}, [5]float64{k.h, k.hr, k.h2, k.hhr, k.hr2}, g.Delta, -1), true
 	case config.GuardTTFBP50, config.GuardTTFBP95:
 		if s.t < min || k.t < min {
 			return test{}, false
@@ -167,6 +158,16 @@ func feedTest(g config.Guard, p place, c *[2]cohort, min float64) (test, bool) {
 			margin: func(z float64) float64 { return f + z*se - q }}, true
 	}
 	return test{}, false
+}
+
+// rateTest compares the cohorts' ratios X/Y (each as ΣX, ΣY, ΣX², ΣXY,
+// ΣY²): sign 1 when higher is worse, -1 when lower is.
+func rateTest(p place, stable, canary [5]float64, delta, sign float64) test {
+	rs, vs := rowRatio(stable[0], stable[1], stable[2], stable[3], stable[4])
+	rc, vc := rowRatio(canary[0], canary[1], canary[2], canary[3], canary[4])
+	se := math.Sqrt(vs + vc)
+	return test{place: p.String(), canary: rc, stable: rs, nc: canary[1], ns: stable[1],
+		margin: func(z float64) float64 { return delta - (sign*(rc-rs) - z*se) }}
 }
 
 // crossTest is the cross-province guard on the decisions' counts.
