@@ -80,7 +80,7 @@ const autopilotSalt = "0123456789abcdef0123" // the fleet's canary salt
 // dwell, on every member; a member restarted mid-step resumes the same
 // step and dwell clock; the API pauses and resumes the autopilot for the
 // fleet; rows that show the candidate's clients getting 5xx roll it back
-// on every member.
+// on every member; a member restarted while Redis is down keeps it.
 func TestCanaryAutopilotFleet(t *testing.T) {
 	e := newFleetEnv(t)
 	tokenFile := writeFile(t, e.dir, "edge.token", feedEdgeToken+"\n")
@@ -188,6 +188,17 @@ func TestCanaryAutopilotFleet(t *testing.T) {
 		return true, ""
 	})
 	t.Logf("Rolled back: %s", pilotOf(t, b).Reason)
+
+	// With Redis gone, a member that restarts takes the rollback and the
+	// history up from its state file.
+	want := pilotOf(t, b)
+	e.redis.Stop()
+	b.stop()
+	b.launch(t)
+	got := pilotOf(t, b)
+	if !got.RolledBack || got.Reason != want.Reason || len(got.Autopilot.History) != len(want.Autopilot.History) {
+		t.Errorf("After a restart without Redis: %+v, want the rollback and history of before: %+v", got, want)
+	}
 }
 
 // TestCanaryAutopilotReloadAndAPI: through the admin API a share set by
