@@ -184,6 +184,7 @@ func (r *Rollout) Pause(by string, now time.Time) bool {
 	}
 	p.st.Paused = true
 	p.note(admin.PlanEvent{At: now.UTC(), Action: ActionPause, Percent: r.Percent(), By: by})
+	stepGauge.Set(r.Percent())
 	return true
 }
 
