@@ -152,7 +152,8 @@ func feedTest(g config.Guard, p place, c *[2]cohort, min float64) (test, bool) {
 		// bucket holding it, which errs towards holding by at most a
 		// bucket (10%).
 		b := feed.BucketOf((1 + g.Delta) * qs)
-		f, v := rowRatio(k.cum[b], k.t, k.cum2[b], k.cumT[b], k.t2)
+		a, at, a2 := k.upTo(b)
+		f, v := rowRatio(a, k.t, a2, at, k.t2)
 		se := math.Sqrt(v)
 		return test{place: p.String(), canary: qc, stable: qs, nc: k.t, ns: s.t,
 			margin: func(z float64) float64 { return f + z*se - q }}, true

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/gslbdns/gslb/config"
+	"github.com/gslbdns/gslb/feed"
 )
 
 // TestRowRatioVariance: the variance of a ratio counts rows as units:
@@ -112,5 +113,46 @@ func TestAutopilotNotesRollbackElsewhere(t *testing.T) {
 	}
 	if p := r.Pilot(now); len(p.Guards) != 1 || p.Guards[0].Verdict != Waiting || p.DwellLeft != "0s" {
 		t.Errorf("Expected a waiting guard and no dwell left, got %+v", p)
+	}
+}
+
+// TestTallyCumulative: the sums kept per bucket give, cumulated, what the
+// rows' cumulative counts give directly, whatever the order of a row's
+// buckets and with a bucket given twice.
+func TestTallyCumulative(t *testing.T) {
+	tl := newTally()
+	k := tallyKey{place: place{"ZJ", "telecom"}, source: "s"}
+	hists := [][][2]float64{{{90, 5}, {20, 10}, {20, 3}, {400, 2}}, {{5, 1}, {60, 30}}, {{1000, 7}}}
+	var rowsA [][feed.NumBuckets]float64
+	var totals []float64
+	for i, h := range hists {
+		n := 0.0
+		for _, p := range h {
+			n += p[1]
+		}
+		y := feed.RowJSON{Node: "n", Start: "2026-01-01T00:00:00Z", Seconds: 60, Client: "1.0.0.0/24", Requests: &n, TTFBHist: h}
+		row, err := y.Check(i, func(string) bool { return true }, time.Date(2026, 1, 1, 0, 1, 0, 0, time.UTC), time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tl.add(k, &row)
+		var a [feed.NumBuckets]float64
+		for _, p := range h {
+			for b := feed.BucketOf(p[0]); b < feed.NumBuckets; b++ {
+				a[b] += p[1]
+			}
+		}
+		rowsA, totals = append(rowsA, a), append(totals, n)
+	}
+	s := tl.sums[k]
+	for b := range feed.NumBuckets {
+		var wa, wat, wa2 float64
+		for i := range rowsA {
+			wa, wat, wa2 = wa+rowsA[i][b], wat+rowsA[i][b]*totals[i], wa2+rowsA[i][b]*rowsA[i][b]
+		}
+		a, at, a2 := s.upTo(b)
+		if math.Abs(a-wa) > 1e-9 || math.Abs(at-wat) > 1e-9 || math.Abs(a2-wa2) > 1e-9 {
+			t.Fatalf("Bucket %d: %g %g %g, want %g %g %g", b, a, at, a2, wa, wat, wa2)
+		}
 	}
 }

@@ -1,6 +1,7 @@
 package canary
 
 import (
+	"slices"
 	"sync"
 
 	"github.com/gslbdns/gslb/feed"
@@ -27,22 +28,33 @@ type place struct{ Province, ISP string }
 // sums of one (place, cohort, source): for a ratio X/Y over rows, ΣY, ΣY²,
 // ΣX, ΣXY and ΣX² give the ratio and its variance.
 type sums struct {
-	rows            float64
-	n, n2           float64 // requests
-	e, en, e2       float64 // 5xx against requests
-	hr, hr2         float64 // requests of rows that said their hits
-	h, hhr, h2      float64 // hits against those requests
-	t, t2           float64 // the TTFB histogram's total
-	cum, cumT, cum2 [feed.NumBuckets]float64
-	hist            feed.Hist
+	rows       float64
+	n, n2      float64 // requests
+	e, en, e2  float64 // 5xx against requests
+	hr, hr2    float64 // requests of rows that said their hits
+	h, hhr, h2 float64 // hits against those requests
+	t, t2      float64 // the TTFB histogram's total
+	// A row's share of requests at most bucket k's bound is A_k/t, with
+	// A_k its cumulative count. hist holds ΣA's steps, histT ΣA·t's and
+	// d2 ΣA²'s: each changes only at the row's buckets, so a row costs
+	// its few buckets, and the sums are cumulated when judged.
+	hist, histT, d2 feed.Hist
 }
 
 func newTally() *tally { return &tally{sums: map[tallyKey]*sums{}} }
 
 // add counts one row of a cohort.
 func (t *tally) add(k tallyKey, r *feed.Row) {
-	var h feed.Hist
-	r.Hist(&h)
+	var buf [feed.NumBuckets]bucket
+	bs := buf[:0]
+	total := 0.0
+	r.Buckets(func(k int, n float64) {
+		if n > 0 && len(bs) < len(buf) {
+			bs = append(bs, bucket{k, n})
+			total += n
+		}
+	})
+	slices.SortFunc(bs, func(a, b bucket) int { return a.k - b.k })
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	s := t.sums[k]
@@ -63,20 +75,31 @@ func (t *tally) add(k tallyKey, r *feed.Row) {
 		s.hhr += r.Hits * r.Requests
 		s.h2 += r.Hits * r.Hits
 	}
-	total := h.Total()
 	if total <= 0 {
 		return
 	}
 	s.t += total
 	s.t2 += total * total
-	s.hist.Add(&h)
 	cum := 0.0
-	for k, c := range h {
-		cum += c
-		s.cum[k] += cum
-		s.cumT[k] += cum * total
-		s.cum2[k] += cum * cum
+	for _, b := range bs {
+		s.hist[b.k] += b.n
+		s.histT[b.k] += b.n * total
+		s.d2[b.k] += (cum+b.n)*(cum+b.n) - cum*cum
+		cum += b.n
 	}
+}
+
+type bucket struct {
+	k int
+	n float64
+}
+
+// upTo is, over the rows, ΣA, ΣA·t and ΣA² at bucket k.
+func (s *sums) upTo(k int) (a, at, a2 float64) {
+	for j := 0; j <= k; j++ {
+		a, at, a2 = a+s.hist[j], at+s.histT[j], a2+s.d2[j]
+	}
+	return a, at, a2
 }
 
 // cohort is one cohort's sums in one place, each source's weighed.
@@ -99,11 +122,10 @@ func (c *cohort) addWeighted(s *sums, w float64) {
 	c.h2 += w2 * s.h2
 	c.t += w * s.t
 	c.t2 += w2 * s.t2
-	for k := range s.cum {
-		c.cum[k] += w * s.cum[k]
-		c.cumT[k] += w2 * s.cumT[k]
-		c.cum2[k] += w2 * s.cum2[k]
+	for k := range s.hist {
 		c.hist[k] += w * s.hist[k]
+		c.histT[k] += w2 * s.histT[k]
+		c.d2[k] += w2 * s.d2[k]
 	}
 }
 

@@ -362,3 +362,11 @@ func (r *Row) Hist(h *Hist) {
 		h[b.k] += b.n
 	}
 }
+
+// Buckets calls f with each of the row's histogram buckets and its count,
+// in the order the row has them (a bucket may come more than once).
+func (r *Row) Buckets(f func(k int, n float64)) {
+	for _, b := range r.hist {
+		f(b.k, b.n)
+	}
+}
