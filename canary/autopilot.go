@@ -230,11 +230,17 @@ func (r *Rollout) PlanEntry() *admin.PlanEntry {
 
 // RestorePlan takes the autopilot's state a state file or the fleet
 // holds: its step, the step's start and the history. The step's rows are
-// kept when it is the same step.
-func (r *Rollout) RestorePlan(e *admin.CanaryEntry) {
+// kept when it is the same step. It reports false, and takes nothing,
+// for a state that would undo this rollout's rollback without an
+// operator's pause or resume since: another member's step decided before
+// it saw the rollback. The caller shares the rollback again.
+func (r *Rollout) RestorePlan(e *admin.CanaryEntry) bool {
 	p := r.pilot
 	if p == nil || e.Plan == nil || e.Plan.Step >= len(p.plan.Steps) {
-		return
+		return true
+	}
+	if back, _ := r.RolledBack(); back && !e.RolledBack && !p.operatorSince(e.Plan.History) {
+		return false
 	}
 	if e.RolledBack {
 		if back, _ := r.RolledBack(); !back {
@@ -263,6 +269,26 @@ func (r *Rollout) RestorePlan(e *admin.CanaryEntry) {
 		r.share.Store(PercentToShare(p.plan.Steps[st.Step]))
 		stepGauge.Set(p.plan.Steps[st.Step])
 	}
+	return true
+}
+
+// operatorSince reports whether history has a pause or resume (an
+// operator's) at or after this rollout's last rollback.
+func (p *pilot) operatorSince(history []admin.PlanEvent) bool {
+	p.mu.Lock()
+	var back time.Time
+	for _, e := range p.st.History {
+		if e.Action == ActionRollback {
+			back = e.At
+		}
+	}
+	p.mu.Unlock()
+	for _, e := range history {
+		if (e.Action == ActionPause || e.Action == ActionResume) && !e.At.Before(back) {
+			return true
+		}
+	}
+	return false
 }
 
 // PilotJSON is the autopilot as GET /v1/canary shows it.

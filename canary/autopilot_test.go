@@ -199,3 +199,31 @@ func TestSourceWeights(t *testing.T) {
 		t.Errorf("Expected a lone source at full weight, got %v", w)
 	}
 }
+
+// TestRestorePlanKeepsRollback: a member's step decided before it saw
+// this rollback does not undo it; an operator's resume since does.
+func TestRestorePlanKeepsRollback(t *testing.T) {
+	plan := &config.Plan{Steps: []float64{1, 5, 20}, Dwell: time.Minute, MinSamples: 1000, SourceShare: 0.5, Guards: config.DefaultGuards[:1]}
+	r := pilotRollout(t, "keeps-rollback", plan)
+	t0 := r.pilot.st.Since
+	r.RollBack("guard x breached")
+	r.Cycle(t0.Add(time.Minute))
+	advance := &admin.CanaryEntry{Identity: r.Identity, Percent: 5, Plan: &admin.PlanEntry{Step: 1, Since: t0.Add(time.Minute),
+		History: []admin.PlanEvent{{At: t0, Action: ActionStart, Percent: 1}, {At: t0.Add(time.Minute), Action: ActionAdvance, Percent: 5}}}}
+	if r.RestorePlan(advance) {
+		t.Fatal("Expected another member's advance not to undo the rollback")
+	}
+	if back, _ := r.RolledBack(); !back || r.Percent() != 0 {
+		t.Fatalf("Expected the rollback kept, at %g%%", r.Percent())
+	}
+	resumed := *advance
+	rp := *advance.Plan
+	rp.Step, rp.History = 0, append(rp.History, admin.PlanEvent{At: t0.Add(2 * time.Minute), Action: ActionResume, Percent: 1, By: "ops"})
+	resumed.Plan, resumed.Percent = &rp, 1
+	if !r.RestorePlan(&resumed) {
+		t.Fatal("Expected an operator's resume to be taken")
+	}
+	if back, _ := r.RolledBack(); back || r.Percent() != 1 {
+		t.Errorf("Expected the resume to clear the rollback at 1%%, got %v at %g%%", back, r.Percent())
+	}
+}

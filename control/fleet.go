@@ -188,9 +188,16 @@ func (c *Control) adoptCanary(s *fleet.State) {
 	}
 	var e admin.CanaryEntry
 	if en, ok := s.Get(canaryKey); ok && json.Unmarshal(en.Value, &e) == nil && e.Identity == cn.Identity {
-		if e.Plan != nil {
-			cn.RestorePlan(&e) // the fleet's step: one decision holds for every member
+		if e.Plan != nil && !cn.RestorePlan(&e) {
+			// A step decided before its member saw this rollback: the
+			// rollback is shared again, and wins as the later change.
+			log.Warningf("Fleet: canary %s: a step by another member would undo this rollback: shared again", cn.Opts.File)
+			if err := c.saveState(c.state(), canaryKey); err != nil {
+				log.Errorf("Fleet: canary %s: %v", cn.Opts.File, err)
+			}
 			return
+		} else if e.Plan != nil {
+			return // the fleet's step: one decision holds for every member
 		}
 		if !e.RolledBack {
 			cn.SetPercent(e.Percent) // clears a rollback: a member started a new experiment
