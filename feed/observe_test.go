@@ -22,7 +22,7 @@ func TestObserve(t *testing.T) {
 	for _, f := range []*Feed{a, b} {
 		f.Observe = func(r *Row, source string) {
 			var h Hist
-			r.Hist(&h)
+			r.Buckets(func(k int, n float64) { h[k] += n })
 			if d := testNow.Add(-time.Minute).Sub(r.Start); d < 0 || d >= time.Second {
 				t.Errorf("Row window %s, want the row's start", r.Start)
 			}
