@@ -156,3 +156,29 @@ func TestTallyCumulative(t *testing.T) {
 		}
 	}
 }
+
+// TestForgerWeighsAtMostItsShare: a source that floods a cohort with
+// forged 5xx weighs no more than source_share of it beside an honest
+// one, so the cohort's ratio moves by at most that share of the forgery.
+func TestForgerWeighsAtMostItsShare(t *testing.T) {
+	tl := newTally()
+	add := func(source string, rows int, errs float64) {
+		for range rows {
+			n, e := 100.0, 100*errs
+			y := feed.RowJSON{Node: "n", Start: "2026-01-01T00:00:00Z", Seconds: 60, Client: "1.0.0.0/24", Requests: &n, Errors: e}
+			row, err := y.Check(0, func(string) bool { return true }, time.Date(2026, 1, 1, 0, 1, 0, 0, time.UTC), time.Hour)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tl.add(tallyKey{place: place{"ZJ", "telecom"}, canary: true, source: source}, &row)
+		}
+	}
+	add("honest", 1000, 0.001)
+	add("forger", 3000, 1)
+	places, heaviest := tl.places(0.5)
+	c := places[place{"ZJ", "telecom"}][1]
+	r, _ := rowRatio(c.e, c.n, c.e2, c.en, c.n2)
+	if want := 0.5*1 + 0.5*0.001; math.Abs(r-want) > 1e-9 || heaviest[1] != "forger" {
+		t.Errorf("Expected the canary's 5xx ratio %g with the forger at half the weight, got %g (heaviest %q)", want, r, heaviest[1])
+	}
+}
