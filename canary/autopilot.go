@@ -23,7 +23,10 @@ type pilot struct {
 	tally     *tally
 	looks     int
 	crossBase [4]uint64
-	last      []GuardResult
+	// fleetCross is the fleet's counts of the step's decisions, when a
+	// fleet adds them up (control's report loop); nil: this member's.
+	fleetCross *[4]uint64
+	last       []GuardResult
 	lastAt    time.Time
 }
 
@@ -59,7 +62,7 @@ func (p *pilot) note(e admin.PlanEvent) {
 // startStep makes step i the current one from now. Callers hold p.mu.
 func (r *Rollout) startStep(p *pilot, i int, now time.Time) {
 	p.st.Step, p.st.Since = i, now.UTC()
-	p.tally, p.looks, p.last = newTally(), 0, nil
+	p.tally, p.looks, p.last, p.fleetCross = newTally(), 0, nil, nil
 	p.crossBase = r.Counts()
 	r.share.Store(PercentToShare(p.plan.Steps[i]))
 	stepGauge.Set(p.plan.Steps[i])
@@ -115,6 +118,9 @@ func (r *Rollout) Cycle(now time.Time) bool {
 	for i := range cross {
 		cross[i] -= min(cross[i], p.crossBase[i])
 	}
+	if p.fleetCross != nil {
+		cross = *p.fleetCross
+	}
 	judged := percent < 100 // at 100% there is no stable cohort to compare with
 	if judged {
 		p.looks++
@@ -168,6 +174,30 @@ func (r *Rollout) advance(p *pilot, now time.Time) {
 		p.note(admin.PlanEvent{At: now.UTC(), Action: ActionComplete, Percent: percent})
 		log.Infof("Canary %s: complete at 100%%: promote it by copying it over the node table", r.Opts.File)
 	}
+}
+
+// SetFleetCounts gives the cross guard the fleet's counts of the step's
+// decisions (canary same, cross, stable same, cross), which a fleet adds
+// up from the step's start; since is the step they were counted in, and
+// counts of another step are ignored.
+func (r *Rollout) SetFleetCounts(since time.Time, c [4]uint64) {
+	if p := r.pilot; p != nil {
+		p.mu.Lock()
+		if p.st.Since.Equal(since) {
+			p.fleetCross = &c
+		}
+		p.mu.Unlock()
+	}
+}
+
+// StepSince is the start of the autopilot's step; zero without a plan.
+func (r *Rollout) StepSince() time.Time {
+	if p := r.pilot; p != nil {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		return p.st.Since
+	}
+	return time.Time{}
 }
 
 // Pause stops the autopilot where it is (a share set by hand pauses it);
@@ -256,7 +286,7 @@ func (r *Rollout) RestorePlan(e *admin.CanaryEntry) bool {
 	st.History = slices.Clone(st.History)
 	p.st = st
 	if !same {
-		p.tally, p.looks, p.last = newTally(), 0, nil
+		p.tally, p.looks, p.last, p.fleetCross = newTally(), 0, nil, nil
 		p.crossBase = r.Counts()
 	}
 	switch {

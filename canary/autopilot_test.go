@@ -227,3 +227,22 @@ func TestRestorePlanKeepsRollback(t *testing.T) {
 		t.Errorf("Expected the resume to clear the rollback at 1%%, got %v at %g%%", back, r.Percent())
 	}
 }
+
+// TestCrossGuardTakesFleetCounts: in a fleet the cross guard judges the
+// fleet's counts of the step; counts of another step are ignored.
+func TestCrossGuardTakesFleetCounts(t *testing.T) {
+	plan := &config.Plan{Steps: []float64{50, 100}, Dwell: time.Hour, MinSamples: 1000, SourceShare: 0.5,
+		Guards: []config.Guard{{Metric: config.GuardCross, Delta: 0.02}}}
+	r := pilotRollout(t, "fleet-cross", plan)
+	since := r.StepSince()
+	bad := [4]uint64{8000, 2000, 9800, 200} // canary 20% cross against 2%
+	r.SetFleetCounts(since.Add(-time.Minute), bad)
+	if r.Cycle(since.Add(time.Minute)); r.Percent() != 50 {
+		t.Fatalf("Expected counts of another step ignored, at %g%%", r.Percent())
+	}
+	r.SetFleetCounts(since, bad)
+	r.Cycle(since.Add(2 * time.Minute))
+	if back, why := r.RolledBack(); !back || !strings.Contains(why, "guard cross +0.02 breached: canary 0.2000 (10000 decisions)") {
+		t.Errorf("Expected the fleet's counts to roll back, got %v %q", back, why)
+	}
+}

@@ -516,7 +516,7 @@ func (m *member) countCanary(c *Control) {
 		return
 	}
 	c.mu.Lock()
-	gen := c.countGeneration(cn)
+	gen, since := c.countGeneration(cn), cn.StepSince()
 	c.mu.Unlock()
 	m.f.WatchCanary(gen)
 	now := cn.Counts()
@@ -535,6 +535,8 @@ func (m *member) countCanary(c *Control) {
 		return // counted again at the next round
 	}
 	m.counted = now
+	// Each step of the autopilot is a new generation: these are its counts.
+	cn.SetFleetCounts(since, [4]uint64{uint64(total.CanarySame), uint64(total.CanaryCross), uint64(total.StableSame), uint64(total.StableCross)})
 	reason, ok := cn.Judge([4]uint64{uint64(total.CanarySame), uint64(total.CanaryCross), uint64(total.StableSame), uint64(total.StableCross)})
 	if !ok {
 		return
