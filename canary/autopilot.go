@@ -27,7 +27,7 @@ type pilot struct {
 	// fleet adds them up (control's report loop); nil: this member's.
 	fleetCross *[4]uint64
 	last       []GuardResult
-	lastAt    time.Time
+	lastAt     time.Time
 }
 
 // Actions of the history.
