@@ -62,21 +62,21 @@ type CanaryEntry struct {
 	Reason     string  `yaml:"reason,omitempty" json:"reason,omitempty"`
 	// Plan is the autopilot's step, its start and the history; nil
 	// without a plan in the canary block.
-	Plan *PlanEntry `yaml:"plan,omitempty" json:"plan,omitempty"`
+	Autopilot *AutopilotEntry `yaml:"autopilot,omitempty" json:"autopilot,omitempty"`
 }
 
-// PlanEntry is where the canary's autopilot is: it survives a restart
+// AutopilotEntry is where the canary's autopilot is: it survives a restart
 // and, in a fleet, holds for every member.
-type PlanEntry struct {
-	Step     int         `yaml:"step" json:"step"` // index into the plan's steps
-	Since    time.Time   `yaml:"since" json:"since"`
-	Paused   bool        `yaml:"paused,omitempty" json:"paused,omitempty"`
-	Complete bool        `yaml:"complete,omitempty" json:"complete,omitempty"`
-	History  []PlanEvent `yaml:"history,omitempty" json:"history,omitempty"`
+type AutopilotEntry struct {
+	Step     int              `yaml:"step" json:"step"` // index into the plan's steps
+	Since    time.Time        `yaml:"since" json:"since"`
+	Paused   bool             `yaml:"paused,omitempty" json:"paused,omitempty"`
+	Complete bool             `yaml:"complete,omitempty" json:"complete,omitempty"`
+	History  []AutopilotEvent `yaml:"history,omitempty" json:"history,omitempty"`
 }
 
-// PlanEvent is one step, rollback, pause or resume.
-type PlanEvent struct {
+// AutopilotEvent is one step, rollback, pause or resume.
+type AutopilotEvent struct {
 	At      time.Time `yaml:"at" json:"at"`
 	Action  string    `yaml:"action" json:"action"` // start, advance, complete, rollback, pause, resume
 	Percent float64   `yaml:"percent" json:"percent"`
@@ -84,8 +84,8 @@ type PlanEvent struct {
 	By      string    `yaml:"by,omitempty" json:"by,omitempty"`
 }
 
-// MaxPlanHistory bounds the history kept: the oldest events go first.
-const MaxPlanHistory = 100
+// MaxAutopilotHistory bounds the history kept: the oldest events go first.
+const MaxAutopilotHistory = 100
 
 // LoadState reads a state file; a missing file is an empty state (the
 // first start); a file over limit bytes is refused. Errors name the file, the line, the entry and the field.
@@ -179,12 +179,12 @@ func parseState(data []byte, known func(id string) bool) (s *State, dropped []st
 	if c := s.Canary; c != nil && (c.Percent < 0 || c.Percent > 100) {
 		return nil, nil, fmt.Errorf("canary: field percent: %g is outside 0..100", c.Percent)
 	}
-	if c := s.Canary; c != nil && c.Plan != nil {
-		switch p := c.Plan; {
+	if c := s.Canary; c != nil && c.Autopilot != nil {
+		switch p := c.Autopilot; {
 		case p.Step < 0 || p.Step > 100:
-			return nil, nil, fmt.Errorf("canary: plan: field step: %d is outside 0..100", p.Step)
-		case len(p.History) > MaxPlanHistory:
-			return nil, nil, fmt.Errorf("canary: plan: field history: %d events, at most %d", len(p.History), MaxPlanHistory)
+			return nil, nil, fmt.Errorf("canary: autopilot: field step: %d is outside 0..100", p.Step)
+		case len(p.History) > MaxAutopilotHistory:
+			return nil, nil, fmt.Errorf("canary: autopilot: field history: %d events, at most %d", len(p.History), MaxAutopilotHistory)
 		}
 	}
 	for _, k := range slices.Sorted(maps.Keys(s.Origins)) {

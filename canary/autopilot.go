@@ -17,7 +17,7 @@ import (
 type pilot struct {
 	plan *config.Plan
 	mu   sync.Mutex
-	st   admin.PlanEntry
+	st   admin.AutopilotEntry
 	// Of the current step only: its rows, its looks and the decisions'
 	// counts at its start (for the cross guard).
 	tally     *tally
@@ -44,15 +44,15 @@ func newPilot(plan *config.Plan, now time.Time) *pilot {
 	p := &pilot{plan: plan, tally: newTally()}
 	// Not counted: every load of the Corefile builds one, and most take
 	// up the saved step at once.
-	p.st = admin.PlanEntry{Since: now.UTC(), History: []admin.PlanEvent{{At: now.UTC(), Action: ActionStart, Percent: plan.Steps[0]}}}
+	p.st = admin.AutopilotEntry{Since: now.UTC(), History: []admin.AutopilotEvent{{At: now.UTC(), Action: ActionStart, Percent: plan.Steps[0]}}}
 	return p
 }
 
 // note adds an event to the history, dropping the oldest past the bound.
 // Callers hold p.mu, or own p alone.
-func (p *pilot) note(e admin.PlanEvent) {
+func (p *pilot) note(e admin.AutopilotEvent) {
 	h := append(slices.Clone(p.st.History), e)
-	if n := len(h) - admin.MaxPlanHistory; n > 0 {
+	if n := len(h) - admin.MaxAutopilotHistory; n > 0 {
 		h = h[n:]
 	}
 	p.st.History = h
@@ -105,7 +105,7 @@ func (r *Rollout) Cycle(now time.Time) bool {
 		// Rolled back elsewhere (the query path's rollback_cross, a
 		// member): the history says so once.
 		if n := len(p.st.History); n == 0 || p.st.History[n-1].Action != ActionRollback {
-			p.note(admin.PlanEvent{At: now.UTC(), Action: ActionRollback, Reason: reason})
+			p.note(admin.AutopilotEvent{At: now.UTC(), Action: ActionRollback, Reason: reason})
 			stepGauge.Set(0)
 			return true
 		}
@@ -137,7 +137,7 @@ func (r *Rollout) Cycle(now time.Time) bool {
 			r.rollBack(why)
 			rolledBackGauge.Set(1)
 			stepGauge.Set(0)
-			p.note(admin.PlanEvent{At: now.UTC(), Action: ActionRollback, Percent: percent, Reason: why})
+			p.note(admin.AutopilotEvent{At: now.UTC(), Action: ActionRollback, Percent: percent, Reason: why})
 			log.Warningf("Canary %s rolled back to 0%% from %s: %s", r.Opts.File, formatPercent(percent), why)
 			return true
 		}
@@ -152,7 +152,7 @@ func (r *Rollout) Cycle(now time.Time) bool {
 	}
 	if p.st.Step == len(steps)-1 {
 		p.st.Complete = true
-		p.note(admin.PlanEvent{At: now.UTC(), Action: ActionComplete, Percent: percent})
+		p.note(admin.AutopilotEvent{At: now.UTC(), Action: ActionComplete, Percent: percent})
 		log.Infof("Canary %s: complete at %s: promote it by copying it over the node table", r.Opts.File, formatPercent(percent))
 		return true
 	}
@@ -166,12 +166,12 @@ func (r *Rollout) advance(p *pilot, now time.Time) {
 	next := p.st.Step + 1
 	r.startStep(p, next, now)
 	percent := p.plan.Steps[next]
-	p.note(admin.PlanEvent{At: now.UTC(), Action: ActionAdvance, Percent: percent})
+	p.note(admin.AutopilotEvent{At: now.UTC(), Action: ActionAdvance, Percent: percent})
 	log.Infof("Canary %s: every guard held for %s: advanced to %s of the subnets (step %d of %d)",
 		r.Opts.File, p.plan.Dwell, formatPercent(percent), next+1, len(p.plan.Steps))
 	if next == len(p.plan.Steps)-1 && percent == 100 {
 		p.st.Complete = true
-		p.note(admin.PlanEvent{At: now.UTC(), Action: ActionComplete, Percent: percent})
+		p.note(admin.AutopilotEvent{At: now.UTC(), Action: ActionComplete, Percent: percent})
 		log.Infof("Canary %s: complete at 100%%: promote it by copying it over the node table", r.Opts.File)
 	}
 }
@@ -213,7 +213,7 @@ func (r *Rollout) Pause(by string, now time.Time) bool {
 		return false
 	}
 	p.st.Paused = true
-	p.note(admin.PlanEvent{At: now.UTC(), Action: ActionPause, Percent: r.Percent(), By: by})
+	p.note(admin.AutopilotEvent{At: now.UTC(), Action: ActionPause, Percent: r.Percent(), By: by})
 	stepGauge.Set(r.Percent())
 	return true
 }
@@ -238,15 +238,15 @@ func (r *Rollout) Resume(by string, now time.Time) bool {
 	}
 	p.st.Paused, p.st.Complete = false, false
 	r.startStep(p, i, now)
-	p.note(admin.PlanEvent{At: now.UTC(), Action: ActionResume, Percent: p.plan.Steps[i], By: by})
+	p.note(admin.AutopilotEvent{At: now.UTC(), Action: ActionResume, Percent: p.plan.Steps[i], By: by})
 	if i == len(p.plan.Steps)-1 && p.plan.Steps[i] == 100 {
 		p.st.Complete = true
 	}
 	return true
 }
 
-// PlanEntry is the autopilot's state to save; nil without a plan.
-func (r *Rollout) PlanEntry() *admin.PlanEntry {
+// AutopilotEntry is the autopilot's state to save; nil without a plan.
+func (r *Rollout) AutopilotEntry() *admin.AutopilotEntry {
 	p := r.pilot
 	if p == nil {
 		return nil
@@ -258,18 +258,18 @@ func (r *Rollout) PlanEntry() *admin.PlanEntry {
 	return &e
 }
 
-// RestorePlan takes the autopilot's state a state file or the fleet
+// RestoreAutopilot takes the autopilot's state a state file or the fleet
 // holds: its step, the step's start and the history. The step's rows are
 // kept when it is the same step. It reports false, and takes nothing,
 // for a state that would undo this rollout's rollback without an
 // operator's pause or resume since: another member's step decided before
 // it saw the rollback. The caller shares the rollback again.
-func (r *Rollout) RestorePlan(e *admin.CanaryEntry) bool {
+func (r *Rollout) RestoreAutopilot(e *admin.CanaryEntry) bool {
 	p := r.pilot
-	if p == nil || e.Plan == nil || e.Plan.Step >= len(p.plan.Steps) {
+	if p == nil || e.Autopilot == nil || e.Autopilot.Step >= len(p.plan.Steps) {
 		return true
 	}
-	if back, _ := r.RolledBack(); back && !e.RolledBack && !p.operatorSince(e.Plan.History) {
+	if back, _ := r.RolledBack(); back && !e.RolledBack && !p.operatorSince(e.Autopilot.History) {
 		return false
 	}
 	if e.RolledBack {
@@ -281,8 +281,8 @@ func (r *Rollout) RestorePlan(e *admin.CanaryEntry) bool {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	same := p.st.Step == e.Plan.Step && p.st.Since.Equal(e.Plan.Since)
-	st := *e.Plan
+	same := p.st.Step == e.Autopilot.Step && p.st.Since.Equal(e.Autopilot.Since)
+	st := *e.Autopilot
 	st.History = slices.Clone(st.History)
 	p.st = st
 	if !same {
@@ -304,7 +304,7 @@ func (r *Rollout) RestorePlan(e *admin.CanaryEntry) bool {
 
 // operatorSince reports whether history has a pause or resume (an
 // operator's) at or after this rollout's last rollback.
-func (p *pilot) operatorSince(history []admin.PlanEvent) bool {
+func (p *pilot) operatorSince(history []admin.AutopilotEvent) bool {
 	p.mu.Lock()
 	var back time.Time
 	for _, e := range p.st.History {
@@ -323,18 +323,18 @@ func (p *pilot) operatorSince(history []admin.PlanEvent) bool {
 
 // PilotJSON is the autopilot as GET /v1/canary shows it.
 type PilotJSON struct {
-	Steps      []float64         `json:"steps"`
-	Dwell      string            `json:"dwell"`
-	Step       int               `json:"step"` // from 0
-	Percent    float64           `json:"step_percent"`
-	Since      time.Time         `json:"since"`
-	DwellLeft  string            `json:"dwell_left"`
-	Paused     bool              `json:"paused"`
-	Complete   bool              `json:"complete"`
-	MinSamples float64           `json:"min_samples"`
-	Looked     time.Time         `json:"looked,omitzero"`
-	Guards     []GuardResult     `json:"guards"`
-	History    []admin.PlanEvent `json:"history"`
+	Steps      []float64              `json:"steps"`
+	Dwell      string                 `json:"dwell"`
+	Step       int                    `json:"step"` // from 0
+	Percent    float64                `json:"step_percent"`
+	Since      time.Time              `json:"since"`
+	DwellLeft  string                 `json:"dwell_left"`
+	Paused     bool                   `json:"paused"`
+	Complete   bool                   `json:"complete"`
+	MinSamples float64                `json:"min_samples"`
+	Looked     time.Time              `json:"looked,omitzero"`
+	Guards     []GuardResult          `json:"guards"`
+	History    []admin.AutopilotEvent `json:"history"`
 }
 
 // Pilot is the autopilot's state at now; nil without a plan.
@@ -356,7 +356,7 @@ func (r *Rollout) Pilot(now time.Time) *PilotJSON {
 		}
 	}
 	if out.History == nil {
-		out.History = []admin.PlanEvent{}
+		out.History = []admin.AutopilotEvent{}
 	}
 	return out
 }

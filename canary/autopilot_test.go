@@ -137,17 +137,17 @@ func TestAutopilotPauseResume(t *testing.T) {
 	}
 	t1 := t0.Add(2 * time.Hour)
 	r.Resume("test", t1)
-	if e := r.PlanEntry(); e.Step != 1 || !e.Since.Equal(t1) || e.Paused || r.Percent() != 5 {
+	if e := r.AutopilotEntry(); e.Step != 1 || !e.Since.Equal(t1) || e.Paused || r.Percent() != 5 {
 		t.Fatalf("Expected to resume at step 1 (5%%) from now, got %+v at %g%%", e, r.Percent())
 	}
 	r.RollBack("a test")
 	r.Cycle(t1)
 	r.Resume("test", t1.Add(time.Minute))
-	if back, _ := r.RolledBack(); back || r.Percent() != 1 || r.PlanEntry().Step != 0 {
+	if back, _ := r.RolledBack(); back || r.Percent() != 1 || r.AutopilotEntry().Step != 0 {
 		t.Fatalf("Expected a resume after a rollback to start again at 1%%, got %g%% (rolled back %v)", r.Percent(), back)
 	}
 	var actions []string
-	for _, e := range r.PlanEntry().History {
+	for _, e := range r.AutopilotEntry().History {
 		actions = append(actions, e.Action)
 	}
 	if got := strings.Join(actions, " "); got != "start pause resume rollback resume" {
@@ -155,27 +155,27 @@ func TestAutopilotPauseResume(t *testing.T) {
 	}
 }
 
-// TestAutopilotRestorePlan: a restart or a member's decision restores the
+// TestAutopilotRestored: a restart or a member's decision restores the
 // step, its start and the history; the same step keeps its rows. A plan
 // that changes is a new identity, so a reload with the same plan keeps
 // the step and one with another starts afresh.
-func TestAutopilotRestorePlan(t *testing.T) {
+func TestAutopilotRestored(t *testing.T) {
 	plan := &config.Plan{Steps: []float64{1, 5, 20}, Dwell: time.Minute, MinSamples: 1000, SourceShare: 0.5, Guards: config.DefaultGuards[:1]}
 	r := pilotRollout(t, "restore", plan)
 	since := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	e := &admin.CanaryEntry{Identity: r.Identity, Percent: 20, Plan: &admin.PlanEntry{Step: 2, Since: since,
-		History: []admin.PlanEvent{{At: since, Action: ActionAdvance, Percent: 20}}}}
-	r.RestorePlan(e)
-	if got := r.PlanEntry(); got.Step != 2 || !got.Since.Equal(since) || r.Percent() != 20 || len(got.History) != 1 {
+	e := &admin.CanaryEntry{Identity: r.Identity, Percent: 20, Autopilot: &admin.AutopilotEntry{Step: 2, Since: since,
+		History: []admin.AutopilotEvent{{At: since, Action: ActionAdvance, Percent: 20}}}}
+	r.RestoreAutopilot(e)
+	if got := r.AutopilotEntry(); got.Step != 2 || !got.Since.Equal(since) || r.Percent() != 20 || len(got.History) != 1 {
 		t.Fatalf("Expected step 2 at 20%% since %s, got %+v at %g%%", since, got, r.Percent())
 	}
 	feedRows(t, r, since, [3]float64{0.001, 0.9, 40}, [3]float64{0.001, 0.9, 40})
-	r.RestorePlan(e)
+	r.RestoreAutopilot(e)
 	if len(r.pilot.tally.sums) == 0 {
 		t.Error("Expected the same step to keep its rows")
 	}
 	e.RolledBack, e.Reason = true, "guard x breached"
-	r.RestorePlan(e)
+	r.RestoreAutopilot(e)
 	if back, why := r.RolledBack(); !back || why != e.Reason || r.Percent() != 0 {
 		t.Errorf("Expected the fleet's rollback applied, got %v %q at %g%%", back, why, r.Percent())
 	}
@@ -200,27 +200,27 @@ func TestSourceWeights(t *testing.T) {
 	}
 }
 
-// TestRestorePlanKeepsRollback: a member's step decided before it saw
+// TestRestoreAutopilotKeepsRollback: a member's step decided before it saw
 // this rollback does not undo it; an operator's resume since does.
-func TestRestorePlanKeepsRollback(t *testing.T) {
+func TestRestoreAutopilotKeepsRollback(t *testing.T) {
 	plan := &config.Plan{Steps: []float64{1, 5, 20}, Dwell: time.Minute, MinSamples: 1000, SourceShare: 0.5, Guards: config.DefaultGuards[:1]}
 	r := pilotRollout(t, "keeps-rollback", plan)
 	t0 := r.pilot.st.Since
 	r.RollBack("guard x breached")
 	r.Cycle(t0.Add(time.Minute))
-	advance := &admin.CanaryEntry{Identity: r.Identity, Percent: 5, Plan: &admin.PlanEntry{Step: 1, Since: t0.Add(time.Minute),
-		History: []admin.PlanEvent{{At: t0, Action: ActionStart, Percent: 1}, {At: t0.Add(time.Minute), Action: ActionAdvance, Percent: 5}}}}
-	if r.RestorePlan(advance) {
+	advance := &admin.CanaryEntry{Identity: r.Identity, Percent: 5, Autopilot: &admin.AutopilotEntry{Step: 1, Since: t0.Add(time.Minute),
+		History: []admin.AutopilotEvent{{At: t0, Action: ActionStart, Percent: 1}, {At: t0.Add(time.Minute), Action: ActionAdvance, Percent: 5}}}}
+	if r.RestoreAutopilot(advance) {
 		t.Fatal("Expected another member's advance not to undo the rollback")
 	}
 	if back, _ := r.RolledBack(); !back || r.Percent() != 0 {
 		t.Fatalf("Expected the rollback kept, at %g%%", r.Percent())
 	}
 	resumed := *advance
-	rp := *advance.Plan
-	rp.Step, rp.History = 0, append(rp.History, admin.PlanEvent{At: t0.Add(2 * time.Minute), Action: ActionResume, Percent: 1, By: "ops"})
-	resumed.Plan, resumed.Percent = &rp, 1
-	if !r.RestorePlan(&resumed) {
+	rp := *advance.Autopilot
+	rp.Step, rp.History = 0, append(rp.History, admin.AutopilotEvent{At: t0.Add(2 * time.Minute), Action: ActionResume, Percent: 1, By: "ops"})
+	resumed.Autopilot, resumed.Percent = &rp, 1
+	if !r.RestoreAutopilot(&resumed) {
 		t.Fatal("Expected an operator's resume to be taken")
 	}
 	if back, _ := r.RolledBack(); back || r.Percent() != 1 {

@@ -87,7 +87,7 @@ func TestAutopilotCompletesBelow100(t *testing.T) {
 	t1 := r.pilot.st.Since
 	feedRows(t, r, t1, good, good)
 	r.Cycle(t1.Add(2 * time.Minute))
-	if e := r.PlanEntry(); !e.Complete || r.Percent() != 50 {
+	if e := r.AutopilotEntry(); !e.Complete || r.Percent() != 50 {
 		t.Fatalf("Expected complete at 50%%, got %+v at %g%%", e, r.Percent())
 	}
 	feedRows(t, r, t1.Add(3*time.Minute), good, [3]float64{0.05, 0.9, 40})
@@ -107,7 +107,7 @@ func TestAutopilotNotesRollbackElsewhere(t *testing.T) {
 	if !r.Cycle(now) || r.Cycle(now) {
 		t.Fatal("Expected the first cycle after the rollback to note it, and the next to change nothing")
 	}
-	h := r.PlanEntry().History
+	h := r.AutopilotEntry().History
 	if last := h[len(h)-1]; last.Action != ActionRollback || last.Reason != "fleet-wide cross-province ratio" {
 		t.Errorf("Expected the rollback in the history, got %+v", h)
 	}

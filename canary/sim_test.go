@@ -116,7 +116,7 @@ func (s *sim) run(t *testing.T, salt string, t0 time.Time, maxCycles int, each f
 		if back, _ := r.RolledBack(); back {
 			return r, c + 1
 		}
-		if e := r.PlanEntry(); e.Complete {
+		if e := r.AutopilotEntry(); e.Complete {
 			return r, c + 1
 		}
 	}
@@ -168,7 +168,7 @@ func TestAutopilotAA(t *testing.T) {
 				}
 			}
 		})
-		e := r.PlanEntry()
+		e := r.AutopilotEntry()
 		for _, ev := range e.History {
 			if ev.Action == ActionAdvance {
 				steps++

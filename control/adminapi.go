@@ -102,8 +102,8 @@ func (c *Control) adopt(st *admin.State) {
 	// The API's share, or a rollback, holds while the canary line and the
 	// candidate file are those it was made for.
 	if cn, e := c.canary.Load(), st.Canary; cn != nil && e != nil && e.Identity == cn.Identity {
-		if e.Plan != nil {
-			cn.RestorePlan(e)
+		if e.Autopilot != nil {
+			cn.RestoreAutopilot(e)
 			return
 		}
 		if e.RolledBack {
@@ -307,11 +307,11 @@ func (c *Control) state() *admin.State {
 		switch back, reason := cn.RolledBack(); {
 		case back:
 			st.Canary = &admin.CanaryEntry{Identity: cn.Identity, File: cn.Opts.File, RolledBack: true, Reason: reason}
-		case cn.Share() != canary.PercentToShare(cn.Opts.Percent) || cn.PlanEntry() != nil:
+		case cn.Share() != canary.PercentToShare(cn.Opts.Percent) || cn.AutopilotEntry() != nil:
 			st.Canary = &admin.CanaryEntry{Identity: cn.Identity, File: cn.Opts.File, Percent: cn.Percent()}
 		}
 		if st.Canary != nil {
-			st.Canary.Plan = cn.PlanEntry() // the autopilot's step and history, shared with the canary key
+			st.Canary.Autopilot = cn.AutopilotEntry() // the autopilot's step and history, shared with the canary key
 		}
 	}
 	return st
@@ -686,14 +686,14 @@ func (b *adminBackend) SetCanary(req admin.CanaryRequest, who string) (admin.Can
 	}
 	prevShare, wasBack := cn.Share(), false
 	wasBack, _ = cn.RolledBack()
-	prevPlan := cn.PlanEntry()
+	prevPilot := cn.AutopilotEntry()
 	switch now := time.Now(); {
 	case req.Autopilot == "resume":
 		if !cn.Resume(who, now) {
 			return admin.Canary{}, admin.Badf("autopilot: the canary block has no plan (steps, dwell, guard)")
 		}
 	case req.Autopilot == "pause":
-		if prevPlan == nil {
+		if prevPilot == nil {
 			return admin.Canary{}, admin.Badf("autopilot: the canary block has no plan (steps, dwell, guard)")
 		}
 		cn.Pause(who, now)
@@ -703,12 +703,12 @@ func (b *adminBackend) SetCanary(req admin.CanaryRequest, who string) (admin.Can
 	}
 	if err := c.saveState(c.state(), canaryKey); err != nil {
 		cn.Revert(prevShare, wasBack)
-		if prevPlan != nil {
-			cn.RestorePlan(&admin.CanaryEntry{Percent: canary.ShareToPercent(prevShare), RolledBack: wasBack, Plan: prevPlan})
+		if prevPilot != nil {
+			cn.RestoreAutopilot(&admin.CanaryEntry{Percent: canary.ShareToPercent(prevShare), RolledBack: wasBack, Autopilot: prevPilot})
 		}
 		return admin.Canary{}, err
 	}
-	if p := cn.PlanEntry(); p != nil {
+	if p := cn.AutopilotEntry(); p != nil {
 		log.Infof("admin: canary %s at %g%% of the subnets, autopilot %s (by %s)", cn.Opts.File, cn.Percent(), pausedWord(p.Paused), who)
 	} else {
 		log.Infof("admin: canary %s at %g%% of the subnets (by %s)", cn.Opts.File, cn.Percent(), who)

@@ -188,7 +188,7 @@ func (c *Control) adoptCanary(s *fleet.State) {
 	}
 	var e admin.CanaryEntry
 	if en, ok := s.Get(canaryKey); ok && json.Unmarshal(en.Value, &e) == nil && e.Identity == cn.Identity {
-		if e.Plan != nil && !cn.RestorePlan(&e) {
+		if e.Autopilot != nil && !cn.RestoreAutopilot(&e) {
 			// A step decided before its member saw this rollback: the
 			// rollback is shared again, and wins as the later change.
 			log.Warningf("Fleet: canary %s: a step by another member would undo this rollback: shared again", cn.Opts.File)
@@ -196,7 +196,7 @@ func (c *Control) adoptCanary(s *fleet.State) {
 				log.Errorf("Fleet: canary %s: %v", cn.Opts.File, err)
 			}
 			return
-		} else if e.Plan != nil {
+		} else if e.Autopilot != nil {
 			return // the fleet's step: one decision holds for every member
 		}
 		if !e.RolledBack {
@@ -204,7 +204,7 @@ func (c *Control) adoptCanary(s *fleet.State) {
 		}
 		return
 	}
-	if back, _ := cn.RolledBack(); back && c.rolledBack.Load() || cn.PlanEntry() != nil {
+	if back, _ := cn.RolledBack(); back && c.rolledBack.Load() || cn.AutopilotEntry() != nil {
 		return // a rollback being saved, or the autopilot's own step: this member shares it
 	}
 	if cn.Share() != canary.PercentToShare(cn.Opts.Percent) {
