@@ -179,20 +179,20 @@ func parseState(data []byte, known func(id string) bool) (s *State, dropped []st
 	if c := s.Canary; c != nil && (c.Percent < 0 || c.Percent > 100) {
 		return nil, nil, fmt.Errorf("canary: field percent: %g is outside 0..100", c.Percent)
 	}
-	if c := s.Canary; c != nil && c.Autopilot != nil {
-		switch p := c.Autopilot; {
-		case p.Step < 0 || p.Step > 100:
-			return nil, nil, fmt.Errorf("canary: autopilot: field step: %d is outside 0..100", p.Step)
-		case len(p.History) > MaxAutopilotHistory:
-			return nil, nil, fmt.Errorf("canary: autopilot: field history: %d events, at most %d", len(p.History), MaxAutopilotHistory)
-		}
-	}
 	for _, k := range slices.Sorted(maps.Keys(s.Origins)) {
 		switch o := s.Origins[k]; {
 		case o.Member == "":
 			return nil, nil, fmt.Errorf("origins: %s: field member: missing", k)
 		case o.Time.IsZero():
 			return nil, nil, fmt.Errorf("origins: %s: field time: missing", k)
+		}
+	}
+	if c := s.Canary; c != nil && c.Autopilot != nil {
+		switch p := c.Autopilot; {
+		case p.Step < 0 || p.Step > 100:
+			return nil, nil, fmt.Errorf("canary: autopilot: field step: %d is outside 0..100", p.Step)
+		case len(p.History) > MaxAutopilotHistory:
+			return nil, nil, fmt.Errorf("canary: autopilot: field history: %d events, at most %d", len(p.History), MaxAutopilotHistory)
 		}
 	}
 	return s, dropped, nil
