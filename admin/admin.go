@@ -80,6 +80,15 @@ type Canary struct {
 	Decisions   uint64  `json:"decisions"` // canary decisions since it (re)started
 	Cross       float64 `json:"cross_province_ratio"`
 	StableCross float64 `json:"stable_cross_province_ratio"`
+	// Autopilot is the plan's state; absent without a plan.
+	Autopilot any `json:"autopilot,omitempty"`
+}
+
+// CanaryRequest is the body of POST /v1/canary: a share (it pauses the
+// autopilot), or the autopilot's "pause" or "resume".
+type CanaryRequest struct {
+	Percent   *float64 `json:"percent,omitempty"`
+	Autopilot string   `json:"autopilot,omitempty"`
 }
 
 // Backend is what the API controls.
@@ -98,7 +107,7 @@ type Backend interface {
 	// Canary reports the rollout; ErrNotFound without a canary line.
 	Canary() (Canary, error)
 	// SetCanary sets the share; ErrNotFound without a canary line.
-	SetCanary(percent float64, who string) (Canary, error)
+	SetCanary(req CanaryRequest, who string) (Canary, error)
 }
 
 // Feeder is a Backend that takes the edges' feed: POST /v1/feed carries
@@ -391,19 +400,21 @@ func (s *server) routes() http.Handler {
 	m.HandleFunc("/v1/plans/", s.plans)
 	m.HandleFunc("GET /v1/canary", s.canary)
 	m.HandleFunc("POST /v1/canary", s.change(func(t *target, r *http.Request, body []byte, who string) (any, error) {
-		var req struct {
-			Percent *float64 `json:"percent"`
-		}
+		var req CanaryRequest
 		if err := decode(body, &req); err != nil {
 			return nil, err
 		}
-		if req.Percent == nil {
-			return nil, Badf("percent: missing")
+		switch {
+		case req.Percent == nil && req.Autopilot == "":
+			return nil, Badf("percent: missing (or autopilot: pause or resume)")
+		case req.Percent != nil && req.Autopilot != "":
+			return nil, Badf("autopilot: give percent or autopilot, not both")
+		case req.Autopilot != "" && req.Autopilot != "pause" && req.Autopilot != "resume":
+			return nil, Badf("autopilot: %q is not pause or resume", req.Autopilot)
+		case req.Percent != nil && (*req.Percent < 0 || *req.Percent > 100 || *req.Percent != *req.Percent):
+			return nil, Badf("percent: %g is outside 0..100", *req.Percent)
 		}
-		if p := *req.Percent; p < 0 || p > 100 || p != p {
-			return nil, Badf("percent: %g is outside 0..100", p)
-		}
-		return t.b.SetCanary(*req.Percent, who)
+		return t.b.SetCanary(req, who)
 	}))
 	return m
 }

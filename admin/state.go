@@ -47,11 +47,17 @@ type KeyOrigin struct {
 }
 
 // DrainEntry is a drained node; CanaryEntry a canary share the API set,
-// or a rollback. Package runstate declares both.
+// or a rollback; AutopilotEntry where the canary's autopilot is. Package
+// runstate declares them.
 type (
-	DrainEntry  = runstate.Drain
-	CanaryEntry = runstate.Canary
+	DrainEntry     = runstate.Drain
+	CanaryEntry    = runstate.Canary
+	AutopilotEntry = runstate.Autopilot
+	AutopilotEvent = runstate.AutopilotEvent
 )
+
+// MaxAutopilotHistory bounds the history kept: the oldest events go first.
+const MaxAutopilotHistory = runstate.MaxAutopilotHistory
 
 // LoadState reads a state file; a missing file is an empty state (the
 // first start); a file over limit bytes is refused. Errors name the file, the line, the entry and the field.

@@ -147,3 +147,33 @@ func TestStateFileIsPrivateJSON(t *testing.T) {
 		t.Errorf("Expected plain JSON with the salt, got %v: %s", err, data)
 	}
 }
+
+// The canary autopilot's step, start and history read back as written;
+// a step or a history out of bounds is an error naming the field.
+func TestStateAutopilotRoundTrip(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state.yaml")
+	since := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	plan := &AutopilotEntry{Step: 2, Since: since, Paused: true, History: []AutopilotEvent{
+		{At: since.Add(-time.Hour), Action: "start", Percent: 1},
+		{At: since, Action: "advance", Percent: 20, Reason: "a \"quoted\"\nline", By: "ns1"}}}
+	want := &State{State: runstate.State{Canary: &CanaryEntry{Identity: "0123abcd", File: "c.yaml", Percent: 20, Autopilot: plan}}}
+	if err := want.Write(path, 0); err != nil {
+		t.Fatal(err)
+	}
+	got, err := LoadState(path, 0, known)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := got.Canary.Autopilot
+	if g == nil || g.Step != 2 || !g.Since.Equal(since) || !g.Paused || len(g.History) != 2 || g.History[1] != plan.History[1] || !g.History[0].At.Equal(plan.History[0].At) {
+		t.Errorf("Plan: got %+v, want %+v", g, plan)
+	}
+	for _, tc := range []struct{ data, want string }{
+		{"canary: {identity: x, file: x, percent: 1, autopilot: {step: -1, since: 2026-01-01T00:00:00Z}}\n", "field step: -1 is outside"},
+		{"canary: {identity: x, file: x, percent: 1, autopilot: {step: 0, since: 2026-01-01T00:00:00Z, sice: 1}}\n", `sice`},
+	} {
+		if _, _, err := parseState([]byte(tc.data), known); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: expected an error with %q, got %v", tc.data, tc.want, err)
+		}
+	}
+}

@@ -69,6 +69,8 @@ type Rollout struct {
 	rolledBack              atomic.Bool
 	reason                  atomic.Pointer[string]
 	checkMu                 sync.Mutex
+
+	pilot *pilot // nil without a plan
 }
 
 // rolledBackCanaries remembers, for the process, the canaries that rolled
@@ -79,6 +81,10 @@ var rolledBackCanaries sync.Map // identity -> reason
 func identity(o *config.Canary, t *table.Table) string {
 	h := sha256.New()
 	fmt.Fprintf(h, "%s\x00%g\x00%g\x00%d\x00", o.File, o.Percent, o.RollbackCross, o.RollbackMin)
+	if p := o.Plan; p != nil {
+		// A changed plan starts afresh; the same one keeps its step.
+		fmt.Fprintf(h, "plan\x00%v\x00%s\x00%v\x00%g\x00%g\x00", p.Steps, p.Dwell, p.Guards, p.MinSamples, p.SourceShare)
+	}
 	h.Write(t.Hash[:])
 	return hex.EncodeToString(h.Sum(nil)[:12])
 }
@@ -89,6 +95,9 @@ func New(o config.Canary, t *table.Table, keys Keys) *Rollout {
 	r := &Rollout{Opts: o, Table: t, Cache: policy.NewCache(), Identity: identity(&o, t),
 		keys: keys, seen: new([seenSlots]atomic.Uint32), born: time.Now()}
 	r.share.Store(PercentToShare(o.Percent))
+	if o.Plan != nil {
+		r.pilot = newPilot(o.Plan, time.Now())
+	}
 	if reason, ok := rolledBackCanaries.Load(r.Identity); ok {
 		r.rollBack(reason.(string))
 	}
@@ -278,6 +287,9 @@ func (r *Rollout) Revert(share uint32, rolledBack bool) {
 	}
 }
 
+// ShareToPercent is a share in percent.
+func ShareToPercent(s uint32) float64 { return float64(s) * 100 / basis }
+
 // Percent is the share in force, in percent.
 func (r *Rollout) Percent() float64 { return float64(r.share.Load()) * 100 / basis }
 
@@ -296,6 +308,9 @@ func (r *Rollout) Decided() uint64 { return r.decided.Load() }
 // Record sets the rollback gauge to what r says: the control plane calls
 // it when the instance that holds r serves.
 func (r *Rollout) Record() {
+	if r.pilot != nil {
+		stepGauge.Set(r.Percent())
+	}
 	if r.rolledBack.Load() {
 		rolledBackGauge.Set(1)
 	} else {

@@ -86,7 +86,49 @@ type Canary struct {
 	// Window: a subnet counts for the rollback at most once per window.
 	Window time.Duration
 	Salt   string // keys the choice of subnets; "": the state file's
+	// Plan is the autopilot's; nil: the share is PERCENT and the API's.
+	Plan *Plan
 }
+
+// Plan is the canary autopilot's: the shares it steps through, how long
+// each must hold, and the guards that must hold for it.
+type Plan struct {
+	Steps       []float64 // percent, rising
+	Dwell       time.Duration
+	Guards      []Guard
+	MinSamples  float64 // requests of each cohort in a place before it is judged
+	SourceShare float64 // the most one feed source weighs in a cohort
+	Line        int
+}
+
+// Guard is one `guard METRIC DELTA`: how much worse than stable's the
+// canary's figure may be.
+type Guard struct {
+	Metric string  // ttfb_p50, ttfb_p95, error_rate, hit_rate, cross
+	Delta  float64 // a fraction: +10% is 0.1, +0.2 (points) is 0.002
+}
+
+// Guard metrics.
+const (
+	GuardTTFBP50   = "ttfb_p50"
+	GuardTTFBP95   = "ttfb_p95"
+	GuardErrorRate = "error_rate"
+	GuardHitRate   = "hit_rate"
+	GuardCross     = "cross"
+)
+
+// Defaults of the canary plan.
+const (
+	DefaultDwell       = 15 * time.Minute
+	DefaultMinSamples  = 20000
+	DefaultSourceShare = 0.5
+)
+
+// DefaultSteps and DefaultGuards are the plan's defaults.
+var (
+	DefaultSteps  = []float64{1, 5, 20, 50, 100}
+	DefaultGuards = []Guard{{GuardTTFBP50, 0.10}, {GuardTTFBP95, 0.15}, {GuardErrorRate, 0.002}, {GuardHitRate, 0.01}, {GuardCross, 0.02}}
+)
 
 // Defaults and bounds of the canary's rollback window and salt.
 const (

@@ -349,6 +349,9 @@ func Parse(c *caddyfile.Dispenser, keys []string, root string, seen Unique) (*Op
 	if o.Feed != nil && o.Admin == nil {
 		return nil, c.Errf("feed at line %d: an admin block is required: POST /v1/feed is on its listener", o.Feed.Line)
 	}
+	if o.Canary != nil && o.Canary.Plan != nil && o.Feed == nil {
+		return nil, c.Errf("canary at line %d: a plan (steps, dwell, guard) needs a feed block: the autopilot looks at its guards every feed cycle", o.Canary.Plan.Line)
+	}
 	if o.CarrierListsOutvote && len(o.CarrierLists) == 0 {
 		return nil, c.Errf("carrier_lists_priority at line %d: no carrier_lists to give it to", o.Lines["carrier_lists_priority"])
 	}
@@ -444,16 +447,25 @@ func parseCanary(c *caddyfile.Dispenser, path func(string) string) (*Canary, err
 		return nil, c.Err("canary: FILE PERCENT is required")
 	}
 	cn := &Canary{File: path(c.Val()), RollbackCross: -1, RollbackMin: DefaultRollbackMin, Window: DefaultRollbackWindow}
-	if !c.NextArg() {
-		return nil, c.Err("canary: PERCENT is required")
+	line, hasPercent, open := c.Line(), false, false
+	if c.NextArg() {
+		if c.Val() == "{" {
+			open = true
+		} else {
+			p, err := strconv.ParseFloat(c.Val(), 64)
+			if err != nil || math.IsNaN(p) || p < 0 || p > 100 {
+				return nil, c.Errf("canary: PERCENT %q is not a number in 0..100", c.Val())
+			}
+			cn.Percent, hasPercent = p, true
+		}
 	}
-	p, err := strconv.ParseFloat(c.Val(), 64)
-	if err != nil || math.IsNaN(p) || p < 0 || p > 100 {
-		return nil, c.Errf("canary: PERCENT %q is not a number in 0..100", c.Val())
-	}
-	cn.Percent = p
-	err = subBlock(c, func() error {
+	plan := &Plan{Dwell: DefaultDwell, MinSamples: DefaultMinSamples, SourceShare: DefaultSourceShare, Line: line}
+	planned := false
+	prop := func() error {
 		switch c.Val() {
+		case "steps", "dwell", "guard", "min_samples", "source_share":
+			planned = true
+			return parsePlan(c, plan)
 		case "rollback_cross":
 			f, err := floatArg(c, 0, 1)
 			if err != nil {
@@ -484,11 +496,121 @@ func parseCanary(c *caddyfile.Dispenser, path func(string) string) (*Canary, err
 			return c.Errf("canary: unknown property %q%s", c.Val(), suggest.Hint(c.Val(), properties["canary"]))
 		}
 		return nil
-	})
+	}
+	var err error
+	if open {
+		err = blockBody(c, prop)
+	} else {
+		err = subBlock(c, prop)
+	}
 	if err != nil {
 		return nil, err
 	}
+	switch {
+	case planned && hasPercent:
+		return nil, c.Errf("canary at line %d: PERCENT and a plan (steps, dwell, guard): the plan sets the share, drop PERCENT", line)
+	case planned:
+		if plan.Steps == nil {
+			plan.Steps = DefaultSteps
+		}
+		if plan.Guards == nil {
+			plan.Guards = DefaultGuards
+		}
+		cn.Plan, cn.Percent = plan, plan.Steps[0]
+	case !hasPercent:
+		return nil, c.Errf("canary at line %d: PERCENT is required, or a plan (steps, dwell, guard) for the autopilot", line)
+	}
 	return cn, nil
+}
+
+// parsePlan reads one of the autopilot's properties into p: `steps P...`,
+// `dwell DURATION`, `guard METRIC DELTA`, `min_samples N`, `source_share F`.
+func parsePlan(c *caddyfile.Dispenser, p *Plan) error {
+	switch c.Val() {
+	case "steps":
+		args := c.RemainingArgs()
+		if len(args) == 0 {
+			return c.Err("canary: steps: at least one PERCENT is required, e.g. steps 1 5 20 50 100")
+		}
+		p.Steps = nil
+		for _, a := range args {
+			f, err := strconv.ParseFloat(a, 64)
+			if err != nil || math.IsNaN(f) || f <= 0 || f > 100 {
+				return c.Errf("canary: steps: %q is not a percent in (0, 100]", a)
+			}
+			if n := len(p.Steps); n > 0 && f <= p.Steps[n-1] {
+				return c.Errf("canary: steps: %s does not rise above %g", a, p.Steps[n-1])
+			}
+			p.Steps = append(p.Steps, f)
+		}
+	case "dwell":
+		d, err := durationArg(c, time.Second)
+		if err != nil {
+			return err
+		}
+		p.Dwell = d
+	case "min_samples":
+		n, err := uintArg(c, 1, 1e12)
+		if err != nil {
+			return err
+		}
+		p.MinSamples = float64(n)
+	case "source_share":
+		f, err := floatArg(c, 0.05, 1)
+		if err != nil {
+			return err
+		}
+		p.SourceShare = f
+	case "guard":
+		g, err := parseGuard(c)
+		if err != nil {
+			return err
+		}
+		for _, o := range p.Guards {
+			if o.Metric == g.Metric {
+				return c.Errf("canary: guard %s: given twice", g.Metric)
+			}
+		}
+		p.Guards = append(p.Guards, g)
+	}
+	return nil
+}
+
+// parseGuard reads `guard METRIC DELTA`: ttfb_p50 and ttfb_p95 take +N%,
+// error_rate +N percentage points, hit_rate -N points, cross +F (a ratio).
+func parseGuard(c *caddyfile.Dispenser) (Guard, error) {
+	args := c.RemainingArgs()
+	if len(args) != 2 {
+		return Guard{}, c.Err("canary: guard METRIC DELTA, e.g. guard ttfb_p50 +10%")
+	}
+	g, v := Guard{Metric: args[0]}, args[1]
+	sign, unit, hi := "+", "", 0.0
+	switch g.Metric {
+	case GuardTTFBP50, GuardTTFBP95:
+		unit, hi = "%", 1000
+	case GuardErrorRate:
+		hi = 100
+	case GuardHitRate:
+		sign, hi = "-", 100
+	case GuardCross:
+		hi = 1
+	default:
+		return Guard{}, c.Errf("canary: guard %q: not one of ttfb_p50, ttfb_p95, error_rate, hit_rate, cross%s", g.Metric,
+			suggest.Hint(g.Metric, []string{GuardTTFBP50, GuardTTFBP95, GuardErrorRate, GuardHitRate, GuardCross}))
+	}
+	num, ok := strings.CutPrefix(v, sign)
+	if ok && unit != "" {
+		num, ok = strings.CutSuffix(num, unit)
+	}
+	f, err := strconv.ParseFloat(num, 64)
+	if !ok || err != nil || math.IsNaN(f) || f < 0 || f > hi {
+		return Guard{}, c.Errf("canary: guard %s: %q is not %sN%s with N in 0..%g", g.Metric, v, sign, unit, hi)
+	}
+	g.Delta = f
+	if g.Metric != GuardCross {
+		g.Delta = f / 100 // percent, or percentage points
+	}
+	return g, nil
 }
 
 func parseRedis(c *caddyfile.Dispenser) (*locate.RedisConfig, error) {

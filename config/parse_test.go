@@ -1,6 +1,7 @@
 package config
 
 import (
+	"math"
 	"net/netip"
 	"strings"
 	"testing"
@@ -211,5 +212,44 @@ func TestRedisUsername(t *testing.T) {
 	}
 	if o.Redis == nil || o.Redis.Username != "gslb-cdn-prod" || o.Redis.Password != "s3cret" {
 		t.Errorf("Got %+v, want username gslb-cdn-prod and its password", o.Redis)
+	}
+}
+
+// TestParseCanaryPlan: the autopilot's plan, its defaults and its errors.
+func TestParseCanaryPlan(t *testing.T) {
+	const feedBlock = "feed {\nsource s {\ntoken_file t\nnodes *\n}\n}\nadmin 127.0.0.1:9154\n"
+	o, err := parseBlock("gslb {\ngeoip g.mmdb\nnodes n.yaml\n" + feedBlock + "canary c.yaml {\nsteps 1 5 20\ndwell 10m\nguard ttfb_p50 +10%\nguard error_rate +0.2\nguard hit_rate -1\nguard cross +0.02\nmin_samples 5000\nsource_share 0.4\n}\n}")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := o.Canary.Plan
+	want := []Guard{{GuardTTFBP50, 0.1}, {GuardErrorRate, 0.002}, {GuardHitRate, 0.01}, {GuardCross, 0.02}}
+	if p == nil || len(p.Steps) != 3 || p.Dwell != 10*time.Minute || p.MinSamples != 5000 || p.SourceShare != 0.4 || o.Canary.Percent != 1 || len(p.Guards) != len(want) {
+		t.Fatalf("Unexpected plan %+v", p)
+	}
+	for i := range want {
+		if g := p.Guards[i]; g.Metric != want[i].Metric || math.Abs(g.Delta-want[i].Delta) > 1e-12 {
+			t.Errorf("Guard %d: %+v, want %+v", i, g, want[i])
+		}
+	}
+	o, err = parseBlock("gslb {\ngeoip g.mmdb\nnodes n.yaml\n" + feedBlock + "canary c.yaml {\ndwell 5m\n}\n}")
+	if err != nil || len(o.Canary.Plan.Steps) != 5 || len(o.Canary.Plan.Guards) != 5 {
+		t.Fatalf("Expected the default steps and guards, got %+v, %v", o, err)
+	}
+	for _, tc := range []struct{ block, want string }{
+		{feedBlock + "canary c.yaml 5 {\nsteps 1 5\n}", "PERCENT and a plan"},
+		{"canary c.yaml {\nsteps 1 5\n}", "needs a feed block"},
+		{feedBlock + "canary c.yaml", "PERCENT is required"},
+		{feedBlock + "canary c.yaml {\nsteps 5 1\n}", `steps: 1 does not rise above 5`},
+		{feedBlock + "canary c.yaml {\nsteps 0 5\n}", `steps: "0" is not a percent`},
+		{feedBlock + "canary c.yaml {\nguard ttfb_p50 10%\n}", `guard ttfb_p50: "10%" is not +N%`},
+		{feedBlock + "canary c.yaml {\nguard hit_rate +1\n}", `guard hit_rate: "+1" is not -N`},
+		{feedBlock + "canary c.yaml {\nguard ttfb_p59 +1%\n}", `not one of ttfb_p50`},
+		{feedBlock + "canary c.yaml {\nguard cross +0.02\nguard cross +0.03\n}", `guard cross: given twice`},
+	} {
+		_, err := parseBlock("gslb {\ngeoip g.mmdb\nnodes n.yaml\n" + tc.block + "\n}")
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: %v, want an error with %s", tc.block, err, tc.want)
+		}
 	}
 }

@@ -11,7 +11,7 @@ var properties = map[string][]string{
 		"answers", "quality", "quality_max_age", "max_loss", "fallthrough", "all_down", "reload", "cache_size",
 		"max_file_size", "cache_ttl", "redis", "online", "admin", "canary", "fleet", "soa", "dnssec", "rrl", "feed", "max_error_rate", "carrier_lists_priority"),
 	"admin":  {"token_file", "state"},
-	"canary": {"rollback_cross", "rollback_min", "rollback_window", "salt"},
+	"canary": {"rollback_cross", "rollback_min", "rollback_window", "salt", "steps", "dwell", "guard", "min_samples", "source_share"},
 	"redis":  {"username", "password", "db", "tls", "master", "timeout", "ttl"},
 	"online": {"header", "timeout", "max_qps", "breaker", "format"},
 	"fleet":  {"vantage", "probe_source", "quorum", "probers", "member"},

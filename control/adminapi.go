@@ -104,6 +104,10 @@ func (c *Control) adopt(st *admin.State) {
 	// The API's share, or a rollback, holds while the canary line and the
 	// candidate file are those it was made for.
 	if cn, e := c.canary.Load(), st.Canary; cn != nil && e != nil && e.Identity == cn.Identity {
+		if e.Autopilot != nil {
+			cn.RestoreAutopilot(e)
+			return
+		}
 		if e.RolledBack {
 			cn.RollBack(e.Reason)
 		} else {
@@ -293,8 +297,11 @@ func (c *Control) state() *admin.State {
 		switch back, reason := cn.RolledBack(); {
 		case back:
 			st.Canary = &admin.CanaryEntry{Identity: cn.Identity, File: cn.Opts.File, RolledBack: true, Reason: reason}
-		case cn.Share() != canary.PercentToShare(cn.Opts.Percent):
+		case cn.Share() != canary.PercentToShare(cn.Opts.Percent) || cn.AutopilotEntry() != nil:
 			st.Canary = &admin.CanaryEntry{Identity: cn.Identity, File: cn.Opts.File, Percent: cn.Percent()}
+		}
+		if st.Canary != nil {
+			st.Canary.Autopilot = cn.AutopilotEntry() // the autopilot's step and history, shared with the canary key
 		}
 	}
 	return st
@@ -641,10 +648,13 @@ func canaryState(cn *canary.Rollout) admin.Canary {
 	s := admin.Canary{File: cn.Opts.File, Percent: cn.Percent(), Configured: cn.Opts.Percent,
 		Decisions: cn.Decided(), Cross: cx, StableCross: sx}
 	s.RolledBack, s.Reason = cn.RolledBack()
+	if p := cn.Pilot(time.Now()); p != nil {
+		s.Autopilot = p
+	}
 	return s
 }
 
-func (b *adminBackend) SetCanary(percent float64, who string) (admin.Canary, error) {
+func (b *adminBackend) SetCanary(req admin.CanaryRequest, who string) (admin.Canary, error) {
 	c := b.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -657,13 +667,39 @@ func (b *adminBackend) SetCanary(percent float64, who string) (admin.Canary, err
 	}
 	err := c.change([]string{runstate.CanaryKey}, func() (func(), error) {
 		undo := c.canaryUndo(cn)
-		cn.SetPercent(percent)
+		prevPilot := cn.AutopilotEntry()
+		if prevPilot != nil {
+			share, back := cn.Share(), false
+			back, _ = cn.RolledBack()
+			undo = func() {
+				cn.Revert(share, back)
+				cn.RestoreAutopilot(&admin.CanaryEntry{Percent: canary.ShareToPercent(share), RolledBack: back, Autopilot: prevPilot})
+			}
+		}
+		switch now := time.Now(); {
+		case req.Autopilot == "resume":
+			if !cn.Resume(who, now) {
+				return nil, admin.Badf("autopilot: the canary block has no plan (steps, dwell, guard)")
+			}
+		case req.Autopilot == "pause":
+			if prevPilot == nil {
+				return nil, admin.Badf("autopilot: the canary block has no plan (steps, dwell, guard)")
+			}
+			cn.Pause(who, now)
+		default:
+			cn.SetPercent(*req.Percent)
+			cn.Pause(who, now) // a share set by hand holds until the autopilot resumes
+		}
 		return undo, nil
 	})
 	if err != nil {
 		return admin.Canary{}, err
 	}
-	log.Infof("admin: canary %s at %g%% of the subnets (by %s)", cn.Opts.File, cn.Percent(), who)
+	if p := cn.AutopilotEntry(); p != nil {
+		log.Infof("admin: canary %s at %g%% of the subnets, autopilot %s (by %s)", cn.Opts.File, cn.Percent(), pausedWord(p.Paused), who)
+	} else {
+		log.Infof("admin: canary %s at %g%% of the subnets (by %s)", cn.Opts.File, cn.Percent(), who)
+	}
 	return canaryState(cn), nil
 }
 

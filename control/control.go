@@ -563,6 +563,9 @@ func (c *Control) Start() error {
 		c.saveLogged() // the fleet's state, as the last known copy
 	}
 	c.keepSalt()
+	if cn := c.canary.Load(); cn != nil && cn.AutopilotEntry() != nil {
+		c.saveLogged() // the step's start: a restart resumes its dwell
+	}
 	c.applyOverrides(time.Now())
 	c.publish()
 	return nil

@@ -41,6 +41,7 @@ func (c *Control) loadFeed() error {
 	}
 	c.feed = feed.Open(id, fc, c.place, o.Params.MaxErrorRate)
 	c.feed.SetTable(c.table)
+	c.feed.Observe = c.observeCanary
 	return nil
 }
 
@@ -85,6 +86,7 @@ func (c *Control) fold(now time.Time) {
 	c.feed.Cycle(now)
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.canaryCycle(now)
 	c.publish()
 }
 

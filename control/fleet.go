@@ -184,13 +184,24 @@ func (c *Control) adoptCanary(s *fleet.State) {
 	}
 	var e admin.CanaryEntry
 	if en, ok := s.Get(runstate.CanaryKey); ok && json.Unmarshal(en.Value, &e) == nil && e.Identity == cn.Identity {
+		if e.Autopilot != nil && !cn.RestoreAutopilot(&e) {
+			// A step decided before its member saw this rollback: the
+			// rollback is shared again, and wins as the later change.
+			log.Warningf("Fleet: canary %s: a step by another member would undo this rollback: shared again", cn.Opts.File)
+			if err := c.saveState(c.state(), runstate.CanaryKey); err != nil {
+				log.Errorf("Fleet: canary %s: %v", cn.Opts.File, err)
+			}
+			return
+		} else if e.Autopilot != nil {
+			return // the fleet's step: one decision holds for every member
+		}
 		if !e.RolledBack {
 			cn.SetPercent(e.Percent) // clears a rollback: a member started a new experiment
 		}
 		return
 	}
-	if back, _ := cn.RolledBack(); back && c.rolledBack.Load() {
-		return
+	if back, _ := cn.RolledBack(); back && c.rolledBack.Load() || cn.AutopilotEntry() != nil {
+		return // a rollback being saved, or the autopilot's own step: this member shares it
 	}
 	if cn.Share() != canary.PercentToShare(cn.Opts.Percent) {
 		cn.SetPercent(cn.Opts.Percent)
@@ -477,7 +488,7 @@ func (m *member) countCanary(c *Control) {
 		return
 	}
 	c.mu.Lock()
-	gen := c.countGeneration(cn)
+	gen, since := c.countGeneration(cn), cn.StepSince()
 	c.mu.Unlock()
 	m.f.WatchCanary(gen)
 	now := cn.Counts()
@@ -496,6 +507,8 @@ func (m *member) countCanary(c *Control) {
 		return // counted again at the next round
 	}
 	m.counted = now
+	// Each step of the autopilot is a new generation: these are its counts.
+	cn.SetFleetCounts(since, [4]uint64{uint64(total.CanarySame), uint64(total.CanaryCross), uint64(total.StableSame), uint64(total.StableCross)})
 	reason, ok := cn.Judge([4]uint64{uint64(total.CanarySame), uint64(total.CanaryCross), uint64(total.StableSame), uint64(total.StableCross)})
 	if !ok {
 		return

@@ -68,6 +68,18 @@ type Feed struct {
 
 	// Share, when set, hands each accepted batch to the fleet's stream.
 	Share func([]Placed)
+	// Observe, when set, sees every row folded with a client network
+	// (posted here or read from the fleet's stream), undecayed: the
+	// canary's cohorts are client networks. It must be safe for
+	// concurrent use.
+	Observe func(r *Row, source string)
+}
+
+// observe hands r to Observe when it names its clients.
+func (f *Feed) observe(r *Row, source string) {
+	if f.Observe != nil && r.Client.IsValid() {
+		f.Observe(r, source)
+	}
 }
 
 // state is what a feed's rows made: the fold, the last cells, the windows
@@ -282,6 +294,7 @@ func (f *Feed) Ingest(ctx context.Context, src *Source, body []byte) (Result, er
 			continue
 		}
 		f.fold.Add(Key{Province: r.Province, ISP: r.ISP, Node: r.Node}, r, src.Name)
+		f.observe(r, src.Name)
 		res.Accepted++
 		if f.Share != nil {
 			shared = append(shared, placed(r, src.Name))

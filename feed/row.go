@@ -354,3 +354,12 @@ func (y *RowJSON) ttfb(r *Row) *fieldErr {
 }
 
 func finite(f float64) bool { return !math.IsNaN(f) && !math.IsInf(f, 0) }
+
+// Buckets calls f with each bucket of the row's TTFB histogram (its
+// quantiles' shape when it sent only those) and its count, in the order
+// the row has them (a bucket may come more than once).
+func (r *Row) Buckets(f func(k int, n float64)) {
+	for _, b := range r.hist {
+		f(b.k, b.n)
+	}
+}

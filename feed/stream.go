@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"net/netip"
 	"strconv"
 	"strings"
 	"time"
@@ -22,6 +23,10 @@ type Placed struct {
 	Errors   float64      `json:"errors,omitempty"`
 	Hits     *float64     `json:"hits,omitempty"`
 	Hist     [][2]float64 `json:"hist,omitempty"` // [bucket, count]
+	// The row's client network and window start, for the canary's
+	// cohorts; absent for a place's row.
+	Client string    `json:"client,omitempty"`
+	Start  time.Time `json:"start,omitzero"`
 }
 
 // maxStreamRows bounds an entry read from the stream.
@@ -86,7 +91,8 @@ func (f *Feed) AddEncoded(data []byte) error { return f.addEncoded(data, time.Ti
 // it is, the more it has decayed.
 func (f *Feed) addEncoded(data []byte, at time.Time) error {
 	var rows []Placed
-	if err := json.Unmarshal(data, &rows); err != nil {
+	err := json.Unmarshal(data, &rows)
+	if err != nil {
 		return fmt.Errorf("stream entry: %w", err)
 	}
 	if len(rows) > maxStreamRows {
@@ -106,7 +112,12 @@ func (f *Feed) addEncoded(data []byte, at time.Time) error {
 				continue // a node this member's table does not have
 			}
 		}
-		r := Row{Node: p.Node, Province: p.Province, ISP: p.ISP, Requests: p.Requests, Errors: p.Errors}
+		r := Row{Node: p.Node, Province: p.Province, ISP: p.ISP, Requests: p.Requests, Errors: p.Errors, Start: p.Start}
+		if p.Client != "" {
+			if r.Client, err = netip.ParsePrefix(p.Client); err != nil {
+				return fmt.Errorf("stream entry: row %d: client: %w", i, err)
+			}
+		}
 		if p.Hits != nil {
 			r.Hits, r.HasHits = *p.Hits, true
 		}
@@ -125,6 +136,9 @@ func (f *Feed) addEncoded(data []byte, at time.Time) error {
 		}
 		adds = append(adds, add{p.Key, r, p.Source})
 	}
+	for i := range adds {
+		f.observe(&adds[i].r, adds[i].source)
+	}
 	d := 1.0
 	if age := f.now().Sub(at); !at.IsZero() && age > 0 && f.cfg.HalfLife > 0 {
 		d = math.Exp2(-age.Seconds() / f.cfg.HalfLife.Seconds())
@@ -142,7 +156,10 @@ func (f *Feed) addEncoded(data []byte, at time.Time) error {
 
 // placed is r as the stream carries it.
 func placed(r *Row, source string) Placed {
-	p := Placed{Key: Key{Province: r.Province, ISP: r.ISP, Node: r.Node}, Source: source, Requests: r.Requests, Errors: r.Errors}
+	p := Placed{Key: Key{Province: r.Province, ISP: r.ISP, Node: r.Node}, Source: source, Requests: r.Requests, Errors: r.Errors, Start: r.Start}
+	if r.Client.IsValid() {
+		p.Client = r.Client.String()
+	}
 	if r.HasHits {
 		h := r.Hits
 		p.Hits = &h

@@ -50,7 +50,32 @@ type Canary struct {
 	Percent    float64 `yaml:"percent" json:"percent"`
 	RolledBack bool    `yaml:"rolled_back,omitempty" json:"rolled_back,omitempty"`
 	Reason     string  `yaml:"reason,omitempty" json:"reason,omitempty"`
+	// Autopilot is the autopilot's step, its start and the history; nil
+	// without a plan in the canary block.
+	Autopilot *Autopilot `yaml:"autopilot,omitempty" json:"autopilot,omitempty"`
 }
+
+// Autopilot is where the canary's autopilot is: it survives a restart
+// and, in a fleet, holds for every member.
+type Autopilot struct {
+	Step     int              `yaml:"step" json:"step"` // index into the plan's steps
+	Since    time.Time        `yaml:"since" json:"since"`
+	Paused   bool             `yaml:"paused,omitempty" json:"paused,omitempty"`
+	Complete bool             `yaml:"complete,omitempty" json:"complete,omitempty"`
+	History  []AutopilotEvent `yaml:"history,omitempty" json:"history,omitempty"`
+}
+
+// AutopilotEvent is one step, rollback, pause or resume.
+type AutopilotEvent struct {
+	At      time.Time `yaml:"at" json:"at"`
+	Action  string    `yaml:"action" json:"action"` // start, advance, complete, rollback, pause, resume
+	Percent float64   `yaml:"percent" json:"percent"`
+	Reason  string    `yaml:"reason,omitempty" json:"reason,omitempty"`
+	By      string    `yaml:"by,omitempty" json:"by,omitempty"`
+}
+
+// MaxAutopilotHistory bounds the history kept: the oldest events go first.
+const MaxAutopilotHistory = 100
 
 // State is the entries decoded and checked; the state file (admin.State)
 // holds it inline.
@@ -170,6 +195,14 @@ func CheckPin(p Pin, known Known) (out Pin, gone []string, keep bool, err error)
 func CheckCanary(c *Canary) error {
 	if c.Percent < 0 || c.Percent > 100 {
 		return fmt.Errorf("field percent: %g is outside 0..100", c.Percent)
+	}
+	if p := c.Autopilot; p != nil {
+		switch {
+		case p.Step < 0 || p.Step > 100:
+			return fmt.Errorf("autopilot: field step: %d is outside 0..100", p.Step)
+		case len(p.History) > MaxAutopilotHistory:
+			return fmt.Errorf("autopilot: field history: %d events, at most %d", len(p.History), MaxAutopilotHistory)
+		}
 	}
 	return nil
 }

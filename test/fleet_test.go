@@ -141,7 +141,16 @@ func (e *fleetEnv) corefile(m *fleetMember, fleetLines, extra string) string {
         %s
     }
 }
-`, port, m.metrics, e.city, e.asn, e.nodes, m.admin, e.token, filepath.Join(e.dir, name+"-state.yaml"), cmpOr(m.redis, e.redis.Addr()), m.redisOpts, e.candidate+" "+cmpOr(e.canaryPercent, "0"), e.canaryOpts, fleetLines, extra)
+`, port, m.metrics, e.city, e.asn, e.nodes, m.admin, e.token, filepath.Join(e.dir, name+"-state.yaml"), cmpOr(m.redis, e.redis.Addr()), m.redisOpts, e.canaryLine(), e.canaryOpts, fleetLines, extra)
+}
+
+// canaryLine is the canary line's FILE and PERCENT; only FILE with a
+// plan (canaryPercent "plan").
+func (e *fleetEnv) canaryLine() string {
+	if e.canaryPercent == "plan" {
+		return e.candidate
+	}
+	return e.candidate + " " + cmpOr(e.canaryPercent, "0")
 }
 
 func (m *fleetMember) stop() { stopProcess(m.cmd, m.done) }

@@ -273,6 +273,8 @@ func (r *readmeRun) checkFor(b readmeBlock) func(*testing.T, readmeBlock) {
 		return r.checkKeygen
 	case b.kind == "corefile" && strings.HasPrefix(first, "feed {"):
 		return r.checkFeedFragment
+	case b.kind == "corefile" && strings.HasPrefix(first, "canary "):
+		return r.checkCanaryFragment
 	case b.kind == "nginx":
 		return r.checkNginx
 	case b.kind == "sh" && strings.HasPrefix(first, "gslb feed "):
@@ -521,6 +523,22 @@ func (r *readmeRun) checkFeedFragment(t *testing.T, b readmeBlock) {
 	}
 	r.write("Corefile.feed", r.withGslbLines(r.adminFragment, r.feedFragment), 0o644)
 	if out, code := r.tool(t, "check", "-conf", "Corefile.feed"); code != 0 {
+		t.Errorf("README line %d: gslb check: status %d:\n%s", b.line, code, out)
+	}
+}
+
+// checkCanaryFragment: the canary block, with the admin block before it,
+// a feed block and the demo table as the candidate, passes gslb check.
+func (r *readmeRun) checkCanaryFragment(t *testing.T, b readmeBlock) {
+	if r.adminFragment == "" {
+		t.Fatalf("README line %d: no admin block came before the canary block", b.line)
+	}
+	file := strings.Fields(b.lines[0])[1]
+	r.write(file, r.read("etc/coredns/nodes.yaml"), 0o644)
+	tok := r.write("canary-feed.token", "canary-feed-token-0f1e2d3c4b5a6978", 0o600)
+	feedBlock := "feed {\n    source edge {\n        token_file " + tok + "\n        nodes *\n    }\n}"
+	r.write("Corefile.canary", r.withGslbLines(r.adminFragment, feedBlock, r.mapPaths(b.text())), 0o644)
+	if out, code := r.tool(t, "check", "-conf", "Corefile.canary"); code != 0 {
 		t.Errorf("README line %d: gslb check: status %d:\n%s", b.line, code, out)
 	}
 }
