@@ -313,7 +313,9 @@ func (s *server) guard(next http.Handler) http.Handler {
 }
 
 // feedPost is a request the feed's own source tokens authorize.
-func feedPost(r *http.Request) bool { return r.Method == http.MethodPost && r.URL.Path == "/v1/feed" }
+func feedPost(r *http.Request) bool {
+	return r.Method == http.MethodPost && (r.URL.Path == "/v1/feed" || r.URL.Path == "/v1/beacons")
+}
 
 // checkHost accepts a Host header that names an address, not a name that
 // could resolve to one.
@@ -381,6 +383,7 @@ func (s *server) routes() http.Handler {
 	m.HandleFunc("GET /v1/explain", s.explain)
 	m.HandleFunc("POST /v1/feed", s.feedPost)
 	m.HandleFunc("GET /v1/feed", s.feedCells)
+	s.resolverRoutes(m)
 	m.HandleFunc("GET /v1/canary", s.canary)
 	m.HandleFunc("POST /v1/canary", s.change(func(t *target, r *http.Request, body []byte, who string) (any, error) {
 		var req struct {

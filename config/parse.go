@@ -259,6 +259,12 @@ func Parse(c *caddyfile.Dispenser, keys []string, root string, seen Unique) (*Op
 					return nil, err
 				}
 				o.Feed = fc
+			case "resolvers":
+				rc, err := parseResolvers(c, path)
+				if err != nil {
+					return nil, err
+				}
+				o.Resolvers = rc
 			case "fallthrough":
 				o.Fall.SetZonesFromArgs(c.RemainingArgs())
 			case "all_down":
@@ -348,7 +354,7 @@ func Parse(c *caddyfile.Dispenser, keys []string, root string, seen Unique) (*Op
 				return nil, c.Errf("unknown property %q%s", c.Val(), suggest.Hint(c.Val(), properties[""]))
 			}
 			switch prop {
-			case "fallthrough", "redis", "online", "admin", "canary", "soa", "trust_ecs", "fleet", "dnssec", "rrl", "feed":
+			case "fallthrough", "redis", "online", "admin", "canary", "soa", "trust_ecs", "fleet", "dnssec", "rrl", "feed", "resolvers":
 			default:
 				if args := c.RemainingArgs(); len(args) != 0 {
 					return nil, c.Errf("unexpected argument %q", args[0])
@@ -364,6 +370,9 @@ func Parse(c *caddyfile.Dispenser, keys []string, root string, seen Unique) (*Op
 	}
 	if o.Feed != nil && o.Admin == nil {
 		return nil, c.Errf("feed at line %d: an admin block is required: POST /v1/feed is on its listener", o.Feed.Line)
+	}
+	if o.Resolvers != nil && o.Resolvers.Beacon != "" && o.Feed == nil {
+		return nil, c.Errf("resolvers at line %d: a beacon needs a feed block: the edges report its fetches with their sources' tokens", o.Resolvers.Line)
 	}
 	if o.CarrierListsOutvote && len(o.CarrierLists) == 0 {
 		return nil, c.Errf("carrier_lists_priority at line %d: no carrier_lists to give it to", o.Lines["carrier_lists_priority"])

@@ -4,6 +4,7 @@
 package control
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/json"
 	"errors"
@@ -28,6 +29,7 @@ import (
 	"github.com/gslbdns/gslb/overrides"
 	"github.com/gslbdns/gslb/policy"
 	"github.com/gslbdns/gslb/quality"
+	"github.com/gslbdns/gslb/resolvers"
 	"github.com/gslbdns/gslb/scoring"
 	"github.com/gslbdns/gslb/table"
 )
@@ -49,6 +51,7 @@ type Control struct {
 	overrides *overrides.Table // the file's, expired entries included
 	quality   *quality.Matrix  // the file's rows, stale ones included
 	feed      *feed.Feed       // the edges' rows and cells; nil without a feed block
+	resolvers *resolvers.Map   // the resolver map; nil without a resolvers block
 	checker   *health.Checker
 	decisions *policy.Cache
 	decider   *decide.Decider
@@ -252,7 +255,6 @@ func loadControl(o *config.Options) (c *Control, option string, err error) {
 		done:      make(chan struct{}),
 		wake:      make(chan struct{}, 1),
 	}
-	c.decider = decide.New(c, decide.OptionsOf(o))
 	warn(o, t)
 	c.serial = c.nextSerial()
 	c.checker = c.stableChecker(t)
@@ -265,6 +267,10 @@ func loadControl(o *config.Options) (c *Control, option string, err error) {
 	if err := c.loadFeed(); err != nil {
 		return nil, "", err
 	}
+	if err := c.loadResolvers(); err != nil {
+		return nil, "", err
+	}
+	c.decider = decide.New(c, decide.OptionsOf(o))
 	c.restoreState()
 	c.applyOverrides(time.Now())
 	c.publish()
@@ -634,6 +640,8 @@ func (c *Control) watch() {
 	defer expiry.Stop()
 	foldTick, stopFold := c.feedTick()
 	defer stopFold()
+	resTick, stopRes := c.resolversTick()
+	defer stopRes()
 	for {
 		c.mu.Lock()
 		next := c.nextEvent()
@@ -652,6 +660,8 @@ func (c *Control) watch() {
 			recovery.Do("reload", c.Reload)
 		case now := <-foldTick:
 			recovery.Do("feed", func() { c.fold(now) })
+		case <-resTick:
+			recovery.Do("resolvers", func() { c.resolvers.Cycle(context.Background()) })
 		case now := <-expiry.C:
 			recovery.Do("reload", func() {
 				c.mu.Lock()

@@ -2,12 +2,15 @@ package decide
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"slices"
+	"time"
 
 	"github.com/gslbdns/gslb/geo"
 	"github.com/gslbdns/gslb/locate"
 	"github.com/gslbdns/gslb/policy"
+	"github.com/gslbdns/gslb/resolvers"
 	"github.com/gslbdns/gslb/scoring"
 	"github.com/gslbdns/gslb/table"
 
@@ -40,6 +43,27 @@ type Explanation struct {
 
 	// HTTPS is set for an HTTPS query of a record with https.
 	HTTPS *ExplainedHTTPS `json:"https,omitempty"`
+
+	// Population is the resolver's population that decided a query
+	// without usable ECS; absent: none did.
+	Population *ExplainedPopulation `json:"population,omitempty"`
+}
+
+// ExplainedPopulation is the population a decision was made for: the
+// resolver (or its /24 or /48), its largest place (the location the
+// decision used), its share, the clients learned, and how long since the
+// last one.
+type ExplainedPopulation struct {
+	Resolver   string  `json:"resolver"`
+	Place      string  `json:"place"`
+	Share      float64 `json:"share"`
+	Samples    float64 `json:"samples"`
+	AgeSeconds float64 `json:"age_s"`
+}
+
+func explainedPopulation(p *resolvers.Population) *ExplainedPopulation {
+	return &ExplainedPopulation{Resolver: p.Resolver.String(), Place: p.Place(), Share: math.Round(p.Share*1000) / 1000,
+		Samples: math.Round(p.Samples*1000) / 1000, AgeSeconds: math.Round(time.Since(p.Learned).Seconds())}
 }
 
 // ExplainedHTTPS is how an HTTPS answer came about: the A and the AAAA
@@ -201,6 +225,10 @@ func (d *Decider) explain(ctx context.Context, v *policy.View, rec *table.Record
 		x.Scope = &scope
 	}
 	x.Location = explainedLocation(loc, steps)
+	if p := out.Population; p != nil {
+		x.Population = explainedPopulation(p)
+		x.Notes = append(x.Notes, fmt.Sprintf("the query has no usable ECS: decided for the population of resolver %s (%.0f%% of %.0f clients in %s)", p.Resolver, 100*p.Share, p.Samples, p.Place()))
+	}
 	if out.InCanary {
 		x.Notes = append(x.Notes, "the client's subnet is in the canary: decided with "+v.Table.Path)
 	}

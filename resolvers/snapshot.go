@@ -1,0 +1,267 @@
+package resolvers
+
+import (
+	"encoding/binary"
+	"net/netip"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/gslbdns/gslb/geo"
+)
+
+// Snapshot is one cycle's populations, immutable: the query path looks a
+// resolver up without locks or allocations.
+type Snapshot struct {
+	At         time.Time
+	v4, v4farm map[uint32]*Population
+	v6, v6farm map[uint64]*Population
+}
+
+// Len is the count of populations that decide.
+func (s *Snapshot) Len() int { return len(s.v4) + len(s.v4farm) + len(s.v6) + len(s.v6farm) }
+
+// Population is the clients of one resolver (or farm) that decides for
+// its queries without usable ECS: the place most of them are in.
+type Population struct {
+	Resolver netip.Prefix
+	Loc      geo.Location // the largest place, as the locator placed its first client
+	Share    float64      // of the clients, in the largest place
+	Samples  float64      // the clients learned, decayed
+	Learned  time.Time    // the last one
+}
+
+// Place is the population's largest place in words: "ZJ telecom".
+func (p *Population) Place() string {
+	return strings.TrimSpace(p.Loc.Province + " " + p.Loc.ISP)
+}
+
+// Lookup is the population that decides for resolver a: its own, else
+// its /24's (/48's); nil when neither is mapped.
+func (s *Snapshot) Lookup(a netip.Addr) *Population {
+	if a.Is4() {
+		if len(s.v4)+len(s.v4farm) == 0 {
+			return nil
+		}
+		b := a.As4()
+		k := binary.BigEndian.Uint32(b[:])
+		if p := s.v4[k]; p != nil {
+			return p
+		}
+		return s.v4farm[k&0xffffff00]
+	}
+	if len(s.v6)+len(s.v6farm) == 0 {
+		return nil
+	}
+	b := a.As16()
+	k := binary.BigEndian.Uint64(b[:8])
+	if p := s.v6[k]; p != nil {
+		return p
+	}
+	return s.v6farm[k&^0xffff]
+}
+
+// ResolverJSON is one resolver in GET /v1/resolvers.
+type ResolverJSON struct {
+	Resolver string  `json:"resolver"` // an address, or a /24 (/48) for a farm
+	Province string  `json:"province"` // where the resolver itself is
+	ISP      string  `json:"isp"`
+	Queries  float64 `json:"queries"` // decayed by half_life
+	Total    uint64  `json:"total"`   // since gslb started (or the entry was made)
+	ECSShare float64 `json:"ecs_share"`
+	// ECSPrefixes counts the ECS source prefix lengths seen, by length.
+	ECSPrefixes map[uint8]uint64 `json:"ecs_prefixes"`
+	Beacons     uint64           `json:"beacons"` // clients joined by beacons
+	Population  []PlaceShare     `json:"population"`
+	Samples     float64          `json:"samples"`
+	AgeSeconds  float64          `json:"age_s"` // since the last client learned; -1: none
+	Deciding    bool             `json:"deciding"`
+	// TTL is the last answer's ttl; TTLKept how long the resolver keeps
+	// answers, from its re-query intervals (0: too few).
+	TTL     uint32  `json:"ttl_s"`
+	TTLKept float64 `json:"ttl_kept_s"`
+}
+
+// PlaceShare is one place of a population.
+type PlaceShare struct {
+	Country  string  `json:"country"`
+	Province string  `json:"province"`
+	ISP      string  `json:"isp"`
+	Share    float64 `json:"share"`
+}
+
+// PlaceJSON sums the resolvers of one province and carrier (their own).
+type PlaceJSON struct {
+	Province  string  `json:"province"`
+	ISP       string  `json:"isp"`
+	Resolvers int     `json:"resolvers"`
+	Queries   float64 `json:"queries"`
+	ECSShare  float64 `json:"ecs_share"`
+	Mapped    int     `json:"mapped"` // with a population that decides
+	// TTLKept is the median of its resolvers' kept ttl (0: none known).
+	TTLKept float64 `json:"ttl_kept_s"`
+}
+
+// build makes the snapshot of the map's state: the populations that decide.
+func (m *Map) build(now time.Time) *Snapshot {
+	s := &Snapshot{At: now, v4: map[uint32]*Population{}, v4farm: map[uint32]*Population{},
+		v6: map[uint64]*Population{}, v6farm: map[uint64]*Population{}}
+	for _, r := range m.res {
+		if r.weight < m.cfg.MinSamples {
+			continue
+		}
+		if l, w := r.top(); l != nil {
+			m.index(s, &Population{Resolver: r.key, Loc: *l, Share: w / r.weight, Samples: r.weight, Learned: r.learned})
+		}
+	}
+	return s
+}
+
+// top is r's largest place and its weight.
+func (r *resolver) top() (*geo.Location, float64) {
+	var top *geo.Location
+	var tw float64
+	for l, w := range r.places {
+		if top == nil || w > tw || w == tw && placeLess(*l, *top) {
+			top, tw = l, w
+		}
+	}
+	return top, tw
+}
+
+// exact: the entry is one resolver's, not a farm's.
+func (r *resolver) exact() bool {
+	return r.key.IsSingleIP() || r.key.Addr().Is6() && r.key.Bits() == 64
+}
+
+// Observatory is GET /v1/resolvers: the map's resolvers, the busiest
+// first, and their sums per own province and carrier.
+type Observatory struct {
+	At        time.Time         `json:"at"`
+	Queries   map[string]uint64 `json:"queries"` // by how they were decided: ecs, population, address
+	Beacons   map[string]uint64 `json:"beacons"`
+	Resolvers []ResolverJSON    `json:"resolvers"`
+	Places    []PlaceJSON       `json:"places"`
+}
+
+// Observatory reports the map as it is now.
+func (m *Map) Observatory() Observatory {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	now := m.now()
+	o := Observatory{At: now, Queries: map[string]uint64{"ecs": m.stats.ECS, "population": m.stats.Population, "address": m.stats.Address},
+		Beacons: map[string]uint64{}, Resolvers: []ResolverJSON{}, Places: []PlaceJSON{}}
+	for k, v := range m.stats.Beacons {
+		o.Beacons[k] = v
+	}
+	type acc struct {
+		p    PlaceJSON
+		ecs  float64
+		kept []float64
+	}
+	places := map[[2]string]*acc{}
+	for _, r := range m.res {
+		j := ResolverJSON{Resolver: r.key.String(), Province: r.self.Province, ISP: r.self.ISP, Queries: round(r.queries),
+			Total: r.total, ECSPrefixes: maps(r.prefixes), Beacons: r.nBeacons, Samples: round(r.weight), AgeSeconds: -1,
+			TTL: r.ttl, TTLKept: r.kept(), Population: []PlaceShare{}, Deciding: r.weight >= m.cfg.MinSamples && len(r.places) > 0}
+		if r.exact() {
+			j.Resolver = r.key.Addr().String()
+		}
+		if r.queries > 0 {
+			j.ECSShare = round(r.ecs / r.queries)
+		}
+		if !r.learned.IsZero() {
+			j.AgeSeconds = round(now.Sub(r.learned).Seconds())
+		}
+		for l, w := range r.places {
+			j.Population = append(j.Population, PlaceShare{l.Country, l.Province, l.ISP, round(w / r.weight)})
+		}
+		slices.SortFunc(j.Population, func(a, b PlaceShare) int {
+			if a.Share != b.Share {
+				if a.Share > b.Share {
+					return -1
+				}
+				return 1
+			}
+			return strings.Compare(a.Country+a.Province+a.ISP, b.Country+b.Province+b.ISP)
+		})
+		o.Resolvers = append(o.Resolvers, j)
+		if !r.exact() {
+			continue
+		}
+		pk := [2]string{r.self.Province, r.self.ISP}
+		a := places[pk]
+		if a == nil {
+			a = &acc{p: PlaceJSON{Province: pk[0], ISP: pk[1]}}
+			places[pk] = a
+		}
+		a.p.Resolvers++
+		a.p.Queries += r.queries
+		a.ecs += r.ecs
+		if j.Deciding {
+			a.p.Mapped++
+		}
+		if k := j.TTLKept; k > 0 {
+			a.kept = append(a.kept, k)
+		}
+	}
+	slices.SortFunc(o.Resolvers, func(a, b ResolverJSON) int {
+		if a.Queries != b.Queries {
+			if a.Queries > b.Queries {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(a.Resolver, b.Resolver)
+	})
+	for _, a := range places {
+		if a.p.Queries > 0 {
+			a.p.ECSShare = round(a.ecs / a.p.Queries)
+		}
+		a.p.Queries = round(a.p.Queries)
+		if len(a.kept) > 0 {
+			slices.Sort(a.kept)
+			a.p.TTLKept = a.kept[len(a.kept)/2]
+		}
+		o.Places = append(o.Places, a.p)
+	}
+	slices.SortFunc(o.Places, func(a, b PlaceJSON) int { return strings.Compare(a.Province+" "+a.ISP, b.Province+" "+b.ISP) })
+	return o
+}
+
+func placeLess(a, b geo.Location) bool {
+	return a.Country+a.Province+a.ISP < b.Country+b.Province+b.ISP
+}
+
+func (m *Map) index(s *Snapshot, p *Population) {
+	a := p.Resolver.Addr()
+	if a.Is4() {
+		b := a.As4()
+		k := binary.BigEndian.Uint32(b[:])
+		if p.Resolver.Bits() == 32 {
+			s.v4[k] = p
+		} else {
+			s.v4farm[k] = p
+		}
+		return
+	}
+	b := a.As16()
+	k := binary.BigEndian.Uint64(b[:8])
+	if p.Resolver.Bits() == 64 {
+		s.v6[k] = p
+	} else {
+		s.v6farm[k] = p
+	}
+}
+
+func maps(m map[uint8]uint64) map[uint8]uint64 {
+	out := make(map[uint8]uint64, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+func round(f float64) float64 {
+	return float64(int64(f*1000+0.5)) / 1000
+}
