@@ -44,3 +44,47 @@ func BenchmarkDecide(b *testing.B) {
 		c.Decider().Decide(ctx, q, &out)
 	}
 }
+
+// BenchmarkDecideResolvers is BenchmarkDecide with a resolver map: the
+// query's resolver unmapped (the map looked up, the query observed), and
+// mapped (decided for its population).
+func BenchmarkDecideResolvers(b *testing.B) {
+	dir := testsupport.Fixture(b, testsupport.FixtureNodes)
+	d := caddyfile.NewDispenser("Testfile", strings.NewReader("gslb example.org {\ngeoip city.mmdb\nasn asn.mmdb\nnodes nodes.yaml\nresolvers {\nmin_samples 1\n}\n}"))
+	o, err := config.Parse(&d, nil, dir, config.Unique{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	c, err := control.New(o)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Stop()
+	v := c.View()
+	ctx := context.Background()
+	mapped := &net.UDPAddr{IP: net.IPv4(1, 0, 1, 8), Port: 53}
+	// The mapped resolver sends ECS of a Shanghai client on some queries.
+	for range 5 {
+		c.Decider().Decide(ctx, &decide.Query{View: v, Record: v.Table.Records["www.example.org."], QType: dns.TypeA, Remote: mapped,
+			ECS: &dns.EDNS0_SUBNET{Code: dns.EDNS0SUBNET, Family: 1, SourceNetmask: 24, Address: net.IPv4(2, 0, 0, 0).To4()}}, new(decide.Outcome))
+	}
+	c.Resolvers().Cycle(ctx)
+	for _, bc := range []struct {
+		name   string
+		remote *net.UDPAddr
+		pop    bool
+	}{{"unmapped", &net.UDPAddr{IP: net.IPv4(1, 0, 2, 7), Port: 53}, false}, {"mapped", mapped, true}} {
+		b.Run(bc.name, func(b *testing.B) {
+			q := &decide.Query{View: v, Record: v.Table.Records["www.example.org."], QType: dns.TypeA, Remote: bc.remote}
+			var out decide.Outcome
+			c.Decider().Decide(ctx, q, &out)
+			if out.Decision.Winner == nil || (out.Population != nil) != bc.pop {
+				b.Fatalf("Expected an answer, population %v; got %+v", bc.pop, out)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				c.Decider().Decide(ctx, q, &out)
+			}
+		})
+	}
+}

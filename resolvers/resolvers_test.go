@@ -357,3 +357,27 @@ func TestRingLosesOnlyWhatIsLapped(t *testing.T) {
 		t.Errorf("Drained %d, lost %d; want %d and 10", n, lost, ringSize)
 	}
 }
+
+// BenchmarkQueryPath is what the map adds to a decision: the snapshot's
+// lookup of the resolver and the observation of the query.
+func BenchmarkQueryPath(b *testing.B) {
+	cfg := DefaultConfig()
+	cfg.MinSamples = 1
+	m, err := New(cfg, places, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	res, cl := netip.MustParseAddr("10.2.0.53"), netip.MustParseAddr("10.1.0.1")
+	for i := range 10000 {
+		m.Observe(netip.AddrFrom4([4]byte{10, 2, byte(i >> 8), byte(i)}), cl, 1, 24, true, false, 7, 60)
+	}
+	m.Cycle(context.Background())
+	other := netip.MustParseAddr("10.3.0.53")
+	b.ReportAllocs()
+	for b.Loop() {
+		if m.Snapshot().Lookup(res) == nil || m.Snapshot().Lookup(other) != nil {
+			b.Fatal("Lookup")
+		}
+		m.Observe(res, netip.Addr{}, 0, 0, false, true, 7, 60)
+	}
+}

@@ -20,11 +20,12 @@ type ring struct {
 const ringSize = 1 << 14
 
 // A slot's seq is its writer's position + 1 once written: the reader
-// takes a slot only when seq matches the position it expects.
+// takes a slot only when seq matches the position it expects. An IPv4
+// resolver fits in two words (its address beside the name's hash, the
+// client's address beside the meta bits); an IPv6 one takes four.
 type slot struct {
-	seq              atomic.Uint64
-	res, resLo, clHi atomic.Uint64
-	meta             atomic.Uint64
+	seq        atomic.Uint64
+	a, b, c, d atomic.Uint64
 }
 
 // obs is one query as the fold sees it.
@@ -39,49 +40,54 @@ type obs struct {
 	ttl      uint32 // the answer's ttl
 }
 
-// The meta word: the name's hash, the ECS prefix and family, flags, the ttl.
+// The meta word: the ECS prefix and family, flags, the ttl in its low
+// 32 bits; the high 32 the client's IPv4 address (or the name's hash).
 const (
-	metaBits   = 32
-	metaFam    = 40
-	fromECSBit = 1 << 42
-	res4Bit    = 1 << 43
-	clientBit  = 1 << 44
-	client4Bit = 1 << 45
-	byPopBit   = 1 << 46
-	metaTTL    = 47 // 17 bits
+	fromECSBit = 1 << 10
+	res4Bit    = 1 << 11
+	clientBit  = 1 << 12
+	client4Bit = 1 << 13
+	byPopBit   = 1 << 14
+	metaTTL    = 15 // 17 bits
 	maxTTL     = 1<<17 - 1
+	metaBits   = 32
 )
 
 func (r *ring) put(res, client netip.Addr, ecsFam, ecsBits uint8, fromECS, byPop bool, name, ttl uint32) {
 	i := r.n.Add(1) - 1
 	s := &r.slots[i&(ringSize-1)]
 	s.seq.Store(0)
-	a := res.As16()
-	s.res.Store(binary.BigEndian.Uint64(a[:8]))
-	s.resLo.Store(binary.BigEndian.Uint64(a[8:]))
-	c := client.As16()
-	if client.Is4() {
-		s.clHi.Store(uint64(binary.BigEndian.Uint32(c[12:])))
-	} else {
-		s.clHi.Store(binary.BigEndian.Uint64(c[:8])) // a /64 is enough to place it
-	}
-	m := uint64(name) | uint64(ecsBits)<<metaBits | uint64(ecsFam&3)<<metaFam | uint64(min(ttl, maxTTL))<<metaTTL
+	m := uint64(ecsBits) | uint64(ecsFam&3)<<8 | uint64(min(ttl, maxTTL))<<metaTTL
 	if fromECS {
 		m |= fromECSBit
 	}
 	if byPop {
 		m |= byPopBit
 	}
-	if res.Is4() {
-		m |= res4Bit
-	}
 	if client.IsValid() {
 		m |= clientBit
 	}
+	var cl uint64
 	if client.Is4() {
 		m |= client4Bit
+		c := client.As4()
+		cl = uint64(binary.BigEndian.Uint32(c[:]))
+	} else if client.IsValid() {
+		c := client.As16()
+		cl = binary.BigEndian.Uint64(c[:8]) // a /64 is enough to place it
 	}
-	s.meta.Store(m)
+	if res.Is4() {
+		m |= res4Bit
+		a := res.As4()
+		s.a.Store(uint64(binary.BigEndian.Uint32(a[:]))<<32 | uint64(name))
+		s.b.Store(m | cl<<metaBits)
+	} else {
+		a := res.As16()
+		s.a.Store(binary.BigEndian.Uint64(a[:8]))
+		s.c.Store(binary.BigEndian.Uint64(a[8:]))
+		s.d.Store(cl)
+		s.b.Store(m | uint64(name)<<metaBits)
+	}
 	s.seq.Store(i + 1)
 }
 
@@ -100,17 +106,25 @@ func (r *ring) drain(f func(*obs)) (lost uint64) {
 			lost++ // being written, or already overwritten
 			continue
 		}
-		hi, lo, cl, m := s.res.Load(), s.resLo.Load(), s.clHi.Load(), s.meta.Load()
+		wa, m := s.a.Load(), s.b.Load()
+		var wc, wd uint64
+		if m&res4Bit == 0 {
+			wc, wd = s.c.Load(), s.d.Load()
+		}
 		if s.seq.Load() != r.read+1 {
 			lost++
 			continue
 		}
-		var a [16]byte
-		binary.BigEndian.PutUint64(a[:8], hi)
-		binary.BigEndian.PutUint64(a[8:], lo)
-		o.resolver = netip.AddrFrom16(a)
+		var cl uint64
 		if m&res4Bit != 0 {
-			o.resolver = o.resolver.Unmap()
+			var a [4]byte
+			binary.BigEndian.PutUint32(a[:], uint32(wa>>32))
+			o.resolver, o.name, cl = netip.AddrFrom4(a), uint32(wa), m>>metaBits
+		} else {
+			var a [16]byte
+			binary.BigEndian.PutUint64(a[:8], wa)
+			binary.BigEndian.PutUint64(a[8:], wc)
+			o.resolver, o.name, cl = netip.AddrFrom16(a), uint32(m>>metaBits), wd
 		}
 		o.client = netip.Addr{}
 		if m&clientBit != 0 {
@@ -124,10 +138,9 @@ func (r *ring) drain(f func(*obs)) (lost uint64) {
 				o.client = netip.AddrFrom16(b)
 			}
 		}
-		o.name = uint32(m)
-		o.ecsBits, o.ecsFam = uint8(m>>metaBits), uint8(m>>metaFam)&3
+		o.ecsBits, o.ecsFam = uint8(m), uint8(m>>8)&3
 		o.fromECS, o.byPop = m&fromECSBit != 0, m&byPopBit != 0
-		o.ttl = uint32(m >> metaTTL)
+		o.ttl = uint32(m>>metaTTL) & maxTTL
 		f(&o)
 	}
 	return lost

@@ -13,13 +13,24 @@ import (
 // Snapshot is one cycle's populations, immutable: the query path looks a
 // resolver up without locks or allocations.
 type Snapshot struct {
-	At         time.Time
-	v4, v4farm map[uint32]*Population
-	v6, v6farm map[uint64]*Population
+	At time.Time
+	// By /24 (/48): one map lookup finds a resolver's population or
+	// tells that it has none.
+	v4 map[uint32]*network
+	v6 map[uint64]*network
+	n  int
+}
+
+// network is the populations of one /24 (/48): the farm's, and those of
+// its resolvers, by address.
+type network struct {
+	farm  *Population
+	keys  []uint64 // the resolvers' addresses (/64s), sorted
+	hosts []*Population
 }
 
 // Len is the count of populations that decide.
-func (s *Snapshot) Len() int { return len(s.v4) + len(s.v4farm) + len(s.v6) + len(s.v6farm) }
+func (s *Snapshot) Len() int { return s.n }
 
 // Population is the clients of one resolver (or farm) that decides for
 // its queries without usable ECS: the place most of them are in.
@@ -39,26 +50,30 @@ func (p *Population) Place() string {
 // Lookup is the population that decides for resolver a: its own, else
 // its /24's (/48's); nil when neither is mapped.
 func (s *Snapshot) Lookup(a netip.Addr) *Population {
+	var n *network
+	var k uint64
 	if a.Is4() {
-		if len(s.v4)+len(s.v4farm) == 0 {
+		if len(s.v4) == 0 {
 			return nil
 		}
 		b := a.As4()
-		k := binary.BigEndian.Uint32(b[:])
-		if p := s.v4[k]; p != nil {
-			return p
+		k = uint64(binary.BigEndian.Uint32(b[:]))
+		n = s.v4[uint32(k)&0xffffff00]
+	} else {
+		if len(s.v6) == 0 {
+			return nil
 		}
-		return s.v4farm[k&0xffffff00]
+		b := a.As16()
+		k = binary.BigEndian.Uint64(b[:8])
+		n = s.v6[k&^0xffff]
 	}
-	if len(s.v6)+len(s.v6farm) == 0 {
+	if n == nil {
 		return nil
 	}
-	b := a.As16()
-	k := binary.BigEndian.Uint64(b[:8])
-	if p := s.v6[k]; p != nil {
-		return p
+	if i, ok := slices.BinarySearch(n.keys, k); ok {
+		return n.hosts[i]
 	}
-	return s.v6farm[k&^0xffff]
+	return n.farm
 }
 
 // ResolverJSON is one resolver in GET /v1/resolvers.
@@ -104,8 +119,7 @@ type PlaceJSON struct {
 
 // build makes the snapshot of the map's state: the populations that decide.
 func (m *Map) build(now time.Time) *Snapshot {
-	s := &Snapshot{At: now, v4: map[uint32]*Population{}, v4farm: map[uint32]*Population{},
-		v6: map[uint64]*Population{}, v6farm: map[uint64]*Population{}}
+	s := &Snapshot{At: now, v4: map[uint32]*network{}, v6: map[uint64]*network{}}
 	for _, r := range m.res {
 		if r.weight < m.cfg.MinSamples {
 			continue
@@ -234,24 +248,39 @@ func placeLess(a, b geo.Location) bool {
 }
 
 func (m *Map) index(s *Snapshot, p *Population) {
+	s.n++
+	var n *network
 	a := p.Resolver.Addr()
 	if a.Is4() {
 		b := a.As4()
-		k := binary.BigEndian.Uint32(b[:])
-		if p.Resolver.Bits() == 32 {
-			s.v4[k] = p
-		} else {
-			s.v4farm[k] = p
+		k := binary.BigEndian.Uint32(b[:]) & 0xffffff00
+		if n = s.v4[k]; n == nil {
+			n = &network{}
+			s.v4[k] = n
 		}
+	} else {
+		b := a.As16()
+		k := binary.BigEndian.Uint64(b[:8]) &^ 0xffff
+		if n = s.v6[k]; n == nil {
+			n = &network{}
+			s.v6[k] = n
+		}
+	}
+	if r := p.Resolver; r.Bits() == 24 && a.Is4() || r.Bits() == 48 && a.Is6() {
+		n.farm = p
 		return
 	}
-	b := a.As16()
-	k := binary.BigEndian.Uint64(b[:8])
-	if p.Resolver.Bits() == 64 {
-		s.v6[k] = p
+	var k uint64
+	if a.Is4() {
+		b := a.As4()
+		k = uint64(binary.BigEndian.Uint32(b[:]))
 	} else {
-		s.v6farm[k] = p
+		b := a.As16()
+		k = binary.BigEndian.Uint64(b[:8])
 	}
+	i, _ := slices.BinarySearch(n.keys, k)
+	n.keys = slices.Insert(n.keys, i, k)
+	n.hosts = slices.Insert(n.hosts, i, p)
 }
 
 func maps(m map[uint8]uint64) map[uint8]uint64 {
