@@ -811,6 +811,9 @@ func (c *Control) swap(t *table.Table, ov *overrides.Table, qm *quality.Matrix, 
 		if c.feed != nil {
 			c.feed.SetTable(t)
 		}
+		if c.resolvers != nil {
+			c.resolvers.SetDetection(detection(t))
+		}
 		changed = append(changed, describeTable("node table", t, change.String()))
 	}
 	if ov != nil {

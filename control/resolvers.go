@@ -11,6 +11,7 @@ import (
 	"github.com/gslbdns/gslb/admin"
 	"github.com/gslbdns/gslb/geo"
 	"github.com/gslbdns/gslb/resolvers"
+	"github.com/gslbdns/gslb/table"
 )
 
 // loadResolvers reads the beacon key and builds the resolver map; nothing
@@ -38,8 +39,20 @@ func (c *Control) loadResolvers() error {
 	if err != nil {
 		return fmt.Errorf("%s:%d - Error during parsing: resolvers: %v", o.File, rc.Line, err)
 	}
+	m.SetDetection(detection(c.table))
 	c.resolvers = m
 	return nil
+}
+
+// detection is how long the probes take at the most to find a node down:
+// fall failed probes, an interval apart, the last one timing out.
+func detection(t *table.Table) time.Duration {
+	var d time.Duration
+	for _, p := range t.Probes {
+		s := p.Spec
+		d = max(d, time.Duration(s.Fall)*time.Duration(s.Interval)+time.Duration(s.Timeout))
+	}
+	return d
 }
 
 // placeAddr is where gslb's own locator puts an address.

@@ -29,6 +29,8 @@ type Map struct {
 	// full, they are dropped and counted.
 	beaconQ chan beaconQuery
 	snap    atomic.Pointer[Snapshot]
+	// detection is how long the probes take to find a node down.
+	detection atomic.Int64
 	// beaconDrops counts the beacon queries a full beaconQ dropped.
 	beaconDrops atomic.Uint64
 
@@ -123,6 +125,10 @@ func New(cfg Config, place Placer, now func() time.Time) (*Map, error) {
 	m.snap.Store(&Snapshot{})
 	return m, nil
 }
+
+// SetDetection sets how long the probes take at the most to find a node
+// down: with the ttl resolvers keep, the real failover window.
+func (m *Map) SetDetection(d time.Duration) { m.detection.Store(int64(d)) }
 
 // Config is the map's block.
 func (m *Map) Config() Config { return m.cfg }

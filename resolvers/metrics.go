@@ -2,6 +2,7 @@ package resolvers
 
 import (
 	"slices"
+	"time"
 
 	"github.com/coredns/coredns/plugin"
 
@@ -31,6 +32,13 @@ var (
 		Help:      "Gauge of how long the resolvers of a carrier keep our answers (the median of their re-query intervals' 10th percentiles), against the ttl_seconds answered.",
 	}, []string{"isp"})
 
+	failoverWindow = promauto.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: plugin.Namespace,
+		Subsystem: "gslb",
+		Name:      "resolver_failover_window_seconds",
+		Help:      "Gauge of the real failover window of a carrier's clients: the probes' detection time (fall x interval + timeout, the longest of the table's) plus the ttl its resolvers keep.",
+	}, []string{"isp"})
+
 	populations = promauto.NewGauge(prometheus.GaugeOpts{
 		Namespace: plugin.Namespace,
 		Subsystem: "gslb",
@@ -40,7 +48,7 @@ var (
 )
 
 // Collectors are the package's metrics, for tests that list them.
-var Collectors = []prometheus.Collector{queriesTotal, beaconsTotal, ttlKept, populations}
+var Collectors = []prometheus.Collector{queriesTotal, beaconsTotal, ttlKept, failoverWindow, populations}
 
 // publishMetrics adds what st counted since pub, the counts last
 // published, and sets the gauges from s and the map.
@@ -64,8 +72,11 @@ func (m *Map) publishMetrics(s *Snapshot, st, pub *Stats) {
 		}
 	}
 	ttlKept.Reset() // carriers whose resolvers went
+	failoverWindow.Reset()
+	det := time.Duration(m.detection.Load()).Seconds()
 	for isp, ks := range byISP {
 		slices.Sort(ks)
 		ttlKept.WithLabelValues(isp).Set(ks[len(ks)/2])
+		failoverWindow.WithLabelValues(isp).Set(det + ks[len(ks)/2])
 	}
 }
