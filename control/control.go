@@ -522,9 +522,13 @@ func (c *Control) Start() error {
 		c.mu.Lock()
 		err = c.joinFleet()
 		readStream := c.shareFeed()
+		readResolvers := c.shareResolvers()
 		c.mu.Unlock()
 		if readStream != nil {
 			go readStream()
+		}
+		if readResolvers != nil {
+			go readResolvers()
 		}
 		c.locator.Start()
 		// Checkers start outside c.mu: a probe that reports meanwhile

@@ -2,6 +2,7 @@ package resolvers
 
 import (
 	"context"
+	"encoding/json"
 	"net/netip"
 	"time"
 )
@@ -58,7 +59,11 @@ func (m *Map) takeBeacons() {
 	for {
 		select {
 		case q := <-m.beaconQ:
-			m.stats.Beacons[m.beacons.add(q)]++
+			r := m.beacons.add(q)
+			m.stats.Beacons[r]++
+			if m.share != nil && r == "asked" && len(m.asked) < MaxBeacons {
+				m.asked = append(m.asked, Ask{Label: q.label, Resolver: q.resolver, At: q.at})
+			}
 		default:
 			return
 		}
@@ -83,6 +88,9 @@ const (
 	Capped    = "capped"    // the source added its most to that resolver this cycle
 	Unplaced  = "unplaced"  // the locator cannot place the client
 	Invalid   = "invalid"   // a client or time that does not parse
+	// Pending: in a fleet, no member's query reached this one yet; it is
+	// tried again until the window ends.
+	Pending = "pending"
 )
 
 // ReportResults counts a batch's reports by result.
@@ -100,9 +108,12 @@ func (m *Map) Report(ctx context.Context, source string, reps []Report) ReportRe
 	res := ReportResults{}
 	now := m.now()
 	for i := range reps {
-		r := m.report(ctx, source, &reps[i], now)
-		res[r]++
-		m.stats.Beacons["report_"+r]++
+		res[m.reportOrWait(ctx, source, reps[i], now)]++
+	}
+	if m.share != nil {
+		if data, err := json.Marshal(Event{Source: source, Reports: reps}); err == nil {
+			m.share(data)
+		}
 	}
 	return res
 }

@@ -44,6 +44,12 @@ type Map struct {
 	locs  map[placeKey]*geo.Location
 	stats Stats
 	pub   Stats // the counts last added to the metrics
+	// share hands events to the fleet; nil outside one. asked are the
+	// beacon queries to share at the next cycle, pending the reports
+	// waiting for another member's query.
+	share   func([]byte)
+	asked   []Ask
+	pending []pending
 }
 
 // Stats are the map's counters since it started.
@@ -194,6 +200,8 @@ func (m *Map) Cycle(ctx context.Context) *Snapshot {
 	defer m.mu.Unlock()
 	now := m.now()
 	m.takeBeacons()
+	m.shareAsks()
+	m.retryPending(ctx)
 	m.stats.Lost += m.ring.drain(func(o *obs) { m.fold(ctx, o, now) })
 	if !m.last.IsZero() && m.cfg.HalfLife > 0 {
 		m.decay(math.Exp2(-now.Sub(m.last).Seconds() / m.cfg.HalfLife.Seconds()))

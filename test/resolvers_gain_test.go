@@ -84,7 +84,9 @@ func TestResolverPopulationGain(t *testing.T) {
 		"resolvers {\nbeacon b.example.org\nkey_file beacon.key\nmin_samples 20\n}\n")
 
 	rng := rand.New(rand.NewPCG(32, 40))
-	user := func(p int) netip.Addr { return netip.AddrFrom4([4]byte{1, byte(p), byte(rng.IntN(256)), byte(1 + rng.IntN(250))}) }
+	user := func(p int) netip.Addr {
+		return netip.AddrFrom4([4]byte{1, byte(p), byte(rng.IntN(256)), byte(1 + rng.IntN(250))})
+	}
 	// 30 resolvers: each in a hub, its users 85% in its home province.
 	type res struct {
 		addr netip.Addr
