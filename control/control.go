@@ -52,9 +52,12 @@ type Control struct {
 	quality   *quality.Matrix  // the file's rows, stale ones included
 	feed      *feed.Feed       // the edges' rows and cells; nil without a feed block
 	resolvers *resolvers.Map   // the resolver map; nil without a resolvers block
-	checker   *health.Checker
-	decisions *policy.Cache
-	decider   *decide.Decider
+	// mapStarted: the map took its stashed state at Start, and is
+	// stashed for the next instance at Stop.
+	mapStarted bool
+	checker    *health.Checker
+	decisions  *policy.Cache
+	decider    *decide.Decider
 	// OnTable is told of every node table a reload swaps in, with the one
 	// it replaces; set before the control starts.
 	OnTable func(old, cur *table.Table)
@@ -524,6 +527,10 @@ func (c *Control) Start() error {
 		readStream := c.shareFeed()
 		readResolvers := c.shareResolvers()
 		c.mu.Unlock()
+		if c.resolvers != nil {
+			c.resolvers.Adopt(context.Background(), c.resolversID())
+			c.mapStarted = true
+		}
 		if readStream != nil {
 			go readStream()
 		}
@@ -609,6 +616,9 @@ func (c *Control) Stop() error {
 		close(c.stopCh)
 		c.startOnce.Do(func() { close(c.done) }) // never started: nothing to wait for
 		<-c.done
+		if c.mapStarted {
+			c.resolvers.Stash(c.resolversID()) // the watch loop that folds it is done
+		}
 		c.files.unserve() // the watch loop is done with it
 		c.mu.Lock()
 		ch, h := c.checker, c.admin

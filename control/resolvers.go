@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/netip"
+	"strings"
 	"time"
 
 	"github.com/gslbdns/gslb/admin"
@@ -53,6 +54,16 @@ func detection(t *table.Table) time.Duration {
 		d = max(d, time.Duration(s.Fall)*time.Duration(s.Interval)+time.Duration(s.Timeout))
 	}
 	return d
+}
+
+// resolversID is what a Corefile reload keeps the map for: the same zones
+// and admin listener, as the feed's cells.
+func (c *Control) resolversID() string {
+	id := strings.Join(c.zones, " ")
+	if c.opts.Admin != nil {
+		id += " " + c.opts.Admin.Addr
+	}
+	return id
 }
 
 // placeAddr is where gslb's own locator puts an address.
