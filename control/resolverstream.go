@@ -4,12 +4,10 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"time"
 
 	"github.com/gslbdns/gslb/fleet"
 	"github.com/gslbdns/gslb/internal/ratelog"
-	"github.com/gslbdns/gslb/internal/recovery"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -57,57 +55,13 @@ func warnResolverStream(what string, err error) {
 // readResolverStream applies the other members' events from the time it
 // starts until the control stops.
 func (c *Control) readResolverStream(client redis.UniversalClient, key, run string) {
-	// From the stream's end when it starts: "$" on every read would miss
-	// what came between two reads.
-	last := ""
-	for {
-		select {
-		case <-c.stopCh:
-			return
-		default:
+	c.readStream(client, key, "resolvers", "", func(err error) { warnResolverStream("cannot read", err) }, func(m redis.XMessage) {
+		if r, _ := m.Values["run"].(string); r == run {
+			return // our own
 		}
-		recovery.Do("resolvers", func() {
-			ctx, cancel := context.WithTimeout(context.Background(), time.Second+fleet.DefaultTimeout)
-			defer cancel()
-			if last == "" {
-				ms, err := client.XRevRangeN(ctx, key, "+", "-", 1).Result()
-				if err != nil {
-					warnResolverStream("cannot read", err)
-					select {
-					case <-c.stopCh:
-					case <-time.After(time.Second):
-					}
-					return
-				}
-				last = "0-0"
-				if len(ms) > 0 {
-					last = ms[0].ID
-				}
-			}
-			res, err := client.XRead(ctx, &redis.XReadArgs{Streams: []string{key, last}, Count: 100, Block: time.Second}).Result()
-			switch {
-			case errors.Is(err, redis.Nil):
-				return
-			case err != nil:
-				warnResolverStream("cannot read", err)
-				select {
-				case <-c.stopCh:
-				case <-time.After(time.Second):
-				}
-				return
-			}
-			for _, s := range res {
-				for _, m := range s.Messages {
-					last = m.ID
-					if r, _ := m.Values["run"].(string); r == run {
-						continue // our own
-					}
-					data, _ := m.Values["event"].(string)
-					if err := c.resolvers.Apply(context.Background(), []byte(data)); err != nil {
-						log.Warningf("resolvers: the fleet's stream: %v", err)
-					}
-				}
-			}
-		})
-	}
+		data, _ := m.Values["event"].(string)
+		if err := c.resolvers.Apply(context.Background(), []byte(data)); err != nil {
+			log.Warningf("resolvers: the fleet's stream: %v", err)
+		}
+	})
 }

@@ -16,11 +16,10 @@ import (
 	"github.com/miekg/dns"
 )
 
-// BenchmarkDecide is one query's decision from the resolver's address:
-// location (cached after the first), canary check, policy, scope.
-func BenchmarkDecide(b *testing.B) {
+// benchControl loads the fixture's block with the extra lines in it.
+func benchControl(b *testing.B, extra string) *control.Control {
 	dir := testsupport.Fixture(b, testsupport.FixtureNodes)
-	d := caddyfile.NewDispenser("Testfile", strings.NewReader("gslb example.org {\ngeoip city.mmdb\nasn asn.mmdb\nnodes nodes.yaml\n}"))
+	d := caddyfile.NewDispenser("Testfile", strings.NewReader("gslb example.org {\ngeoip city.mmdb\nasn asn.mmdb\nnodes nodes.yaml\n"+extra+"}"))
 	o, err := config.Parse(&d, nil, dir, config.Unique{})
 	if err != nil {
 		b.Fatal(err)
@@ -29,7 +28,14 @@ func BenchmarkDecide(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer c.Stop()
+	b.Cleanup(func() { c.Stop() })
+	return c
+}
+
+// BenchmarkDecide is one query's decision from the resolver's address:
+// location (cached after the first), canary check, policy, scope.
+func BenchmarkDecide(b *testing.B) {
+	c := benchControl(b, "")
 	v := c.View()
 	q := &decide.Query{View: v, Record: v.Table.Records["www.example.org."], QType: dns.TypeA,
 		Remote: &net.UDPAddr{IP: net.IPv4(1, 0, 1, 7), Port: 53}}
@@ -49,17 +55,7 @@ func BenchmarkDecide(b *testing.B) {
 // query's resolver unmapped (the map looked up, the query observed), and
 // mapped (decided for its population).
 func BenchmarkDecideResolvers(b *testing.B) {
-	dir := testsupport.Fixture(b, testsupport.FixtureNodes)
-	d := caddyfile.NewDispenser("Testfile", strings.NewReader("gslb example.org {\ngeoip city.mmdb\nasn asn.mmdb\nnodes nodes.yaml\nresolvers {\nmin_samples 1\n}\n}"))
-	o, err := config.Parse(&d, nil, dir, config.Unique{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	c, err := control.New(o)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer c.Stop()
+	c := benchControl(b, "resolvers {\nmin_samples 1\n}\n")
 	v := c.View()
 	ctx := context.Background()
 	mapped := &net.UDPAddr{IP: net.IPv4(1, 0, 1, 8), Port: 53}

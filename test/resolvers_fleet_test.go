@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -27,13 +26,7 @@ func TestResolverPopulationFleet(t *testing.T) {
 		{Network: "59.52.0.0/14", Country: "CN", Province: "JX", Lat: 28.68, Lon: 115.86, Radius: 50},
 	}, []mmdbgen.ASN{{Network: "59.52.0.0/14", ASN: 4134, Org: "Chinanet"}})
 	nodes := writeFile(t, dir, "nodes.yaml", resolverNodes)
-	secret := func(name, tok string) string {
-		p := writeFile(t, dir, name, tok+"\n")
-		if err := os.Chmod(p, 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
+	secret := func(name, tok string) string { return secretFile(t, dir, name, tok) }
 	adminToken, edgeToken := "s3cret-token-for-tests", "bcn-edge-token-5f1c9a7e3b2d4068"
 	adminTokenFile, edgeTokenFile := secret("admin.token", adminToken), secret("edge.token", edgeToken)
 	keyFile := secret("beacon.key", "beacon-key-0123456789abcdef")

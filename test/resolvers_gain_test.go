@@ -6,7 +6,6 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/netip"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -62,9 +61,7 @@ func TestResolverPopulationGain(t *testing.T) {
 	writeFile(t, dir, "nodes.yaml", nodes.String())
 	for name, secret := range map[string]string{"beacon.key": "beacon-key-0123456789abcdef", "admin.token": "s3cret-token-for-tests",
 		"edge.token": "edge-token-5f1c9a7e3b2d4068aa"} {
-		if err := os.Chmod(writeFile(t, dir, name, secret+"\n"), 0o600); err != nil {
-			t.Fatal(err)
-		}
+		secretFile(t, dir, name, secret)
 	}
 	ctl := func(extra string) *control.Control {
 		d := caddyfile.NewDispenser("Testfile", strings.NewReader("gslb example.org {\ngeoip city.mmdb\nasn asn.mmdb\nnodes nodes.yaml\n"+extra+"}"))

@@ -30,6 +30,16 @@ records:
     nodes: [bcn]
 `
 
+// secretFile writes a token or key file, mode 0600 as gslb wants them.
+func secretFile(t *testing.T, dir, name, secret string) string {
+	t.Helper()
+	p := writeFile(t, dir, name, secret+"\n")
+	if err := os.Chmod(p, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
 // A resolver that sends no ECS, end to end through real processes: a
 // real unbound (no ECS: it has no subnetcache module) in front of a real
 // CoreDNS, placed in Shanghai by an override of the address it queries
@@ -47,13 +57,7 @@ func TestResolverPopulationThroughUnbound(t *testing.T) {
 		{Network: "101.80.0.0/12", Country: "CN", Province: "SH", Lat: 31.23, Lon: 121.47, Radius: 50},
 	}, []mmdbgen.ASN{{Network: "59.52.0.0/14", ASN: 4134, Org: "Chinanet"}, {Network: "101.80.0.0/12", ASN: 4812, Org: "China Telecom Shanghai"}})
 	nodes := writeFile(t, dir, "nodes.yaml", resolverNodes)
-	secret := func(name, tok string) string {
-		p := writeFile(t, dir, name, tok+"\n")
-		if err := os.Chmod(p, 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
+	secret := func(name, tok string) string { return secretFile(t, dir, name, tok) }
 	adminToken, edgeToken := "s3cret-token-for-tests", "bcn-edge-token-5f1c9a7e3b2d4068"
 	adminTokenFile, edgeTokenFile := secret("admin.token", adminToken), secret("edge.token", edgeToken)
 	keyFile := secret("beacon.key", "beacon-key-0123456789abcdef")

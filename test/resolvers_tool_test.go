@@ -3,9 +3,15 @@ package test
 import (
 	"encoding/json"
 	"fmt"
+	"net"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	dnstap "github.com/dnstap/golang-dnstap"
+	"github.com/miekg/dns"
+	"google.golang.org/protobuf/proto"
 )
 
 // TestResolversTool: gslb resolvers over a CoreDNS log (journalctl's
@@ -66,6 +72,32 @@ func TestResolversTool(t *testing.T) {
 	text, _, code := runTool(t, "resolvers", log)
 	if code != 0 || !strings.Contains(text, "202.106.0.20") || !strings.Contains(text, "301s") {
 		t.Errorf("The text report: exit %d:\n%s", code, text)
+	}
+	// The same from a dnstap file of client queries.
+	file := filepath.Join(dir, "queries.dnstap")
+	output, err := dnstap.NewFrameStreamOutputFromFilename(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go output.RunOutputLoop()
+	tap := func(at time.Time, res string) {
+		m := new(dns.Msg)
+		m.SetQuestion("www.example.org.", dns.TypeA)
+		raw, _ := m.Pack()
+		typ, sec, nsec := dnstap.Message_CLIENT_QUERY, uint64(at.Unix()), uint32(0)
+		frame, _ := proto.Marshal(&dnstap.Dnstap{Type: dnstap.Dnstap_MESSAGE.Enum(), Message: &dnstap.Message{Type: &typ,
+			QueryAddress: net.ParseIP(res).To4(), QueryTimeSec: &sec, QueryTimeNsec: &nsec, QueryMessage: raw}})
+		output.GetOutputChannel() <- frame
+	}
+	for i := range 20 {
+		tap(start.Add(time.Duration(i)*62*time.Second), "202.101.172.35")
+		tap(start.Add(time.Duration(i)*301*time.Second), "202.106.0.20")
+	}
+	output.Close()
+	out, stderr, code = runTool(t, "resolvers", "-json", file)
+	r.Stretched, r.Queries = 0, 0
+	if err := json.Unmarshal([]byte(out), &r); code != 0 || err != nil || r.Queries != 40 || r.Stretched != 1 {
+		t.Errorf("gslb resolvers on dnstap: exit %d, %v, %d queries, %d stretched; want 40 and 1: %s%s", code, err, r.Queries, r.Stretched, out, stderr)
 	}
 	bad := writeFile(t, dir, "bad.log", "[INFO] 202.106.0.20 A www.example.org. NOERROR client=202.106.0.20 via=remote\n")
 	if _, stderr, code := runTool(t, "resolvers", bad); code != 1 || !strings.Contains(stderr, bad+":1: no time") {

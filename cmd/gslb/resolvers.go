@@ -18,10 +18,6 @@ import (
 
 	"github.com/gslbdns/gslb/engine"
 	"github.com/gslbdns/gslb/resolvers"
-
-	dnstap "github.com/dnstap/golang-dnstap"
-	"github.com/miekg/dns"
-	"google.golang.org/protobuf/proto"
 )
 
 const resolversUsage = `usage: gslb resolvers [-json] [-ttl SECONDS] [-conf FILE] [-top N] INPUT...
@@ -276,43 +272,13 @@ func parseTime(s string) time.Time {
 }
 
 // readTimedDnstap reads the client queries of a dnstap file with their
-// times.
+// times, as replay reads them.
 func readTimedDnstap(path string, r io.Reader, fn func(resolvers.Query)) error {
-	fr, err := dnstap.NewReader(r, nil)
-	if err != nil {
-		return fmt.Errorf("%s: not a dnstap file: %v", path, err)
-	}
-	buf := make([]byte, maxFrame)
-	for n := 1; ; n++ {
-		k, err := fr.ReadFrame(buf)
-		if errors.Is(err, io.EOF) {
-			return nil
+	return readDnstap(path, r, func(q query) {
+		res := q.client.Remote
+		if !res.IsValid() {
+			res = q.client.Addr // no ECS: the client is the resolver
 		}
-		if err != nil {
-			return fmt.Errorf("%s: frame %d: %v", path, n, err)
-		}
-		var d dnstap.Dnstap
-		if err := proto.Unmarshal(buf[:k], &d); err != nil {
-			return fmt.Errorf("%s: frame %d: not a dnstap message: %v", path, n, err)
-		}
-		m := d.GetMessage()
-		if d.GetType() != dnstap.Dnstap_MESSAGE || m == nil || m.GetType() != dnstap.Message_CLIENT_QUERY || len(m.GetQueryMessage()) == 0 {
-			continue
-		}
-		msg := new(dns.Msg)
-		if err := msg.Unpack(m.GetQueryMessage()); err != nil || len(msg.Question) == 0 {
-			continue
-		}
-		a, _ := netip.AddrFromSlice(m.GetQueryAddress())
-		q := resolvers.Query{At: time.Unix(int64(m.GetQueryTimeSec()), int64(m.GetQueryTimeNsec())), Resolver: a.Unmap(),
-			Name: strings.ToLower(msg.Question[0].Name), ECSBits: -1}
-		if o := msg.IsEdns0(); o != nil {
-			for _, opt := range o.Option {
-				if e, ok := opt.(*dns.EDNS0_SUBNET); ok {
-					q.ECSBits = int(e.SourceNetmask)
-				}
-			}
-		}
-		fn(q)
-	}
+		fn(resolvers.Query{At: q.at, Resolver: res, Name: strings.ToLower(q.name), ECSBits: q.client.Bits})
+	}, func(e *lineError) error { return e }, &ignored{})
 }
