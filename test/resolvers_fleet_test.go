@@ -2,12 +2,9 @@ package test
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
-	"net/http"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/gslbdns/gslb/geo/mmdbgen"
 	"github.com/gslbdns/gslb/internal/testredis"
@@ -43,49 +40,22 @@ func TestResolverPopulationFleet(t *testing.T) {
         asn %s
         nodes %s
         overrides %s
-        admin %s {
-            token_file %s
-        }
-        redis %s {
+%s        redis %s {
             timeout 250ms
         }
         fleet beacons {
             member %s
             vantage telecom SH
         }
-        feed {
-            source bcn-edge {
-                token_file %s
-                nodes bcn
-            }
-        }
-        resolvers {
-            beacon b.example.org
-            key_file %s
-            cycle 200ms
-            min_samples 10
-        }
     }
 }
-`, port, city, asn, nodes, over, admin, adminTokenFile, rdb.Addr(), member, edgeTokenFile, keyFile)
+`, port, city, asn, nodes, over, resolversBlock(admin, adminTokenFile, edgeTokenFile, keyFile, ""), rdb.Addr(), member)
 	}
 	adminA, adminB := freeAddr(t), freeAddr(t)
 	dnsA := freeAddr(t)
 	startProc(t, "coredns a", corednsTool(t), "-conf", writeFile(t, dir, "Corefile.a", corefile("a", adminA, strings.Split(dnsA, ":")[1])))
 	startProc(t, "coredns b", corednsTool(t), "-conf", writeFile(t, dir, "Corefile.b", corefile("b", adminB, strings.Split(freeAddr(t), ":")[1])))
-	do := func(method, admin, path, token string, body []byte, v any) error {
-		req, _ := http.NewRequest(method, "http://"+admin+path, bytes.NewReader(body))
-		req.Header.Set("Authorization", "Bearer "+token)
-		resp, err := (&http.Client{Timeout: 2 * time.Second}).Do(req)
-		if err != nil {
-			return err
-		}
-		defer resp.Body.Close()
-		if resp.StatusCode != 200 {
-			return fmt.Errorf("%s %s: %s", method, path, resp.Status)
-		}
-		return json.NewDecoder(resp.Body).Decode(v)
-	}
+	do := adminDo
 	var any struct{}
 	for _, a := range []string{adminA, adminB} {
 		testsupport.WaitFor(t, "CoreDNS's admin API", func() (bool, string) {

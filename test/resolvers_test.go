@@ -1,6 +1,7 @@
 package test
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -40,6 +41,43 @@ func secretFile(t *testing.T, dir, name, secret string) string {
 	return p
 }
 
+// adminDo sends a request to an admin API with token, and decodes its
+// JSON answer into v; a status other than 200 is an error.
+func adminDo(method, admin, path, token string, body []byte, v any) error {
+	req, _ := http.NewRequest(method, "http://"+admin+path, bytes.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := (&http.Client{Timeout: 2 * time.Second}).Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 {
+		return fmt.Errorf("%s %s: %s", method, path, resp.Status)
+	}
+	return json.NewDecoder(resp.Body).Decode(v)
+}
+
+// resolversBlock is the gslb block of the resolver tests: an admin API,
+// the beacon edge's feed source, and the resolvers block with lines.
+func resolversBlock(admin, adminTokenFile, edgeTokenFile, keyFile, lines string) string {
+	return fmt.Sprintf(`        admin %s {
+            token_file %s
+        }
+        feed {
+            source bcn-edge {
+                token_file %s
+                nodes bcn
+            }
+        }
+        resolvers {
+            beacon b.example.org
+            key_file %s
+            cycle 200ms
+            min_samples 10
+%s        }
+`, admin, adminTokenFile, edgeTokenFile, keyFile, lines)
+}
+
 // A resolver that sends no ECS, end to end through real processes: a
 // real unbound (no ECS: it has no subnetcache module) in front of a real
 // CoreDNS, placed in Shanghai by an override of the address it queries
@@ -75,43 +113,15 @@ func TestResolverPopulationThroughUnbound(t *testing.T) {
         asn %s
         nodes %s
         overrides %s
-        admin %s {
-            token_file %s
-        }
-        feed {
-            source bcn-edge {
-                token_file %s
-                nodes bcn
-            }
-        }
-        resolvers {
-            beacon b.example.org
-            key_file %s
-            cycle 200ms
-            min_samples 10
-            population %s
-        }
-    }
+%s    }
 }
-`, strings.Split(freeAddr(t), ":")[1], city, asn, nodes, over, admin, adminTokenFile, edgeTokenFile, keyFile, population)
+`, strings.Split(freeAddr(t), ":")[1], city, asn, nodes, over, resolversBlock(admin, adminTokenFile, edgeTokenFile, keyFile, "            population "+population+"\n"))
 	}
 	admin, adminOff := freeAddr(t), freeAddr(t)
 	confOn, confOff := writeFile(t, dir, "Corefile", corefile(admin, "on")), writeFile(t, dir, "Corefile.off", corefile(adminOff, "off"))
 	startProc(t, "coredns", corednsTool(t), "-conf", confOn)
 	startProc(t, "coredns (population off)", corednsTool(t), "-conf", confOff)
-	get := func(admin, path string, v any) error {
-		req, _ := http.NewRequest("GET", "http://"+admin+path, nil)
-		req.Header.Set("Authorization", "Bearer "+adminToken)
-		resp, err := (&http.Client{Timeout: 2 * time.Second}).Do(req)
-		if err != nil {
-			return err
-		}
-		defer resp.Body.Close()
-		if resp.StatusCode != 200 {
-			return fmt.Errorf("GET %s: %s", path, resp.Status)
-		}
-		return json.NewDecoder(resp.Body).Decode(v)
-	}
+	get := func(admin, path string, v any) error { return adminDo("GET", admin, path, adminToken, nil, v) }
 	dnsAddr := func(conf string) string {
 		data, _ := os.ReadFile(conf)
 		port := strings.TrimSuffix(strings.Fields(string(data))[0], "{")
