@@ -124,8 +124,10 @@ type Outcome struct {
 	Canary   *canary.Rollout // the rollout the subnet was checked against; nil: none
 	InCanary bool
 	// Population decided for the resolver's clients, for a query without
-	// usable ECS; nil: none did.
-	Population *resolvers.Population
+	// usable ECS; nil: none did. PopulationShare is the share of its
+	// clients whose node the answer is.
+	Population      *resolvers.Population
+	PopulationShare float64
 	// Servfail: every node is down and all_down servfail says so.
 	Servfail bool
 	// Located: answered, and the client's province is known: it counts
@@ -152,20 +154,64 @@ func (d *Decider) decide(ctx context.Context, q *Query, out *Outcome, steps *[]l
 	out.Population = nil
 	if !out.FromECS && d.opts.Population && d.pops != nil && out.Loc.Override.Pin == nil {
 		if p := d.pops.Snapshot().Lookup(out.Client); p != nil {
-			forPopulation(p, out)
+			forPopulation(p, q, out)
 		}
 	}
 	d.choose(q.View, q.Record, q.QType, out)
 }
 
 // forPopulation places out's client where the population of its resolver
-// is: the largest place's location, in place of the resolver's own (and of
-// an override that corrected it; a pin of nodes still wins). The key (the
-// canary's and the spread's) stays the resolver's network.
-func forPopulation(p *resolvers.Population, out *Outcome) {
+// is, in place of the resolver's own location (and of an override that
+// corrected it; a pin of nodes still wins): at the place of its largest
+// places whose node wins for the largest share of its clients. The key
+// (the canary's and the spread's) stays the resolver's network.
+func forPopulation(p *resolvers.Population, q *Query, out *Outcome) {
 	out.Population = p
-	out.Loc.Location = p.Loc
 	out.Loc.Override.Location = nil
+	c := populationChoice(p, q, out.Loc.Key)
+	out.Loc.Location = *p.Places[c.Place]
+	out.PopulationShare = c.Share
+}
+
+// populationChoice is the place of p that q is decided for: cached per
+// view, record and type, so that a query pays one atomic load.
+func populationChoice(p *resolvers.Population, q *Query, key locate.Key) *resolvers.Choice {
+	slot := &p.Choices[(resolvers.NameHash(q.Record.Name)^uint32(q.QType))&3]
+	if c := slot.Load(); c != nil && c.View == any(q.View) && c.Record == any(q.Record) && c.QType == q.QType {
+		return c
+	}
+	c := choosePlace(p, q, key)
+	slot.Store(c)
+	return c
+}
+
+// choosePlace decides q for each of p's largest places, and picks the
+// node that wins for the largest share of its clients, at the largest
+// place it wins: the best expected answer when a place's clients either
+// get their own node or not. Out of line: it allocates the choice.
+//
+//go:noinline
+func choosePlace(p *resolvers.Population, q *Query, key locate.Key) *resolvers.Choice {
+	var winners [resolvers.TopPlaces]int
+	var dc policy.Decision
+	for i, l := range p.Places {
+		pq := policy.Query{Record: q.Record, QType: q.QType, Client: policy.ClientOf(l), Subnet: uint64(key)}
+		q.View.DecideInto(&pq, &dc)
+		winners[i] = dc.Node
+	}
+	best, bestShare := 0, -1.0
+	for i := range p.Places {
+		var sum float64
+		for j := range p.Places {
+			if winners[j] == winners[i] {
+				sum += p.Shares[j]
+			}
+		}
+		if sum > bestShare+1e-9 {
+			best, bestShare = i, sum
+		}
+	}
+	return &resolvers.Choice{View: q.View, Record: q.Record, QType: q.QType, Place: best, Share: bestShare}
 }
 
 // observe tells the resolver map of a decided query.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/gslbdns/gslb/geo"
@@ -50,20 +51,32 @@ type Explanation struct {
 }
 
 // ExplainedPopulation is the population a decision was made for: the
-// resolver (or its /24 or /48), its largest place (the location the
-// decision used), its share, the clients learned, and how long since the
-// last one.
+// resolver (or its /24 or /48), the place decided for, the share of its
+// clients whose node the answer is, its largest places, the clients
+// learned, and how long since the last one.
 type ExplainedPopulation struct {
-	Resolver   string  `json:"resolver"`
-	Place      string  `json:"place"`
-	Share      float64 `json:"share"`
-	Samples    float64 `json:"samples"`
-	AgeSeconds float64 `json:"age_s"`
+	Resolver   string        `json:"resolver"`
+	Place      string        `json:"place"`
+	Share      float64       `json:"share"`
+	Places     []SharedPlace `json:"places"`
+	Samples    float64       `json:"samples"`
+	AgeSeconds float64       `json:"age_s"`
 }
 
-func explainedPopulation(p *resolvers.Population) *ExplainedPopulation {
-	return &ExplainedPopulation{Resolver: p.Resolver.String(), Place: p.Place(), Share: math.Round(p.Share*1000) / 1000,
-		Samples: math.Round(p.Samples*1000) / 1000, AgeSeconds: math.Round(time.Since(p.Learned).Seconds())}
+// SharedPlace is a place of a population and its share of the clients.
+type SharedPlace struct {
+	Place string  `json:"place"`
+	Share float64 `json:"share"`
+}
+
+func explainedPopulation(p *resolvers.Population, out *Outcome) *ExplainedPopulation {
+	x := &ExplainedPopulation{Resolver: p.Resolver.String(), Place: strings.TrimSpace(out.Loc.Province + " " + out.Loc.ISP),
+		Share: math.Round(out.PopulationShare*1000) / 1000, Samples: math.Round(p.Samples*1000) / 1000,
+		AgeSeconds: math.Round(time.Since(p.Learned).Seconds())}
+	for i, l := range p.Places {
+		x.Places = append(x.Places, SharedPlace{strings.TrimSpace(l.Province + " " + l.ISP), math.Round(p.Shares[i]*1000) / 1000})
+	}
+	return x
 }
 
 // ExplainedHTTPS is how an HTTPS answer came about: the A and the AAAA
@@ -226,8 +239,9 @@ func (d *Decider) explain(ctx context.Context, v *policy.View, rec *table.Record
 	}
 	x.Location = explainedLocation(loc, steps)
 	if p := out.Population; p != nil {
-		x.Population = explainedPopulation(p)
-		x.Notes = append(x.Notes, fmt.Sprintf("the query has no usable ECS: decided for the population of resolver %s (%.0f%% of %.0f clients in %s)", p.Resolver, 100*p.Share, p.Samples, p.Place()))
+		x.Population = explainedPopulation(p, out)
+		x.Notes = append(x.Notes, fmt.Sprintf("the query has no usable ECS: decided for the population of resolver %s at %s, whose node wins for %.0f%% of its %.0f clients",
+			p.Resolver, x.Population.Place, 100*out.PopulationShare, p.Samples))
 	}
 	if out.InCanary {
 		x.Notes = append(x.Notes, "the client's subnet is in the canary: decided with "+v.Table.Path)

@@ -5,6 +5,7 @@ import (
 	"net/netip"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/gslbdns/gslb/geo"
@@ -40,6 +41,27 @@ type Population struct {
 	Share    float64      // of the clients, in the largest place
 	Samples  float64      // the clients learned, decayed
 	Learned  time.Time    // the last one
+	// Places are its largest places (at most TopPlaces, the largest
+	// first), Shares their shares of its clients.
+	Places []*geo.Location
+	Shares []float64
+	// Choices cache which of Places a decision is made for, per view,
+	// record and type: the decider's, read and replaced atomically.
+	Choices [4]atomic.Pointer[Choice]
+}
+
+// TopPlaces bounds the places a population decides over.
+const TopPlaces = 4
+
+// Choice is the place of a population a decision was made for, under a
+// view (any pointer that changes with it), record and type.
+type Choice struct {
+	View, Record any
+	QType        uint16
+	Place        int
+	// Share is the share of the clients whose places the chosen node
+	// wins: the population it was decided for.
+	Share float64
 }
 
 // Place is the population's largest place in words: "ZJ telecom".
@@ -125,7 +147,9 @@ func (m *Map) build(now time.Time) *Snapshot {
 			continue
 		}
 		if l, w := r.top(); l != nil {
-			m.index(s, &Population{Resolver: r.key, Loc: *l, Share: w / r.weight, Samples: r.weight, Learned: r.learned})
+			p := &Population{Resolver: r.key, Loc: *l, Share: w / r.weight, Samples: r.weight, Learned: r.learned}
+			p.Places, p.Shares = r.tops(TopPlaces)
+			m.index(s, p)
 		}
 	}
 	return s
@@ -141,6 +165,33 @@ func (r *resolver) top() (*geo.Location, float64) {
 		}
 	}
 	return top, tw
+}
+
+// tops are r's n largest places and their shares, the largest first.
+func (r *resolver) tops(n int) ([]*geo.Location, []float64) {
+	ls := make([]*geo.Location, 0, len(r.places))
+	for l := range r.places {
+		ls = append(ls, l)
+	}
+	slices.SortFunc(ls, func(a, b *geo.Location) int {
+		switch wa, wb := r.places[a], r.places[b]; {
+		case wa > wb:
+			return -1
+		case wa < wb:
+			return 1
+		case placeLess(*a, *b):
+			return -1
+		case placeLess(*b, *a):
+			return 1
+		}
+		return 0
+	})
+	ls = ls[:min(n, len(ls))]
+	shares := make([]float64, len(ls))
+	for i, l := range ls {
+		shares[i] = r.places[l] / r.weight
+	}
+	return ls, shares
 }
 
 // exact: the entry is one resolver's, not a farm's.

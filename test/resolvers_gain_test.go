@@ -41,7 +41,9 @@ const gainNodesWithNode = 6
 // provinces; decided for their populations, learned from beacons, the
 // cross-province ratio of that share falls to at most twice that of the
 // ECS share (whose users in the four provinces without a node cross too).
-func TestResolverPopulationGain(t *testing.T) {
+// gainControls loads the gain's ten provinces: without a resolver map
+// (today), and with one whose beacons the test reports.
+func gainControls(t *testing.T) (today, withMap *control.Control) {
 	dir := t.TempDir()
 	var cities []mmdbgen.City
 	var asns []mmdbgen.ASN
@@ -56,6 +58,9 @@ func TestResolverPopulationGain(t *testing.T) {
 				strings.ToLower(p.code), i+1, p.code, p.lat, p.lon)
 		}
 	}
+	// 9.0.0.0/24: Zhejiang unicom.
+	cities = append(cities, mmdbgen.City{Network: "9.0.0.0/24", Country: "CN", Province: "ZJ", Lat: 30.27, Lon: 120.16, Radius: 50})
+	asns = append(asns, mmdbgen.ASN{Network: "9.0.0.0/24", ASN: 4837, Org: "China Unicom"})
 	nodes.WriteString("records:\n  - name: www.example.org\n  - name: b.example.org\n    nodes: [sh]\n")
 	testsupport.WriteDBs(t, dir, cities, asns)
 	writeFile(t, dir, "nodes.yaml", nodes.String())
@@ -76,10 +81,14 @@ func TestResolverPopulationGain(t *testing.T) {
 		t.Cleanup(func() { c.Stop() })
 		return c
 	}
-	today := ctl("")
-	withMap := ctl("admin 127.0.0.1:0 {\ntoken_file admin.token\n}\nfeed {\nsource edge {\ntoken_file edge.token\nnodes *\n}\n}\n" +
+	today = ctl("")
+	withMap = ctl("admin 127.0.0.1:0 {\ntoken_file admin.token\n}\nfeed {\nsource edge {\ntoken_file edge.token\nnodes *\n}\n}\n" +
 		"resolvers {\nbeacon b.example.org\nkey_file beacon.key\nmin_samples 20\n}\n")
+	return today, withMap
+}
 
+func TestResolverPopulationGain(t *testing.T) {
+	today, withMap := gainControls(t)
 	rng := rand.New(rand.NewPCG(32, 40))
 	user := func(p int) netip.Addr {
 		return netip.AddrFrom4([4]byte{1, byte(p), byte(rng.IntN(256)), byte(1 + rng.IntN(250))})
@@ -160,5 +169,54 @@ func TestResolverPopulationGain(t *testing.T) {
 	}
 	if f(baseline) <= f(nonECS) {
 		t.Errorf("Populations did not lower the non-ECS ratio: %.3f today, %.3f with them", f(baseline), f(nonECS))
+	}
+}
+
+// TestPopulationNodeOfMost: a population 40% of Jiangxi, 35% of Zhejiang
+// telecom and 25% of Zhejiang unicom is decided at a Zhejiang place, whose
+// node wins for 60% of its clients, not for Jiangxi, its largest place.
+func TestPopulationNodeOfMost(t *testing.T) {
+	_, c := gainControls(t)
+	ctx := context.Background()
+	m := c.Resolvers()
+	res := netip.MustParseAddr("1.1.200.9")
+	nodeFor := func(remote netip.Addr, ecs netip.Addr) (string, *decide.Outcome) {
+		v := c.View()
+		q := &decide.Query{View: v, Record: v.Table.Records["www.example.org."], QType: dns.TypeA, Remote: &net.UDPAddr{IP: remote.AsSlice(), Port: 53}}
+		if ecs.IsValid() {
+			q.ECS = &dns.EDNS0_SUBNET{Code: dns.EDNS0SUBNET, Family: 1, SourceNetmask: 24, Address: ecs.AsSlice()}
+		}
+		var out decide.Outcome
+		c.Decider().Decide(ctx, q, &out)
+		return out.Decision.Winner.ID, &out
+	}
+	jx, _ := nodeFor(netip.MustParseAddr("1.1.250.1"), netip.MustParseAddr("1.6.0.1"))
+	if jx == "zj" {
+		t.Fatalf("Jiangxi's clients get zj: the test needs another node for them")
+	}
+	var reps []resolvers.Report
+	for i := range 100 {
+		client := "1.6.0.0/24" // Jiangxi
+		switch {
+		case i >= 75:
+			client = "9.0.0.0/24" // Zhejiang unicom
+		case i >= 40:
+			client = "1.0.0.0/24" // Zhejiang telecom
+		}
+		lb := m.Labeler().Fresh(time.Now())
+		m.BeaconQuery(res, lb)
+		reps = append(reps, resolvers.Report{Label: lb, Client: client})
+	}
+	if got := m.Report(ctx, "edge", reps); got[resolvers.Joined] != 100 {
+		t.Fatalf("Reports: %v", got)
+	}
+	m.Cycle(ctx)
+	node, out := nodeFor(res, netip.Addr{})
+	if node != "zj" || out.Population == nil || out.PopulationShare < 0.599 || out.Loc.Province != "ZJ" {
+		t.Errorf("Decided %s at %s for a share %.2f, want zj at a Zhejiang place for 0.60 (Jiangxi's node is %s)", node, out.Loc.Province, out.PopulationShare, jx)
+	}
+	x, err := c.Decider().Explain(ctx, decide.Client{Addr: res, Bits: -1}, "", dns.TypeA, nil)
+	if err != nil || x.Population == nil || len(x.Population.Places) != 3 || x.Population.Places[0].Place != "JX telecom" || x.Population.Share != 0.6 {
+		t.Errorf("Explain: %+v %v", x.Population, err)
 	}
 }
