@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gslbdns/gslb/edgeagent"
 	"github.com/gslbdns/gslb/geo/mmdbgen"
 	"github.com/gslbdns/gslb/internal/testsupport"
 	"github.com/gslbdns/gslb/internal/testunbound"
@@ -138,35 +137,8 @@ func TestResolverPopulationThroughUnbound(t *testing.T) {
 	ubOff := testunbound.StartFrom(t, "example.org.", nil, dnsAddr(confOff), "127.0.0.4")
 
 	// nginx serves the beacon names, its log has their Host.
-	web := freeAddr(t)
 	log := filepath.Join(dir, "access.log")
-	user := ""
-	if os.Geteuid() == 0 {
-		user = "user root;"
-	}
-	os.MkdirAll(filepath.Join(dir, "tmp"), 0o755)
-	conf := writeFile(t, dir, "nginx.conf", fmt.Sprintf(`%[1]s
-worker_processes 1;
-pid %[2]s/nginx.pid;
-error_log %[2]s/error.log;
-events { worker_connections 64; }
-http {
-    client_body_temp_path %[2]s/tmp/body;
-    proxy_temp_path %[2]s/tmp/proxy;
-    fastcgi_temp_path %[2]s/tmp/fastcgi;
-    uwsgi_temp_path %[2]s/tmp/uwsgi;
-    scgi_temp_path %[2]s/tmp/scgi;
-    %[3]s
-    access_log %[4]s gslb_json;
-    set_real_ip_from 127.0.0.0/8;
-    real_ip_header X-Forwarded-For;
-    server {
-        listen %[5]s;
-        location / { return 204; }
-    }
-}
-`, user, dir, edgeagent.LogFormatJSON, log, web))
-	startProc(t, "nginx", nginxBin, "-c", conf, "-p", dir, "-g", "daemon off;")
+	web, _ := startNginx(t, nginxBin, dir, log, "return 204;", 1)
 	testsupport.WaitFor(t, "nginx", func() (bool, string) {
 		resp, err := http.Get("http://" + web + "/")
 		if err == nil {
