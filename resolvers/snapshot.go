@@ -202,11 +202,16 @@ func (r *resolver) exact() bool {
 // Observatory is GET /v1/resolvers: the map's resolvers, the busiest
 // first, and their sums per own province and carrier.
 type Observatory struct {
-	At        time.Time         `json:"at"`
-	Queries   map[string]uint64 `json:"queries"` // by how they were decided: ecs, population, address
-	Beacons   map[string]uint64 `json:"beacons"`
-	Resolvers []ResolverJSON    `json:"resolvers"`
-	Places    []PlaceJSON       `json:"places"`
+	At      time.Time         `json:"at"`
+	Queries map[string]uint64 `json:"queries"` // by how they were decided: ecs, population, address
+	Beacons map[string]uint64 `json:"beacons"`
+	// Lost counts the queries the ring lost between two cycles (past
+	// 16,384 a cycle, the figures are a sample), Dropped the entries not
+	// kept past max_resolvers.
+	Lost      uint64         `json:"lost"`
+	Dropped   uint64         `json:"dropped"`
+	Resolvers []ResolverJSON `json:"resolvers"`
+	Places    []PlaceJSON    `json:"places"`
 }
 
 // Observatory reports the map as it is now.
@@ -215,7 +220,7 @@ func (m *Map) Observatory() Observatory {
 	defer m.mu.Unlock()
 	now := m.now()
 	o := Observatory{At: now, Queries: map[string]uint64{"ecs": m.stats.ECS, "population": m.stats.Population, "address": m.stats.Address},
-		Beacons: map[string]uint64{}, Resolvers: []ResolverJSON{}, Places: []PlaceJSON{}}
+		Beacons: map[string]uint64{}, Lost: m.stats.Lost, Dropped: m.stats.Dropped, Resolvers: []ResolverJSON{}, Places: []PlaceJSON{}}
 	for k, v := range m.stats.Beacons {
 		o.Beacons[k] = v
 	}
