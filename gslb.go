@@ -140,6 +140,10 @@ func (g *GSLB) route(ctx context.Context, w dns.ResponseWriter, r *dns.Msg, q *i
 	}
 	v := g.ctl.View()
 	rec := v.Table.Records[qname]
+	beacon := false
+	if rec == nil && g.opts.Resolvers != nil && g.opts.Resolvers.Beacon != "" {
+		rec, beacon = g.beacon(v, qname, w)
+	}
 	if rec == nil && g.Fall.Through(qname) {
 		q.own = false
 		return plugin.NextOrFailure(g.Name(), g.Next, ctx, w, r)
@@ -177,7 +181,7 @@ func (g *GSLB) route(ctx context.Context, w dns.ResponseWriter, r *dns.Msg, q *i
 	}
 	q.asked, q.rec, q.mx = asked, rec, mx
 	dq := &q.q
-	dq.View, dq.Record, dq.QType, dq.Remote, dq.ECS = v, rec, qtype, w.RemoteAddr(), ecs
+	dq.View, dq.Record, dq.QType, dq.Remote, dq.ECS, dq.Beacon = v, rec, qtype, w.RemoteAddr(), ecs, beacon
 	return 0, nil
 }
 
@@ -186,6 +190,9 @@ func (g *GSLB) serveAddress(ctx context.Context, q *inflight) (int, error) {
 	a, out, mx := &q.a, &q.out, q.mx
 	start := sinceEpoch()
 	g.decider.Decide(ctx, &q.q, out)
+	if q.q.Beacon {
+		out.TTL = min(out.TTL, g.opts.Resolvers.TTL)
+	}
 	mx.duration.Observe((sinceEpoch() - start).Seconds())
 	setMetadata(ctx, out)
 	mx.count(out, start)

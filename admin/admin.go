@@ -328,7 +328,9 @@ func (s *server) guard(next http.Handler) http.Handler {
 }
 
 // feedPost is a request the feed's own source tokens authorize.
-func feedPost(r *http.Request) bool { return r.Method == http.MethodPost && r.URL.Path == "/v1/feed" }
+func feedPost(r *http.Request) bool {
+	return r.Method == http.MethodPost && (r.URL.Path == "/v1/feed" || r.URL.Path == "/v1/beacons")
+}
 
 // checkHost accepts a Host header that names an address, not a name that
 // could resolve to one.
@@ -398,6 +400,7 @@ func (s *server) routes() http.Handler {
 	m.HandleFunc("GET /v1/feed", s.feedCells)
 	m.HandleFunc("/v1/plans", s.plans)
 	m.HandleFunc("/v1/plans/", s.plans)
+	s.resolverRoutes(m)
 	m.HandleFunc("GET /v1/canary", s.canary)
 	m.HandleFunc("POST /v1/canary", s.change(func(t *target, r *http.Request, body []byte, who string) (any, error) {
 		var req CanaryRequest

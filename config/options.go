@@ -13,6 +13,7 @@ import (
 	"github.com/gslbdns/gslb/feed"
 	"github.com/gslbdns/gslb/geo"
 	"github.com/gslbdns/gslb/locate"
+	"github.com/gslbdns/gslb/resolvers"
 	"github.com/gslbdns/gslb/rrl"
 	"github.com/gslbdns/gslb/scoring"
 	"github.com/gslbdns/gslb/sign"
@@ -72,6 +73,9 @@ type Options struct {
 	DNSSEC         *sign.Config // nil: answers are not signed
 	RRL            rrl.Config   // the response rate limit; on unless Off
 	Feed           *feed.Config // nil: no edge feed
+	// Resolvers is the resolver map; nil: queries without usable ECS are
+	// decided for the resolver's address.
+	Resolvers *resolvers.Config
 }
 
 // Canary is the canary line: a candidate node table for a share of the

@@ -237,6 +237,12 @@ func Parse(c *caddyfile.Dispenser, keys []string, root string, seen Unique) (*Op
 					return nil, err
 				}
 				o.Feed = fc
+			case "resolvers":
+				rc, err := parseResolvers(c, path)
+				if err != nil {
+					return nil, err
+				}
+				o.Resolvers = rc
 			case "fallthrough":
 				o.Fall.SetZonesFromArgs(c.RemainingArgs())
 			case "all_down":
@@ -332,7 +338,7 @@ func Parse(c *caddyfile.Dispenser, keys []string, root string, seen Unique) (*Op
 				}
 			}
 			switch prop {
-			case "fallthrough", "redis", "online", "admin", "canary", "soa", "trust_ecs", "fleet", "dnssec", "rrl", "feed":
+			case "fallthrough", "redis", "online", "admin", "canary", "soa", "trust_ecs", "fleet", "dnssec", "rrl", "feed", "resolvers":
 			default:
 				if args := c.RemainingArgs(); len(args) != 0 {
 					return nil, c.Errf("unexpected argument %q", args[0])
@@ -351,6 +357,9 @@ func Parse(c *caddyfile.Dispenser, keys []string, root string, seen Unique) (*Op
 	}
 	if o.Canary != nil && o.Canary.Plan != nil && o.Feed == nil {
 		return nil, c.Errf("canary at line %d: a plan (steps, dwell, guard) needs a feed block: the autopilot looks at its guards every feed cycle", o.Canary.Plan.Line)
+	}
+	if o.Resolvers != nil && o.Resolvers.Beacon != "" && o.Feed == nil {
+		return nil, c.Errf("resolvers at line %d: a beacon needs a feed block: the edges report its fetches with their sources' tokens", o.Resolvers.Line)
 	}
 	if o.CarrierListsOutvote && len(o.CarrierLists) == 0 {
 		return nil, c.Errf("carrier_lists_priority at line %d: no carrier_lists to give it to", o.Lines["carrier_lists_priority"])

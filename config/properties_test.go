@@ -9,17 +9,18 @@ import (
 // block itself).
 func blockOf(sub, prop string) string {
 	open := map[string]string{
-		"":       "",
-		"admin":  "admin 127.0.0.1:9154 {\n",
-		"canary": "canary c.yaml 5 {\n",
-		"redis":  "redis 127.0.0.1:6379 {\n",
-		"online": "online http://127.0.0.1/{ip} {\n",
-		"fleet":  "fleet f {\n",
-		"soa":    "soa {\n",
-		"dnssec": "dnssec Kexample.org.+013+12345 {\n",
-		"rrl":    "rrl {\n",
-		"feed":   "feed {\n",
-		"source": "feed {\nsource s {\n",
+		"":          "",
+		"admin":     "admin 127.0.0.1:9154 {\n",
+		"canary":    "canary c.yaml 5 {\n",
+		"redis":     "redis 127.0.0.1:6379 {\n",
+		"online":    "online http://127.0.0.1/{ip} {\n",
+		"fleet":     "fleet f {\n",
+		"soa":       "soa {\n",
+		"dnssec":    "dnssec Kexample.org.+013+12345 {\n",
+		"rrl":       "rrl {\n",
+		"feed":      "feed {\n",
+		"source":    "feed {\nsource s {\n",
+		"resolvers": "resolvers {\n",
 	}[sub]
 	end := ""
 	if sub != "" {
@@ -61,6 +62,7 @@ func TestUnknownPropertyHint(t *testing.T) {
 		{"rrl", "windwo 5s", `rrl: unknown property "windwo" (did you mean window?)`},
 		{"feed", "half_lfie 5m", `feed: unknown property "half_lfie" (did you mean half_life?)`},
 		{"source", "token_fiel t", `feed: source s: unknown property "token_fiel" (did you mean token_file?)`},
+		{"resolvers", "populaton off", `resolvers: unknown property "populaton" (did you mean population?)`},
 	}
 	for _, tc := range tests {
 		_, err := parseBlock(blockOf(tc.sub, tc.prop))

@@ -4,6 +4,7 @@
 package control
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/json"
 	"errors"
@@ -28,6 +29,7 @@ import (
 	"github.com/gslbdns/gslb/overrides"
 	"github.com/gslbdns/gslb/policy"
 	"github.com/gslbdns/gslb/quality"
+	"github.com/gslbdns/gslb/resolvers"
 	"github.com/gslbdns/gslb/scoring"
 	"github.com/gslbdns/gslb/table"
 )
@@ -49,9 +51,13 @@ type Control struct {
 	overrides *overrides.Table // the file's, expired entries included
 	quality   *quality.Matrix  // the file's rows, stale ones included
 	feed      *feed.Feed       // the edges' rows and cells; nil without a feed block
-	checker   *health.Checker
-	decisions *policy.Cache
-	decider   *decide.Decider
+	resolvers *resolvers.Map   // the resolver map; nil without a resolvers block
+	// mapStarted: the map took its stashed state at Start, and is
+	// stashed for the next instance at Stop.
+	mapStarted bool
+	checker    *health.Checker
+	decisions  *policy.Cache
+	decider    *decide.Decider
 	// OnTable is told of every node table a reload swaps in, with the one
 	// it replaces; set before the control starts.
 	OnTable func(old, cur *table.Table)
@@ -253,7 +259,6 @@ func loadControl(o *config.Options) (c *Control, option string, err error) {
 		done:      make(chan struct{}),
 		wake:      make(chan struct{}, 1),
 	}
-	c.decider = decide.New(c, decide.OptionsOf(o))
 	warn(o, t)
 	c.serial = c.nextSerial()
 	c.checker = c.stableChecker(t)
@@ -266,6 +271,10 @@ func loadControl(o *config.Options) (c *Control, option string, err error) {
 	if err := c.loadFeed(); err != nil {
 		return nil, "", err
 	}
+	if err := c.loadResolvers(); err != nil {
+		return nil, "", err
+	}
+	c.decider = decide.New(c, decide.OptionsOf(o))
 	c.restoreState()
 	c.applyOverrides(time.Now())
 	c.publish()
@@ -513,9 +522,17 @@ func (c *Control) Start() error {
 		c.mu.Lock()
 		err = c.joinFleet()
 		readStream := c.shareFeed()
+		readResolvers := c.shareResolvers()
 		c.mu.Unlock()
+		if c.resolvers != nil {
+			c.resolvers.Adopt(context.Background(), c.resolversID())
+			c.mapStarted = true
+		}
 		if readStream != nil {
 			go readStream()
+		}
+		if readResolvers != nil {
+			go readResolvers()
 		}
 		c.locator.Start()
 		// Checkers start outside c.mu: a probe that reports meanwhile
@@ -599,6 +616,9 @@ func (c *Control) Stop() error {
 		close(c.stopCh)
 		c.startOnce.Do(func() { close(c.done) }) // never started: nothing to wait for
 		<-c.done
+		if c.mapStarted {
+			c.resolvers.Stash(c.resolversID()) // the watch loop that folds it is done
+		}
 		c.files.unserve() // the watch loop is done with it
 		c.mu.Lock()
 		ch, h := c.checker, c.admin
@@ -634,6 +654,8 @@ func (c *Control) watch() {
 	defer expiry.Stop()
 	foldTick, stopFold := c.feedTick()
 	defer stopFold()
+	resTick, stopRes := c.resolversTick()
+	defer stopRes()
 	for {
 		c.mu.Lock()
 		next := c.nextEvent()
@@ -652,6 +674,8 @@ func (c *Control) watch() {
 			recovery.Do("reload", c.Reload)
 		case now := <-foldTick:
 			recovery.Do("feed", func() { c.fold(now) })
+		case <-resTick:
+			recovery.Do("resolvers", func() { c.resolvers.Cycle(context.Background()) })
 		case now := <-expiry.C:
 			recovery.Do("reload", func() {
 				c.mu.Lock()
@@ -800,6 +824,9 @@ func (c *Control) swap(t *table.Table, ov *overrides.Table, qm *quality.Matrix, 
 		c.table = t
 		if c.feed != nil {
 			c.feed.SetTable(t)
+		}
+		if c.resolvers != nil {
+			c.resolvers.SetDetection(detection(t))
 		}
 		changed = append(changed, describeTable("node table", t, change.String()))
 	}

@@ -60,22 +60,49 @@ func warnStream(what string, err error) {
 // after a reload from where the previous instance was, on a start from the
 // entries still within max_age (the stream holds a bounded number).
 func (c *Control) readFeedStream(client redis.UniversalClient, key string) {
-	last := c.feed.StreamFrom()
+	c.readStream(client, key, "feed", c.feed.StreamFrom(), func(err error) { warnStream("cannot read", err) }, func(m redis.XMessage) {
+		rows, _ := m.Values["rows"].(string)
+		run, _ := m.Values["run"].(string)
+		if err := c.feed.AddEntry(m.ID, run, []byte(rows)); err != nil {
+			log.Warningf("feed: member %v: %v", m.Values["member"], err)
+		}
+	})
+}
+
+// readStream hands each entry of a fleet's stream after from ("" its end
+// when the reading starts) to apply, until the control stops; a failed
+// read is warned of, and retried a second later.
+func (c *Control) readStream(client redis.UniversalClient, key, what, from string, warn func(error), apply func(redis.XMessage)) {
+	last := from
 	for {
 		select {
 		case <-c.stopCh:
 			return
 		default:
 		}
-		recovery.Do("feed", func() {
+		recovery.Do(what, func() {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Second+fleet.DefaultTimeout)
 			defer cancel()
-			res, err := client.XRead(ctx, &redis.XReadArgs{Streams: []string{key, last}, Count: 100, Block: time.Second}).Result()
+			var res []redis.XStream
+			err := error(nil)
+			if last == "" {
+				// Not "$" on every read: it would miss what came between two.
+				var ms []redis.XMessage
+				if ms, err = client.XRevRangeN(ctx, key, "+", "-", 1).Result(); err == nil {
+					last = "0-0"
+					if len(ms) > 0 {
+						last = ms[0].ID
+					}
+				}
+			}
+			if err == nil {
+				res, err = client.XRead(ctx, &redis.XReadArgs{Streams: []string{key, last}, Count: 100, Block: time.Second}).Result()
+			}
 			switch {
 			case errors.Is(err, redis.Nil):
 				return
 			case err != nil:
-				warnStream("cannot read", err)
+				warn(err)
 				select {
 				case <-c.stopCh:
 				case <-time.After(time.Second):
@@ -85,11 +112,7 @@ func (c *Control) readFeedStream(client redis.UniversalClient, key string) {
 			for _, s := range res {
 				for _, m := range s.Messages {
 					last = m.ID
-					rows, _ := m.Values["rows"].(string)
-					run, _ := m.Values["run"].(string)
-					if err := c.feed.AddEntry(m.ID, run, []byte(rows)); err != nil {
-						log.Warningf("feed: member %v: %v", m.Values["member"], err)
-					}
+					apply(m)
 				}
 			}
 		})

@@ -16,11 +16,10 @@ import (
 	"github.com/miekg/dns"
 )
 
-// BenchmarkDecide is one query's decision from the resolver's address:
-// location (cached after the first), canary check, policy, scope.
-func BenchmarkDecide(b *testing.B) {
+// benchControl loads the fixture's block with the extra lines in it.
+func benchControl(b *testing.B, extra string) *control.Control {
 	dir := testsupport.Fixture(b, testsupport.FixtureNodes)
-	d := caddyfile.NewDispenser("Testfile", strings.NewReader("gslb example.org {\ngeoip city.mmdb\nasn asn.mmdb\nnodes nodes.yaml\n}"))
+	d := caddyfile.NewDispenser("Testfile", strings.NewReader("gslb example.org {\ngeoip city.mmdb\nasn asn.mmdb\nnodes nodes.yaml\n"+extra+"}"))
 	o, err := config.Parse(&d, nil, dir, config.Unique{})
 	if err != nil {
 		b.Fatal(err)
@@ -29,7 +28,14 @@ func BenchmarkDecide(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer c.Stop()
+	b.Cleanup(func() { c.Stop() })
+	return c
+}
+
+// BenchmarkDecide is one query's decision from the resolver's address:
+// location (cached after the first), canary check, policy, scope.
+func BenchmarkDecide(b *testing.B) {
+	c := benchControl(b, "")
 	v := c.View()
 	q := &decide.Query{View: v, Record: v.Table.Records["www.example.org."], QType: dns.TypeA,
 		Remote: &net.UDPAddr{IP: net.IPv4(1, 0, 1, 7), Port: 53}}
@@ -42,5 +48,39 @@ func BenchmarkDecide(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		c.Decider().Decide(ctx, q, &out)
+	}
+}
+
+// BenchmarkDecideResolvers is BenchmarkDecide with a resolver map: the
+// query's resolver unmapped (the map looked up, the query observed), and
+// mapped (decided for its population).
+func BenchmarkDecideResolvers(b *testing.B) {
+	c := benchControl(b, "resolvers {\nmin_samples 1\n}\n")
+	v := c.View()
+	ctx := context.Background()
+	mapped := &net.UDPAddr{IP: net.IPv4(1, 0, 1, 8), Port: 53}
+	// The mapped resolver sends ECS of a Shanghai client on some queries.
+	for range 5 {
+		c.Decider().Decide(ctx, &decide.Query{View: v, Record: v.Table.Records["www.example.org."], QType: dns.TypeA, Remote: mapped,
+			ECS: &dns.EDNS0_SUBNET{Code: dns.EDNS0SUBNET, Family: 1, SourceNetmask: 24, Address: net.IPv4(2, 0, 0, 0).To4()}}, new(decide.Outcome))
+	}
+	c.Resolvers().Cycle(ctx)
+	for _, bc := range []struct {
+		name   string
+		remote *net.UDPAddr
+		pop    bool
+	}{{"unmapped", &net.UDPAddr{IP: net.IPv4(1, 0, 2, 7), Port: 53}, false}, {"mapped", mapped, true}} {
+		b.Run(bc.name, func(b *testing.B) {
+			q := &decide.Query{View: v, Record: v.Table.Records["www.example.org."], QType: dns.TypeA, Remote: bc.remote}
+			var out decide.Outcome
+			c.Decider().Decide(ctx, q, &out)
+			if out.Decision.Winner == nil || (out.Population != nil) != bc.pop {
+				b.Fatalf("Expected an answer, population %v; got %+v", bc.pop, out)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				c.Decider().Decide(ctx, q, &out)
+			}
+		})
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/gslbdns/gslb/config"
 	"github.com/gslbdns/gslb/locate"
 	"github.com/gslbdns/gslb/policy"
+	"github.com/gslbdns/gslb/resolvers"
 	"github.com/gslbdns/gslb/scoring"
 	"github.com/gslbdns/gslb/table"
 
@@ -41,29 +42,46 @@ type Options struct {
 	// SpreadPrefix4 and SpreadPrefix6 cut the network the spread hashes a
 	// client on; 0: the defaults.
 	SpreadPrefix4, SpreadPrefix6 uint8
+	// Population: a query without usable ECS from a mapped resolver is
+	// decided for its population.
+	Population bool
 }
 
 // OptionsOf picks a block's decision options.
 func OptionsOf(o *config.Options) Options {
 	return Options{ECSMin4: o.ECSMin4, ECSMin6: o.ECSMin6, TrustECS: o.TrustECS, AllDownServfail: o.AllDownServfail,
-		MinTTL: o.MinTTL, SpreadPrefix4: o.SpreadPrefix4, SpreadPrefix6: o.SpreadPrefix6}
+		MinTTL: o.MinTTL, SpreadPrefix4: o.SpreadPrefix4, SpreadPrefix6: o.SpreadPrefix6,
+		Population: o.Resolvers != nil && o.Resolvers.Population}
+}
+
+// Mapper is a Source with a resolver map.
+type Mapper interface {
+	Resolvers() *resolvers.Map // nil: none
 }
 
 // Decider decides queries with what its source serves.
 type Decider struct {
 	src  Source
 	opts Options
+	// pops is the source's resolver map: the server's decisions feed it,
+	// and with Population its populations decide; nil: none.
+	pops *resolvers.Map
 }
 
 // New returns a Decider over src.
 func New(src Source, o Options) *Decider {
+	d := &Decider{src: src}
+	if m, ok := src.(Mapper); ok {
+		d.pops = m.Resolvers()
+	}
 	if o.SpreadPrefix4 == 0 {
 		o.SpreadPrefix4 = locate.DefaultSpreadPrefix4
 	}
 	if o.SpreadPrefix6 == 0 {
 		o.SpreadPrefix6 = locate.DefaultSpreadPrefix6
 	}
-	return &Decider{src: src, opts: o}
+	d.opts = o
+	return d
 }
 
 // Query is one question for a record of the stable view.
@@ -73,6 +91,9 @@ type Query struct {
 	QType  uint16
 	Remote net.Addr          // the resolver
 	ECS    *dns.EDNS0_SUBNET // the query's option; nil: none
+	// Beacon: the question is a beacon name under Record's; its re-query
+	// intervals say nothing.
+	Beacon bool
 }
 
 // Outcome is what one query saw and chose; it feeds the answer, the
@@ -102,6 +123,11 @@ type Outcome struct {
 	Record   *table.Record
 	Canary   *canary.Rollout // the rollout the subnet was checked against; nil: none
 	InCanary bool
+	// Population decided for the resolver's clients, for a query without
+	// usable ECS; nil: none did. PopulationShare is the share of its
+	// clients whose node the answer is.
+	Population      *resolvers.Population
+	PopulationShare float64
 	// Servfail: every node is down and all_down servfail says so.
 	Servfail bool
 	// Located: answered, and the client's province is known: it counts
@@ -109,8 +135,13 @@ type Outcome struct {
 	Located, Same bool
 }
 
-// Decide fills out for q.
-func (d *Decider) Decide(ctx context.Context, q *Query, out *Outcome) { d.decide(ctx, q, out, nil) }
+// Decide fills out for q, and tells the resolver map of it.
+func (d *Decider) Decide(ctx context.Context, q *Query, out *Outcome) {
+	d.decide(ctx, q, out, nil)
+	if d.pops != nil {
+		d.observe(q, out)
+	}
+}
 
 // decide is Decide; with steps, it keeps every location source's say.
 func (d *Decider) decide(ctx context.Context, q *Query, out *Outcome, steps *[]locate.Step) {
@@ -120,7 +151,84 @@ func (d *Decider) decide(ctx context.Context, q *Query, out *Outcome, steps *[]l
 	} else {
 		d.src.Locator().LocateInto(ctx, out.Client, &out.Loc)
 	}
+	out.Population = nil
+	if !out.FromECS && d.opts.Population && d.pops != nil && out.Loc.Override.Pin == nil {
+		if p := d.pops.Snapshot().Lookup(out.Client); p != nil {
+			forPopulation(p, q, out)
+		}
+	}
 	d.choose(q.View, q.Record, q.QType, out)
+}
+
+// forPopulation places out's client where the population of its resolver
+// is, in place of the resolver's own location (and of an override that
+// corrected it; a pin of nodes still wins): at the place of its largest
+// places whose node wins for the largest share of its clients. The key
+// (the canary's and the spread's) stays the resolver's network.
+func forPopulation(p *resolvers.Population, q *Query, out *Outcome) {
+	out.Population = p
+	out.Loc.Override.Location = nil
+	c := populationChoice(p, q, out.Loc.Key)
+	out.Loc.Location = *p.Places[c.Place]
+	out.PopulationShare = c.Share
+}
+
+// populationChoice is the place of p that q is decided for: cached per
+// view, record and type, so that a query pays one atomic load.
+func populationChoice(p *resolvers.Population, q *Query, key locate.Key) *resolvers.Choice {
+	slot := &p.Choices[(resolvers.NameHash(q.Record.Name)^uint32(q.QType))&3]
+	if c := slot.Load(); c != nil && c.View == any(q.View) && c.Record == any(q.Record) && c.QType == q.QType {
+		return c
+	}
+	c := choosePlace(p, q, key)
+	slot.Store(c)
+	return c
+}
+
+// choosePlace decides q for each of p's largest places, and picks the
+// node that wins for the largest share of its clients, at the largest
+// place it wins: the best expected answer when a place's clients either
+// get their own node or not. Out of line: it allocates the choice.
+//
+//go:noinline
+func choosePlace(p *resolvers.Population, q *Query, key locate.Key) *resolvers.Choice {
+	var winners [resolvers.TopPlaces]int
+	var dc policy.Decision
+	for i, l := range p.Places {
+		pq := policy.Query{Record: q.Record, QType: q.QType, Client: policy.ClientOf(l), Subnet: uint64(key)}
+		q.View.DecideInto(&pq, &dc)
+		winners[i] = dc.Node
+	}
+	best, bestShare := 0, -1.0
+	for i := range p.Places {
+		var sum float64
+		for j := range p.Places {
+			if winners[j] == winners[i] {
+				sum += p.Shares[j]
+			}
+		}
+		if sum > bestShare+1e-9 {
+			best, bestShare = i, sum
+		}
+	}
+	return &resolvers.Choice{View: q.View, Record: q.Record, QType: q.QType, Place: best, Share: bestShare}
+}
+
+// observe tells the resolver map of a decided query.
+func (d *Decider) observe(q *Query, out *Outcome) {
+	var fam, bits uint8
+	if q.ECS != nil {
+		fam, bits = uint8(q.ECS.Family), q.ECS.SourceNetmask
+	}
+	var client netip.Addr
+	if out.FromECS {
+		client = out.Client
+	}
+	var name uint32
+	if !q.Beacon {
+		name = resolvers.NameHash(q.Record.Name)
+	}
+	d.pops.Observe(RemoteAddr(q.Remote), client, fam, bits, out.FromECS, out.Population != nil, name, out.TTL)
 }
 
 // trace is Explain's location, out of line: the server's queries run on a

@@ -2,12 +2,16 @@ package decide
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"slices"
+	"strings"
+	"time"
 
 	"github.com/gslbdns/gslb/geo"
 	"github.com/gslbdns/gslb/locate"
 	"github.com/gslbdns/gslb/policy"
+	"github.com/gslbdns/gslb/resolvers"
 	"github.com/gslbdns/gslb/scoring"
 	"github.com/gslbdns/gslb/table"
 
@@ -40,6 +44,39 @@ type Explanation struct {
 
 	// HTTPS is set for an HTTPS query of a record with https.
 	HTTPS *ExplainedHTTPS `json:"https,omitempty"`
+
+	// Population is the resolver's population that decided a query
+	// without usable ECS; absent: none did.
+	Population *ExplainedPopulation `json:"population,omitempty"`
+}
+
+// ExplainedPopulation is the population a decision was made for: the
+// resolver (or its /24 or /48), the place decided for, the share of its
+// clients whose node the answer is, its largest places, the clients
+// learned, and how long since the last one.
+type ExplainedPopulation struct {
+	Resolver   string        `json:"resolver"`
+	Place      string        `json:"place"`
+	Share      float64       `json:"share"`
+	Places     []SharedPlace `json:"places"`
+	Samples    float64       `json:"samples"`
+	AgeSeconds float64       `json:"age_s"`
+}
+
+// SharedPlace is a place of a population and its share of the clients.
+type SharedPlace struct {
+	Place string  `json:"place"`
+	Share float64 `json:"share"`
+}
+
+func explainedPopulation(p *resolvers.Population, out *Outcome) *ExplainedPopulation {
+	x := &ExplainedPopulation{Resolver: p.Resolver.String(), Place: strings.TrimSpace(out.Loc.Province + " " + out.Loc.ISP),
+		Share: math.Round(out.PopulationShare*1000) / 1000, Samples: math.Round(p.Samples*1000) / 1000,
+		AgeSeconds: math.Round(time.Since(p.Learned).Seconds())}
+	for i, l := range p.Places {
+		x.Places = append(x.Places, SharedPlace{strings.TrimSpace(l.Province + " " + l.ISP), math.Round(p.Shares[i]*1000) / 1000})
+	}
+	return x
 }
 
 // ExplainedHTTPS is how an HTTPS answer came about: the A and the AAAA
@@ -201,6 +238,11 @@ func (d *Decider) explain(ctx context.Context, v *policy.View, rec *table.Record
 		x.Scope = &scope
 	}
 	x.Location = explainedLocation(loc, steps)
+	if p := out.Population; p != nil {
+		x.Population = explainedPopulation(p, out)
+		x.Notes = append(x.Notes, fmt.Sprintf("the query has no usable ECS: decided for the population of resolver %s at %s, whose node wins for %.0f%% of its %.0f clients",
+			p.Resolver, x.Population.Place, 100*out.PopulationShare, p.Samples))
+	}
 	if out.InCanary {
 		x.Notes = append(x.Notes, "the client's subnet is in the canary: decided with "+v.Table.Path)
 	}

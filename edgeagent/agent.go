@@ -17,6 +17,7 @@ import (
 
 	"github.com/gslbdns/gslb/feed"
 	"github.com/gslbdns/gslb/internal/atomicfile"
+	"github.com/gslbdns/gslb/resolvers"
 )
 
 // Config is the agent's flags.
@@ -32,6 +33,9 @@ type Config struct {
 	MaxBackoff     time.Duration
 	FromStart      bool // a first run reads the log from its start
 	MaxRows        int  // per request
+	// Beacon is the beacon name of the resolvers block ("" none): a fetch
+	// of LABEL.Beacon is reported to BeaconURL as (label, client /24).
+	Beacon, BeaconURL string
 	// Out receives the summary line of each interval.
 	Out io.Writer
 }
@@ -49,8 +53,10 @@ type Agent struct {
 	// delivery's backoff
 	failures int
 	retryAt  time.Time
+	// the interval's beacon fetches, posted once at its end
+	beacons []resolvers.Report
 	// the interval's figures for the summary
-	lines, skipped, nrows, delivered, deliveredRows, dropped, rejected int
+	lines, skipped, nrows, delivered, deliveredRows, dropped, rejected, nbeacons int
 }
 
 type cell struct {
@@ -116,12 +122,14 @@ func (a *Agent) Run(ctx context.Context) error {
 		case <-ctx.Done():
 			err := a.cycle(time.Now())
 			a.deliver(context.Background())
+			a.sendBeacons(context.Background())
 			return err
 		case now := <-t.C:
 			if err := a.cycle(now); err != nil {
 				fmt.Fprintf(a.cfg.Out, "gslb feed: %v\n", err)
 			}
 			a.deliver(ctx)
+			a.sendBeacons(ctx)
 			a.summary()
 		}
 	}
@@ -171,6 +179,35 @@ func (a *Agent) line(l []byte) {
 	if e.Hit {
 		c.hits++
 	}
+	if a.cfg.Beacon != "" && e.Status < 400 {
+		if label, ok := strings.CutSuffix(e.Host, "."+a.cfg.Beacon); ok && label != "" && !strings.Contains(label, ".") {
+			a.beacons = append(a.beacons, resolvers.Report{Label: label, Client: p.String(), At: time.Now().UTC().Format(time.RFC3339)})
+		}
+	}
+}
+
+// sendBeacons posts the interval's beacon fetches, once: a fetch reported
+// later than the window after its query would not count anyway.
+func (a *Agent) sendBeacons(ctx context.Context) {
+	if len(a.beacons) == 0 {
+		return
+	}
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	for i := range a.beacons {
+		enc.Encode(&a.beacons[i])
+	}
+	n := len(a.beacons)
+	a.beacons = a.beacons[:0]
+	code, msg, err := a.postTo(ctx, a.cfg.BeaconURL, b.Bytes())
+	if err == nil && code/100 != 2 {
+		err = fmt.Errorf("status %d: %s", code, strings.TrimSpace(msg))
+	}
+	if err != nil {
+		fmt.Fprintf(a.cfg.Out, "gslb feed: %d beacon fetches not reported: %v\n", n, err)
+		return
+	}
+	a.nbeacons += n
 }
 
 // rows is the window's rows as NDJSON, one per client network.
@@ -278,7 +315,11 @@ func (a *Agent) postChunks(ctx context.Context, body []byte) (int, string, error
 }
 
 func (a *Agent) post(ctx context.Context, body []byte) (int, string, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, a.cfg.URL, bytes.NewReader(body))
+	return a.postTo(ctx, a.cfg.URL, body)
+}
+
+func (a *Agent) postTo(ctx context.Context, url string, body []byte) (int, string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
 		return 0, "", err
 	}
@@ -304,7 +345,11 @@ func (a *Agent) summary() {
 	if !a.retryAt.IsZero() {
 		retry = time.Until(a.retryAt).Round(time.Second).String()
 	}
-	fmt.Fprintf(a.cfg.Out, "gslb feed: %d lines (%d unparsed), %d rows; delivered %d batches (%d rows), refused %d, dropped %d; spool %d batches %d bytes; retry %s\n",
-		a.lines, a.skipped, a.nrows, a.delivered, a.deliveredRows, a.rejected, a.dropped, len(bs), size, retry)
-	a.lines, a.skipped, a.nrows, a.delivered, a.deliveredRows, a.rejected, a.dropped = 0, 0, 0, 0, 0, 0, 0
+	beacons := ""
+	if a.cfg.Beacon != "" {
+		beacons = fmt.Sprintf("; beacons %d", a.nbeacons)
+	}
+	fmt.Fprintf(a.cfg.Out, "gslb feed: %d lines (%d unparsed), %d rows; delivered %d batches (%d rows), refused %d, dropped %d; spool %d batches %d bytes; retry %s%s\n",
+		a.lines, a.skipped, a.nrows, a.delivered, a.deliveredRows, a.rejected, a.dropped, len(bs), size, retry, beacons)
+	a.lines, a.skipped, a.nrows, a.delivered, a.deliveredRows, a.rejected, a.dropped, a.nbeacons = 0, 0, 0, 0, 0, 0, 0, 0
 }

@@ -23,7 +23,7 @@ const (
 // LogFormatJSON and LogFormatCombined are the nginx log_format lines the
 // formats expect, to paste into the http block.
 const (
-	LogFormatJSON     = `log_format gslb_json escape=json '{"remote_addr":"$remote_addr","status":"$status","body_bytes_sent":"$body_bytes_sent","request_time":"$request_time","upstream_response_time":"$upstream_response_time","upstream_cache_status":"$upstream_cache_status"}';`
+	LogFormatJSON     = `log_format gslb_json escape=json '{"remote_addr":"$remote_addr","status":"$status","body_bytes_sent":"$body_bytes_sent","request_time":"$request_time","upstream_response_time":"$upstream_response_time","upstream_cache_status":"$upstream_cache_status","host":"$host"}';`
 	LogFormatCombined = `log_format gslb_combined '$remote_addr - $remote_user [$time_local] "$request" $status $body_bytes_sent "$http_referer" "$http_user_agent" $request_time $upstream_response_time $upstream_cache_status';`
 )
 
@@ -34,6 +34,7 @@ type Entry struct {
 	Bytes  float64
 	TTFBMs float64 // the upstream's time when it answered, else the request's
 	Hit    bool    // served from the cache
+	Host   string  // the request's host, lower case; "" when the format has none
 }
 
 // ParseLine reads one line of format.
@@ -54,6 +55,7 @@ type jsonLine struct {
 	RequestTime  string `json:"request_time"`
 	UpstreamTime string `json:"upstream_response_time"`
 	CacheStatus  string `json:"upstream_cache_status"`
+	Host         string `json:"host"`
 }
 
 func parseJSON(line []byte) (Entry, error) {
@@ -61,7 +63,9 @@ func parseJSON(line []byte) (Entry, error) {
 	if err := json.Unmarshal(bytes.TrimSpace(line), &j); err != nil {
 		return Entry{}, err
 	}
-	return entry(j.RemoteAddr, j.Status, j.Bytes, j.RequestTime, j.UpstreamTime, j.CacheStatus)
+	e, err := entry(j.RemoteAddr, j.Status, j.Bytes, j.RequestTime, j.UpstreamTime, j.CacheStatus)
+	e.Host = strings.ToLower(strings.TrimSuffix(j.Host, "."))
+	return e, err
 }
 
 // parseCombined reads the combined format and, after the user agent,

@@ -361,3 +361,10 @@ func Validate(c *caddy.Controller) error {
 	}
 	return plugin.Error(config.Name, err)
 }
+
+// Place is where the block's locator puts a (a resolver, say): its
+// province and carrier.
+func (e *Engine) Place(ctx context.Context, a netip.Addr) (province, isp string) {
+	r := e.ctl.Locator().Locate(ctx, a)
+	return r.Province, r.ISP
+}

@@ -59,6 +59,44 @@ func nginxPath(t *testing.T) string {
 	return "/usr/sbin/nginx"
 }
 
+// startNginx runs nginx in dir with the gslb_json log in log, real client
+// addresses from X-Forwarded-For, and location / doing what location says;
+// it returns its address and configuration file.
+func startNginx(t *testing.T, bin, dir, log, location string, workers int) (addr, conf string) {
+	t.Helper()
+	addr = freeAddr(t)
+	user := ""
+	if os.Geteuid() == 0 {
+		user = "user root;"
+	}
+	for _, d := range []string{"tmp", "logs"} {
+		os.MkdirAll(filepath.Join(dir, d), 0o755)
+	}
+	conf = writeFile(t, dir, "nginx.conf", fmt.Sprintf(`%[1]s
+worker_processes %[6]d;
+pid %[2]s/nginx.pid;
+error_log %[2]s/error.log;
+events { worker_connections 256; }
+http {
+    client_body_temp_path %[2]s/tmp/body;
+    proxy_temp_path %[2]s/tmp/proxy;
+    fastcgi_temp_path %[2]s/tmp/fastcgi;
+    uwsgi_temp_path %[2]s/tmp/uwsgi;
+    scgi_temp_path %[2]s/tmp/scgi;
+    %[3]s
+    access_log %[4]s gslb_json;
+    set_real_ip_from 127.0.0.0/8;
+    real_ip_header X-Forwarded-For;
+    server {
+        listen %[5]s;
+        location / { %[7]s }
+    }
+}
+`, user, dir, edgeagent.LogFormatJSON, log, addr, workers, location))
+	startProc(t, "nginx", bin, "-c", conf, "-p", dir, "-g", "daemon off;")
+	return addr, conf
+}
+
 // The data loop end to end through real processes: nginx (real client
 // addresses from X-Forwarded-For) in front of an upstream slower for
 // Zhejiang's network, a gslb feed agent tailing its JSON log, and two
@@ -99,37 +137,8 @@ func TestEdgeAgentCountsEveryRequest(t *testing.T) {
 	}))
 	t.Cleanup(func() { upstream.Close() })
 
-	web := freeAddr(t)
 	log := filepath.Join(dir, "access.log")
-	user := ""
-	if os.Geteuid() == 0 {
-		user = "user root;"
-	}
-	for _, d := range []string{"tmp", "logs"} {
-		os.MkdirAll(filepath.Join(dir, d), 0o755)
-	}
-	conf := writeFile(t, dir, "nginx.conf", fmt.Sprintf(`%[1]s
-worker_processes 2;
-pid %[2]s/nginx.pid;
-error_log %[2]s/error.log;
-events { worker_connections 256; }
-http {
-    client_body_temp_path %[2]s/tmp/body;
-    proxy_temp_path %[2]s/tmp/proxy;
-    fastcgi_temp_path %[2]s/tmp/fastcgi;
-    uwsgi_temp_path %[2]s/tmp/uwsgi;
-    scgi_temp_path %[2]s/tmp/scgi;
-    %[3]s
-    access_log %[4]s gslb_json;
-    set_real_ip_from 127.0.0.0/8;
-    real_ip_header X-Forwarded-For;
-    server {
-        listen %[5]s;
-        location / { proxy_pass http://%[6]s; }
-    }
-}
-`, user, dir, edgeagent.LogFormatJSON, log, web, upstream.Addr()))
-	startProc(t, "nginx", nginxBin, "-c", conf, "-p", dir, "-g", "daemon off;")
+	web, conf := startNginx(t, nginxBin, dir, log, "proxy_pass http://"+upstream.Addr().String()+";", 2)
 
 	// Two members of a fleet: the agent posts to a, and b has the rows
 	// only through the fleet's stream on a real redis-server.

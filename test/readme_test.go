@@ -13,6 +13,7 @@ import (
 	"github.com/gslbdns/gslb/internal/recovery"
 	"github.com/gslbdns/gslb/internal/testsupport"
 	"github.com/gslbdns/gslb/locate"
+	"github.com/gslbdns/gslb/resolvers"
 	"github.com/gslbdns/gslb/sign"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -23,7 +24,7 @@ import (
 func registeredMetrics(t *testing.T) []string {
 	t.Helper()
 	var cs []prometheus.Collector
-	for _, l := range [][]prometheus.Collector{gslb.Collectors, canary.Collectors, control.Collectors, feed.Collectors, health.Collectors, locate.Collectors, recovery.Collectors, sign.Collectors} {
+	for _, l := range [][]prometheus.Collector{gslb.Collectors, canary.Collectors, control.Collectors, feed.Collectors, health.Collectors, locate.Collectors, recovery.Collectors, resolvers.Collectors, sign.Collectors} {
 		cs = append(cs, l...)
 	}
 	names, err := testsupport.MetricNames(cs...)

@@ -8,7 +8,7 @@ import (
 // TestToolHelp: every command's -h gives its exit statuses and an
 // example, and exits 0.
 func TestToolHelp(t *testing.T) {
-	for _, cmd := range []string{"explain", "replay", "check", "audit"} {
+	for _, cmd := range []string{"explain", "replay", "check", "audit", "resolvers"} {
 		_, stderr, code := runTool(t, cmd, "-h")
 		if code != 0 || !strings.Contains(stderr, "\nExit status: 0 ") || !strings.Contains(stderr, "2 bad usage") ||
 			!strings.Contains(stderr, "\nExample:\n  gslb "+cmd+" -conf ") {

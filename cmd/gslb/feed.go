@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -53,6 +54,8 @@ func feedAgent(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	fs.DurationVar(&c.MaxBackoff, "max-backoff", time.Minute, "the longest wait between failed deliveries (it doubles from 1s)")
 	fs.IntVar(&c.MaxRows, "max-rows", feed.DefaultMaxRows, "rows per request: at most the feed block's max_rows")
 	fs.BoolVar(&c.FromStart, "from-start", false, "on the first run (no offset file), read the log from its start rather than its end")
+	fs.StringVar(&c.Beacon, "beacon", "", "the resolvers block's beacon name (e.g. b.example.org): fetches of LABEL.NAME (the json format's host) are reported to -beacon-url (default: none)")
+	fs.StringVar(&c.BeaconURL, "beacon-url", "", "where beacon fetches go (default: -url with /v1/feed replaced by /v1/beacons)")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, feedUsage, edgeagent.LogFormatJSON, edgeagent.LogFormatCombined)
 		fs.PrintDefaults()
@@ -66,6 +69,10 @@ func feedAgent(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		return exitUsage
 	}
 	c.SpoolMax = *spoolMax
+	c.Beacon = strings.ToLower(strings.TrimSuffix(c.Beacon, "."))
+	if c.Beacon != "" && c.BeaconURL == "" {
+		c.BeaconURL = strings.TrimSuffix(c.URL, "/v1/feed") + "/v1/beacons"
+	}
 	if c.OffsetFile == "" {
 		c.OffsetFile = c.Log + ".gslb-offset"
 	}

@@ -10,6 +10,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/gslbdns/gslb/decide"
 
@@ -25,6 +26,7 @@ type query struct {
 	name   string // "" when the input does not say
 	qtype  uint16
 	count  int
+	at     time.Time // a dnstap query's time; zero otherwise
 }
 
 // lineError is a malformed line (or dnstap frame) of an input.
@@ -315,7 +317,8 @@ func dnstapQuery(frame []byte, ign *ignored) (q query, ok bool, err error) {
 	if len(msg.Question) == 0 {
 		return query{}, false, errors.New("query message without a question")
 	}
-	q = query{name: msg.Question[0].Name, qtype: msg.Question[0].Qtype, count: 1}
+	q = query{name: msg.Question[0].Name, qtype: msg.Question[0].Qtype, count: 1,
+		at: time.Unix(int64(m.GetQueryTimeSec()), int64(m.GetQueryTimeNsec()))}
 	if o := msg.IsEdns0(); o != nil {
 		for _, opt := range o.Option {
 			if e, isECS := opt.(*dns.EDNS0_SUBNET); isECS && e.SourceNetmask > 0 {

@@ -47,6 +47,7 @@ const usage = `usage:
   gslb audit   [flags] [-json] [-sample N] [-quality FILE] [-overrides OUT] [INPUT...]
   gslb version
   gslb feed    -log FILE -url URL -token-file FILE -node ID [flags]
+  gslb resolvers [-json] [-ttl SECONDS] [-conf FILE] [-top N] INPUT...
 
 ADDRESS/PREFIX is sent as an ECS option; a bare ADDRESS is the resolver's own.
 Run 'gslb COMMAND -h' for the flags.
@@ -63,12 +64,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	cmds := map[string]func(context.Context, []string, io.Writer, io.Writer) int{
-		"explain": explain,
-		"replay":  replay,
-		"check":   check,
-		"audit":   audit,
-		"version": version,
-		"feed":    feedAgent,
+		"explain":   explain,
+		"replay":    replay,
+		"check":     check,
+		"audit":     audit,
+		"version":   version,
+		"feed":      feedAgent,
+		"resolvers": resolversCmd,
 	}
 	cmd, ok := cmds[args[0]]
 	if !ok {
