@@ -85,7 +85,12 @@ func TestCacheInsertAllocs(t *testing.T) {
 	}
 	// Counted in total, not per run: growing a map or a slice now and then
 	// averages to less than one allocation an insert.
+	// The count is the process's: settle the collector's cleanups first,
+	// and tolerate a stray allocation of another goroutine (an insert that
+	// allocated would count thousands).
 	mallocs := func(n int) uint64 {
+		runtime.GC()
+		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
 		var a, b runtime.MemStats
 		runtime.ReadMemStats(&a)
 		for range n {
@@ -98,8 +103,8 @@ func TestCacheInsertAllocs(t *testing.T) {
 	if n := mallocs(900); n > 9 {
 		t.Errorf("900 inserts below the bound allocate %v times, want at most 9 (the index doubling from 16 to 2048)", n)
 	}
-	if n := mallocs(5000); n != 0 {
-		t.Errorf("5000 inserts that evict allocate %v times, want 0", n)
+	if n := mallocs(5000); n > 3 {
+		t.Errorf("5000 inserts that evict allocate %v times, want none (at most 3 strays)", n)
 	}
 	defer c.purge()
 	if n := c.len(); n != 1000 {
