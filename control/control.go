@@ -51,6 +51,7 @@ type Control struct {
 	feed      *feed.Feed       // the edges' rows and cells; nil without a feed block
 	checker   *health.Checker
 	decisions *policy.Cache
+	warmer    warmer // prepares decisions ahead for each view
 	decider   *decide.Decider
 	// OnTable is told of every node table a reload swaps in, with the one
 	// it replaces; set before the control starts.
@@ -252,6 +253,9 @@ func loadControl(o *config.Options) (c *Control, option string, err error) {
 		done:      make(chan struct{}),
 		wake:      make(chan struct{}, 1),
 	}
+	if o.Precompute != nil && !o.Precompute.Off {
+		c.warmer.signal = make(chan struct{}, 1)
+	}
 	c.decider = decide.New(c, decide.OptionsOf(o))
 	warn(o, t)
 	c.serial = c.nextSerial()
@@ -418,6 +422,7 @@ func (c *Control) publish() {
 	c.sharedKey = key
 	v, step := policy.NewView(in)
 	c.view.Store(v)
+	c.warmer.poke()
 	if cstep := c.publishCanary(now); !cstep.IsZero() && (step.IsZero() || cstep.Before(step)) {
 		step = cstep
 	}
@@ -516,6 +521,11 @@ func (c *Control) Start() error {
 		if readStream != nil {
 			go readStream()
 		}
+		if c.warmer.signal != nil {
+			c.locator.SetOnTable(c.warmer.poke)
+			c.warmer.wg.Add(1)
+			go c.warm(c.stopCh)
+		}
 		c.locator.Start()
 		// Checkers start outside c.mu: a probe that reports meanwhile
 		// holds the checker's notify lock and waits for c.mu.
@@ -595,6 +605,7 @@ func (c *Control) Stop() error {
 		close(c.stopCh)
 		c.startOnce.Do(func() { close(c.done) }) // never started: nothing to wait for
 		<-c.done
+		c.warmer.wg.Wait()
 		c.files.unserve() // the watch loop is done with it
 		c.mu.Lock()
 		ch, h := c.checker, c.admin

@@ -63,6 +63,7 @@ type Locator struct {
 	pcfg    PrecomputeConfig
 	repre   chan struct{}
 	stopPre chan struct{}
+	onTable func() // after every table change; nil: nothing
 
 	mu        sync.Mutex
 	started   bool

@@ -1,8 +1,10 @@
 package locate
 
 import (
+	"cmp"
 	"encoding/binary"
 	"net/netip"
+	"slices"
 	"time"
 	"unsafe"
 
@@ -45,6 +47,10 @@ type netTable struct {
 	norm     []geo.Location
 	carriers *geo.Carriers
 	bytes    int64
+	// order is vals' indices, the most addresses first.
+	order []uint32
+	// placed are norm in order, each once.
+	placed []geo.Location
 }
 
 // find returns the value of the range that holds a.
@@ -153,7 +159,22 @@ walk:
 	}
 	t.dir[1<<16] = uint32(len(t.start))
 	t.start, t.val = t.start[:len(t.start):len(t.start)], t.val[:len(t.val):len(t.val)]
-	t.bytes = dirBytes + int64(len(t.start))*8 + int64(len(t.vals))*int64(unsafe.Sizeof(memoValue{}))
+	weight := make([]uint64, len(t.vals))
+	for i, v := range t.val {
+		if v != noVal {
+			end := uint64(1) << 32
+			if i+1 < len(t.start) {
+				end = uint64(t.start[i+1])
+			}
+			weight[v] += end - uint64(t.start[i])
+		}
+	}
+	t.order = make([]uint32, len(t.vals))
+	for i := range t.order {
+		t.order[i] = uint32(i)
+	}
+	slices.SortStableFunc(t.order, func(a, b uint32) int { return cmp.Compare(weight[b], weight[a]) })
+	t.bytes = dirBytes + int64(len(t.start))*8 + int64(len(t.vals))*(int64(unsafe.Sizeof(memoValue{}))+4)
 	return t
 }
 
@@ -168,6 +189,14 @@ func (t *netTable) normalized(c *geo.Carriers) *netTable {
 	for i := range t.vals {
 		n.norm[i] = t.vals[i].loc
 		c.Apply(&n.norm[i])
+	}
+	n.placed = nil
+	seen := make(map[geo.Location]bool, len(t.order))
+	for _, v := range t.order {
+		if loc := n.norm[v]; !seen[loc] {
+			seen[loc] = true
+			n.placed = append(n.placed, loc)
+		}
 	}
 	n.bytes = t.bytes - int64(len(t.norm))*int64(unsafe.Sizeof(geo.Location{})) + int64(len(n.norm))*int64(unsafe.Sizeof(geo.Location{}))
 	return &n
@@ -217,6 +246,9 @@ func (l *Locator) refreshTable(stop chan struct{}) {
 
 func (l *Locator) storeTable(t *netTable) {
 	l.dbs.pre.Store(t)
+	if l.onTable != nil {
+		l.onTable()
+	}
 	if t == nil {
 		PrecomputedRanges.Set(0)
 		PrecomputedBytes.Set(0)
@@ -292,3 +324,19 @@ func (d *databases) fromTable(db *geo.DB, q *Query, other *geo.Other) bool {
 	q.Loc = t.vals[v].loc
 	return true
 }
+
+// Placed are the locations the databases give IPv4 clients, through the
+// carrier table, the most addresses first: those the table walked, nil
+// without one (or with carrier lists, which place clients per /24). Each
+// once; the caller must not change them.
+func (l *Locator) Placed() []geo.Location {
+	t := l.dbs.pre.Load()
+	if t == nil || t.norm == nil || t.db != l.dbs.db.Load() || t.carriers != l.carriers.Load() {
+		return nil
+	}
+	return t.placed
+}
+
+// SetOnTable has f called after every change of the precomputed table;
+// call it before Start.
+func (l *Locator) SetOnTable(f func()) { l.onTable = f }

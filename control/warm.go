@@ -1,0 +1,89 @@
+package control
+
+import (
+	"sync"
+	"sync/atomic"
+
+	"github.com/coredns/coredns/plugin"
+
+	"github.com/gslbdns/gslb/geo"
+	"github.com/gslbdns/gslb/internal/recovery"
+	"github.com/gslbdns/gslb/policy"
+	"github.com/gslbdns/gslb/scoring"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
+)
+
+// precomputedDecisions is how many decisions were prepared ahead for the
+// view served now.
+var precomputedDecisions = promauto.NewGauge(prometheus.GaugeOpts{
+	Namespace: plugin.Namespace,
+	Subsystem: "gslb",
+	Name:      "precomputed_decisions",
+	Help:      "Number of decisions prepared ahead, per record and family, for the locations of the precomputed IPv4 ranges under the current view.",
+})
+
+// warmer prepares the decisions of the databases' locations for every
+// view the control plane publishes, in the background: a query of a
+// client never seen then picks from them instead of preparing one.
+type warmer struct {
+	signal chan struct{}
+	wg     sync.WaitGroup
+	// warmed is the last view warmed to the end (or its limit).
+	warmed atomic.Pointer[policy.View]
+	// placed and clients: the last locations seen and their clients.
+	placed  []geo.Location
+	clients []scoring.Client
+}
+
+// poke asks the warmer to catch up with the view; it never blocks.
+func (w *warmer) poke() {
+	select {
+	case w.signal <- struct{}{}:
+	default:
+	}
+}
+
+// warm warms each new view until stop closes.
+func (c *Control) warm(stop <-chan struct{}) {
+	w := &c.warmer
+	defer w.wg.Done()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-w.signal:
+		}
+		recovery.Do("precompute", func() {
+			v := c.view.Load()
+			clients := w.clientsOf(c.locator.Placed())
+			n := v.Warm(clients, policy.WarmMax, stop, func() bool { return c.view.Load() == v })
+			if c.view.Load() == v && len(clients) > 0 {
+				precomputedDecisions.Set(float64(n))
+				w.warmed.Store(v)
+			}
+		})
+	}
+}
+
+// clientsOf is what the ladder sees of placed, each once.
+func (w *warmer) clientsOf(placed []geo.Location) []scoring.Client {
+	if len(placed) == 0 {
+		return nil
+	}
+	if len(w.placed) == len(placed) && &w.placed[0] == &placed[0] {
+		return w.clients
+	}
+	seen := make(map[scoring.Client]bool, len(placed))
+	var out []scoring.Client
+	for i := range placed {
+		cl := policy.ClientOf(&placed[i])
+		if !seen[cl] {
+			seen[cl] = true
+			out = append(out, cl)
+		}
+	}
+	w.placed, w.clients = placed, out
+	return out
+}
