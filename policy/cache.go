@@ -113,22 +113,22 @@ func (v *View) Warm(clients []scoring.Client, limit int, stop <-chan struct{}, c
 	if v.cache == nil {
 		return 0
 	}
-	n := 0
+	n, k := 0, 0
 	for i := range clients {
-		if i&63 == 0 {
-			select {
-			case <-stop:
-				return n
-			default:
-			}
-			if !current() {
-				return n
-			}
-		}
 		cl := &clients[i]
 		for _, name := range v.Table.Names {
 			rec := v.Table.Records[name]
 			for _, qt := range [2]uint16{dns.TypeA, dns.TypeAAAA} {
+				if k++; k&63 == 1 {
+					select {
+					case <-stop:
+						return n
+					default:
+					}
+					if !current() {
+						return n
+					}
+				}
 				if n >= limit {
 					return n
 				}
