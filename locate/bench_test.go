@@ -165,3 +165,23 @@ func BenchmarkColdMiss(b *testing.B) {
 		i++
 	}
 }
+
+// BenchmarkColdMissPrecomputed is BenchmarkColdMiss with the table of the
+// databases' networks built: each new /24 is a lookup in it.
+func BenchmarkColdMissPrecomputed(b *testing.B) {
+	db := coldDB(b)
+	l := newLocator(b, Config{DB: db, CacheSize: 1<<20 + 1, Precompute: &PrecomputeConfig{}})
+	for deadline := time.Now().Add(time.Minute); l.Placed() == nil; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			b.Fatal("No table within a minute")
+		}
+	}
+	const n = 32 << 16
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		j := uint32(i*40503) % n
+		l.Locate(ctx, netip.AddrFrom4([4]byte{byte(32 + j>>16), byte(j >> 8), byte(j), 1}))
+		i++
+	}
+}

@@ -77,7 +77,7 @@ func TestWarmedDecisionsAreExact(t *testing.T) {
 				}
 			}
 		}
-		if lost > n/100 {
+		if lost > n/50 {
 			t.Errorf("Step %d: %d of %d decisions not warmed", step, lost, n)
 		}
 		for c, prep := range before {
