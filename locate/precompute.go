@@ -99,9 +99,10 @@ func (b *tableBuild) id(v memoValue) uint32 {
 	return id
 }
 
-// valueBytes is what a value costs: the slice's copy and its key in the
-// build's map, the strings shared with the databases.
-const valueBytes = int64(unsafe.Sizeof(memoValue{}))*2 + 8
+// valueBytes is what a value costs once the table is normalized: its
+// copy, its carrier-mapped location, once more among the distinct ones,
+// and its place in the order; the strings are shared with the databases.
+const valueBytes = int64(unsafe.Sizeof(memoValue{})) + 2*int64(unsafe.Sizeof(geo.Location{})) + 4
 
 // dirBytes is the /16 directory's.
 const dirBytes = (1<<16 + 1) * 4
@@ -198,7 +199,8 @@ func (t *netTable) normalized(c *geo.Carriers) *netTable {
 			n.placed = append(n.placed, loc)
 		}
 	}
-	n.bytes = t.bytes - int64(len(t.norm))*int64(unsafe.Sizeof(geo.Location{})) + int64(len(n.norm))*int64(unsafe.Sizeof(geo.Location{}))
+	loc := int64(unsafe.Sizeof(geo.Location{}))
+	n.bytes = t.bytes - int64(len(t.norm)+len(t.placed))*loc + int64(len(n.norm)+len(n.placed))*loc
 	return &n
 }
 
@@ -340,3 +342,19 @@ func (l *Locator) Placed() []geo.Location {
 // SetOnTable has f called after every change of the precomputed table;
 // call it before Start.
 func (l *Locator) SetOnTable(f func()) { l.onTable = f }
+
+// PrecomputedUpTo is the first address the table did not walk (past the
+// budget); 255.255.255.255 when it walked all of IPv4, invalid without
+// a table.
+func (l *Locator) PrecomputedUpTo() netip.Addr {
+	t := l.dbs.pre.Load()
+	if t == nil || len(t.start) == 0 {
+		return netip.Addr{}
+	}
+	if last := len(t.start) - 1; t.val[last] == noVal && t.start[last] != 0 {
+		var b [4]byte
+		binary.BigEndian.PutUint32(b[:], t.start[last])
+		return netip.AddrFrom4(b)
+	}
+	return netip.AddrFrom4([4]byte{255, 255, 255, 255})
+}

@@ -29,6 +29,7 @@ func cmdPrecompute(args []string) error {
 	asn := fs.String("asn", "", "ASN mmdb")
 	scale := fs.Int("scale", 1, "node table: 93 nodes times this")
 	records := fs.Int("records", 1, "records, each served by every node")
+	budget := fs.Int64("budget", locate.DefaultPrecomputeBytes, "the precompute SIZE in bytes")
 	fs.Parse(args)
 	if *city == "" {
 		dir, err := os.MkdirTemp("", "gslb-precompute")
@@ -56,7 +57,7 @@ func cmdPrecompute(args []string) error {
 		return m.HeapAlloc
 	}
 	h0 := heap()
-	l, err := locate.New(locate.Config{DB: db, Carriers: tb.Carriers, CacheSize: 1000, Precompute: &locate.PrecomputeConfig{MaxBytes: 4 << 30, MaxTime: time.Hour}})
+	l, err := locate.New(locate.Config{DB: db, Carriers: tb.Carriers, CacheSize: 1000, Precompute: &locate.PrecomputeConfig{MaxBytes: *budget, MaxTime: time.Hour}})
 	if err != nil {
 		return err
 	}
@@ -71,9 +72,9 @@ func cmdPrecompute(args []string) error {
 	}
 	took := time.Since(began)
 	h1 := heap()
-	fmt.Printf("locations: %s, %.0f ranges, %d distinct locations, %.1f MB (table's own count), heap +%.1f MB\n",
+	fmt.Printf("locations: %s, %.0f ranges, %d distinct locations, %.1f MB (table's own count), heap +%.1f MB, walked up to %s\n",
 		took.Round(time.Millisecond), testutil.ToFloat64(locate.PrecomputedRanges), len(l.Placed()),
-		testutil.ToFloat64(locate.PrecomputedBytes)/1e6, float64(int64(h1)-int64(h0))/1e6)
+		testutil.ToFloat64(locate.PrecomputedBytes)/1e6, float64(int64(h1)-int64(h0))/1e6, l.PrecomputedUpTo())
 
 	seen := map[scoring.Client]bool{}
 	var cls []scoring.Client
