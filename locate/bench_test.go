@@ -155,6 +155,11 @@ func coldDB(b *testing.B) *geo.DB {
 func BenchmarkColdMiss(b *testing.B) {
 	db := coldDB(b)
 	l := newLocator(b, Config{DB: db, CacheSize: 1 << 20})
+	coldLoop(b, l)
+}
+
+// coldLoop asks l for a new /24 of coldDB's each time.
+func coldLoop(b *testing.B, l *Locator) {
 	const n = 32 << 16 // the /24s of 32/8 to 63/8
 	b.ReportAllocs()
 	i := 0
@@ -176,12 +181,5 @@ func BenchmarkColdMissPrecomputed(b *testing.B) {
 			b.Fatal("No table within a minute")
 		}
 	}
-	const n = 32 << 16
-	b.ReportAllocs()
-	i := 0
-	for b.Loop() {
-		j := uint32(i*40503) % n
-		l.Locate(ctx, netip.AddrFrom4([4]byte{byte(32 + j>>16), byte(j >> 8), byte(j), 1}))
-		i++
-	}
+	coldLoop(b, l)
 }

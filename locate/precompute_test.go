@@ -107,17 +107,7 @@ func TestPrecomputeBudget(t *testing.T) {
 // beside the old one and swaps them; a carrier table change renormalizes
 // it.
 func TestPrecomputeFollowsReloads(t *testing.T) {
-	dir := t.TempDir()
-	write := func(province string) (city, asn string) {
-		return testsupport.WriteDBs(t, dir, []mmdbgen.City{{Network: "1.0.1.0/24", Country: "CN", Province: province}},
-			[]mmdbgen.ASN{{Network: "1.0.1.0/24", ASN: 4134, Org: "CHINANET"}})
-	}
-	city, asn := write("ZJ")
-	files := geo.Files{"city": {city}, "asn": {asn}}
-	db, err := geo.OpenFiles(files)
-	if err != nil {
-		t.Fatal(err)
-	}
+	write, _, _, files, db := provinceDBs(t)
 	l := newLocator(t, Config{DB: db, DBFiles: files, CacheSize: 4105, Precompute: &PrecomputeConfig{}})
 	old := waitTable(t, l)
 	ctx := context.Background()
