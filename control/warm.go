@@ -1,6 +1,7 @@
 package control
 
 import (
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 
@@ -57,23 +58,27 @@ func (c *Control) warm(stop <-chan struct{}) {
 		}
 		recovery.Do("precompute", func() {
 			v := c.view.Load()
-			clients := w.clientsOf(c.locator.Placed())
+			clients, fresh := w.clientsOf(c.locator.Placed())
 			n := v.Warm(clients, policy.WarmMax, stop, func() bool { return c.view.Load() == v })
 			if c.view.Load() == v && len(clients) > 0 {
 				precomputedDecisions.Set(float64(n))
 				w.warmed.Store(v)
 			}
+			if fresh {
+				debug.FreeOSMemory() // what the table's build and its clients' dedup freed
+			}
 		})
 	}
 }
 
-// clientsOf is what the ladder sees of placed, each once.
-func (w *warmer) clientsOf(placed []geo.Location) []scoring.Client {
+// clientsOf is what the ladder sees of placed, each once; fresh when
+// placed is a new table's.
+func (w *warmer) clientsOf(placed []geo.Location) (clients []scoring.Client, fresh bool) {
 	if len(placed) == 0 {
-		return nil
+		return nil, false
 	}
 	if len(w.placed) == len(placed) && &w.placed[0] == &placed[0] {
-		return w.clients
+		return w.clients, false
 	}
 	seen := make(map[scoring.Client]bool, len(placed))
 	var out []scoring.Client
@@ -85,5 +90,5 @@ func (w *warmer) clientsOf(placed []geo.Location) []scoring.Client {
 		}
 	}
 	w.placed, w.clients = placed, out
-	return out
+	return out, true
 }
