@@ -33,8 +33,8 @@ type warmer struct {
 	wg     sync.WaitGroup
 	// warmed is the last view warmed to the end (or its limit).
 	warmed atomic.Pointer[policy.View]
-	// placed and clients: the last locations seen and their clients.
-	placed  []geo.Location
+	// order and clients: the last table's order and its clients.
+	order   []uint32
 	clients []scoring.Client
 }
 
@@ -71,24 +71,24 @@ func (c *Control) warm(stop <-chan struct{}) {
 	}
 }
 
-// clientsOf is what the ladder sees of placed, each once; fresh when
-// placed is a new table's.
-func (w *warmer) clientsOf(placed []geo.Location) (clients []scoring.Client, fresh bool) {
-	if len(placed) == 0 {
+// clientsOf is what the ladder sees of locs, in order, each once; fresh
+// when they are a new table's.
+func (w *warmer) clientsOf(locs []geo.Location, order []uint32) (clients []scoring.Client, fresh bool) {
+	if len(order) == 0 {
 		return nil, false
 	}
-	if len(w.placed) == len(placed) && &w.placed[0] == &placed[0] {
+	if len(w.order) == len(order) && &w.order[0] == &order[0] {
 		return w.clients, false
 	}
-	seen := make(map[scoring.Client]bool, len(placed))
+	seen := make(map[scoring.Client]bool, len(order))
 	var out []scoring.Client
-	for i := range placed {
-		cl := policy.ClientOf(&placed[i])
+	for _, i := range order {
+		cl := policy.ClientOf(&locs[i])
 		if !seen[cl] {
 			seen[cl] = true
 			out = append(out, cl)
 		}
 	}
-	w.placed, w.clients = placed, out
+	w.order, w.clients = order, out
 	return out, true
 }

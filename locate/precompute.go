@@ -49,8 +49,7 @@ type netTable struct {
 	bytes    int64
 	// order is vals' indices, the most addresses first.
 	order []uint32
-	// placed are norm in order, each once.
-	placed []geo.Location
+	end   uint64 // the first address not walked; 1<<32: none
 }
 
 // find returns the value of the range that holds a.
@@ -100,9 +99,9 @@ func (b *tableBuild) id(v memoValue) uint32 {
 }
 
 // valueBytes is what a value costs once the table is normalized: its
-// copy, its carrier-mapped location, once more among the distinct ones,
-// and its place in the order; the strings are shared with the databases.
-const valueBytes = int64(unsafe.Sizeof(memoValue{})) + 2*int64(unsafe.Sizeof(geo.Location{})) + 4
+// copy, its carrier-mapped location and its place in the order; the
+// strings are shared with the databases.
+const valueBytes = int64(unsafe.Sizeof(memoValue{})) + int64(unsafe.Sizeof(geo.Location{})) + 4
 
 // dirBytes is the /16 directory's.
 const dirBytes = (1<<16 + 1) * 4
@@ -147,6 +146,7 @@ walk:
 		a = next
 	}
 	t := b.t
+	t.end = a
 	if a < 1<<32 {
 		b.add(uint32(a), noVal)
 	}
@@ -191,16 +191,8 @@ func (t *netTable) normalized(c *geo.Carriers) *netTable {
 		n.norm[i] = t.vals[i].loc
 		c.Apply(&n.norm[i])
 	}
-	n.placed = nil
-	seen := make(map[geo.Location]bool, len(t.order))
-	for _, v := range t.order {
-		if loc := n.norm[v]; !seen[loc] {
-			seen[loc] = true
-			n.placed = append(n.placed, loc)
-		}
-	}
 	loc := int64(unsafe.Sizeof(geo.Location{}))
-	n.bytes = t.bytes - int64(len(t.norm)+len(t.placed))*loc + int64(len(n.norm)+len(n.placed))*loc
+	n.bytes = t.bytes - int64(len(t.norm))*loc + int64(len(n.norm))*loc
 	return &n
 }
 
@@ -328,15 +320,16 @@ func (d *databases) fromTable(db *geo.DB, q *Query, other *geo.Other) bool {
 }
 
 // Placed are the locations the databases give IPv4 clients, through the
-// carrier table, the most addresses first: those the table walked, nil
-// without one (or with carrier lists, which place clients per /24). Each
-// once; the caller must not change them.
-func (l *Locator) Placed() []geo.Location {
+// carrier table, and the order of their indices from the most addresses
+// to the fewest (two may be equal): those the table walked; nil without
+// one (or with carrier lists, which place clients per /24). The caller
+// must not change them.
+func (l *Locator) Placed() (locs []geo.Location, order []uint32) {
 	t := l.dbs.pre.Load()
-	if t == nil || t.norm == nil || t.db != l.dbs.db.Load() || t.carriers != l.carriers.Load() {
-		return nil
+	if t == nil || t.norm == nil || t.db != l.dbs.db.Load() || t.carriers != l.carriers.Load() || len(t.order) == 0 {
+		return nil, nil
 	}
-	return t.placed
+	return t.norm, t.order
 }
 
 // SetOnTable has f called after every change of the precomputed table;
@@ -344,17 +337,13 @@ func (l *Locator) Placed() []geo.Location {
 func (l *Locator) SetOnTable(f func()) { l.onTable = f }
 
 // PrecomputedUpTo is the first address the table did not walk (past the
-// budget); 255.255.255.255 when it walked all of IPv4, invalid without
-// a table.
+// budget); invalid without a table or when it walked all of IPv4.
 func (l *Locator) PrecomputedUpTo() netip.Addr {
 	t := l.dbs.pre.Load()
-	if t == nil || len(t.start) == 0 {
+	if t == nil || t.end >= 1<<32 {
 		return netip.Addr{}
 	}
-	if last := len(t.start) - 1; t.val[last] == noVal && t.start[last] != 0 {
-		var b [4]byte
-		binary.BigEndian.PutUint32(b[:], t.start[last])
-		return netip.AddrFrom4(b)
-	}
-	return netip.AddrFrom4([4]byte{255, 255, 255, 255})
+	var b [4]byte
+	binary.BigEndian.PutUint32(b[:], uint32(t.end))
+	return netip.AddrFrom4(b)
 }

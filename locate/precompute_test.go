@@ -49,7 +49,7 @@ func TestPrecomputedIsExact(t *testing.T) {
 	pre := newLocator(t, Config{DB: db, CacheSize: 4099, Precompute: &PrecomputeConfig{}})
 	plain := newLocator(t, Config{DB: db, CacheSize: 4097})
 	tb := waitTable(t, pre)
-	if tb.bytes <= 0 || len(tb.start) == 0 || testutil.ToFloat64(PrecomputedRanges) == 0 {
+	if tb.bytes <= 0 || len(tb.start) == 0 || testutil.ToFloat64(PrecomputedRanges) == 0 || pre.PrecomputedUpTo().IsValid() {
 		t.Fatalf("Table of %d ranges, %d bytes; gauge %v", len(tb.start), tb.bytes, testutil.ToFloat64(PrecomputedRanges))
 	}
 	ctx := context.Background()
@@ -86,7 +86,7 @@ func TestPrecomputeBudget(t *testing.T) {
 	pre := newLocator(t, Config{DB: db, CacheSize: 4101, Precompute: &PrecomputeConfig{MaxBytes: dirBytes + 4<<10}})
 	plain := newLocator(t, Config{DB: db, CacheSize: 4103})
 	tb := waitTable(t, pre)
-	if n := tb.val[len(tb.val)-1]; n != noVal || len(tb.start) > 600 {
+	if n := tb.val[len(tb.val)-1]; n != noVal || len(tb.start) > 600 || !pre.PrecomputedUpTo().IsValid() {
 		t.Fatalf("A budget of 4 KiB past the directory: %d ranges, the last %d (want a partial table)", len(tb.start), n)
 	}
 	ctx := context.Background()

@@ -64,7 +64,8 @@ func cmdPrecompute(args []string) error {
 	began := time.Now()
 	l.Start()
 	defer l.Close()
-	for l.Placed() == nil {
+	locs, order := l.Placed()
+	for ; order == nil; locs, order = l.Placed() {
 		if time.Since(began) > time.Hour {
 			return fmt.Errorf("no table after an hour")
 		}
@@ -72,14 +73,14 @@ func cmdPrecompute(args []string) error {
 	}
 	took := time.Since(began)
 	h1 := heap()
-	fmt.Printf("locations: %s, %.0f ranges, %d distinct locations, %.1f MB (table's own count), heap +%.1f MB, walked up to %s\n",
-		took.Round(time.Millisecond), testutil.ToFloat64(locate.PrecomputedRanges), len(l.Placed()),
+	fmt.Printf("locations: %s, %.0f ranges, %d distinct locations, %.1f MB (table's own count), heap +%.1f MB, walked up to %v (invalid IP: all)\n",
+		took.Round(time.Millisecond), testutil.ToFloat64(locate.PrecomputedRanges), len(order),
 		testutil.ToFloat64(locate.PrecomputedBytes)/1e6, float64(int64(h1)-int64(h0))/1e6, l.PrecomputedUpTo())
 
 	seen := map[scoring.Client]bool{}
 	var cls []scoring.Client
-	for _, loc := range l.Placed() {
-		if c := policy.ClientOf(&loc); !seen[c] {
+	for _, i := range order {
+		if c := policy.ClientOf(&locs[i]); !seen[c] {
 			seen[c] = true
 			cls = append(cls, c)
 		}
