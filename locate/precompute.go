@@ -226,8 +226,8 @@ func (l *Locator) refreshTable(stop chan struct{}) {
 		if cur == nil {
 			return
 		}
-		log.Infof("Precomputed the locations of %d IPv4 ranges (%d distinct) in %s, %d bytes",
-			len(cur.start), len(cur.vals), time.Since(began).Round(time.Millisecond), cur.bytes)
+		log.Infof("Precomputed the locations of %d IPv4 ranges (%d distinct) in %s",
+			len(cur.start), len(cur.vals), time.Since(began).Round(time.Millisecond))
 		PrecomputeSeconds.Set(time.Since(began).Seconds())
 	}
 	if l.lists == nil {
