@@ -127,8 +127,9 @@ func (c *Control) Options() *config.Options { return c.opts }
 // Stopping is closed once Stop is called.
 func (c *Control) Stopping() <-chan struct{} { return c.stopCh }
 
-// Ready reports whether every probed node has its first probe result.
-func (c *Control) Ready() bool { return c.Checker().Ready() }
+// Ready reports whether every probed node has its first probe result and,
+// with the precomputation, its first table's view was warmed.
+func (c *Control) Ready() bool { return c.Checker().Ready() && c.warmer.warmedOnce() }
 
 // Checker is the stable table's checker.
 func (c *Control) Checker() *health.Checker {

@@ -33,6 +33,8 @@ type warmer struct {
 	wg     sync.WaitGroup
 	// warmed is the last view warmed to the end (or its limit).
 	warmed atomic.Pointer[policy.View]
+	// ready: a view was warmed after the first table was built.
+	ready atomic.Bool
 	// order and clients: the last table's order and its clients.
 	order   []uint32
 	clients []scoring.Client
@@ -56,6 +58,7 @@ func (c *Control) warm(stop <-chan struct{}) {
 			return
 		case <-w.signal:
 		}
+		tabled := c.locator.Tabled()
 		recovery.Do("precompute", func() {
 			v := c.view.Load()
 			clients, fresh := w.clientsOf(c.locator.Placed())
@@ -68,8 +71,15 @@ func (c *Control) warm(stop <-chan struct{}) {
 				debug.FreeOSMemory() // what the table's build and its clients' dedup freed
 			}
 		})
+		if tabled {
+			w.ready.Store(true) // warmed, or nothing to warm (no table, carrier lists), or a panic
+		}
 	}
 }
+
+// warmedOnce says whether the first table's view was warmed; true
+// without a precomputation.
+func (w *warmer) warmedOnce() bool { return w.signal == nil || w.ready.Load() }
 
 // clientsOf is what the ladder sees of locs, in order, each once; fresh
 // when they are a new table's.

@@ -34,6 +34,7 @@ records:
 		})
 	}
 	warmed("the first view warmed")
+	testsupport.WaitFor(t, "readiness", func() (bool, string) { return g.Ready(), "not ready" })
 	if testutil.ToFloat64(locate.PrecomputedRanges) == 0 {
 		t.Fatalf("No precomputed ranges")
 	}

@@ -64,6 +64,7 @@ type Locator struct {
 	repre   chan struct{}
 	stopPre chan struct{}
 	onTable func() // after every table change; nil: nothing
+	tabled  atomic.Bool
 
 	mu        sync.Mutex
 	started   bool

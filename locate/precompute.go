@@ -209,6 +209,10 @@ func (l *Locator) precompute(stop chan struct{}) {
 		case <-l.repre:
 		}
 		recovery.Do("precompute", func() { l.refreshTable(stop) })
+		// Even after a panic: readiness waits for the first run.
+		if !l.tabled.Swap(true) && l.onTable != nil {
+			l.onTable()
+		}
 	}
 }
 
@@ -240,6 +244,7 @@ func (l *Locator) refreshTable(stop chan struct{}) {
 
 func (l *Locator) storeTable(t *netTable) {
 	l.dbs.pre.Store(t)
+	l.tabled.Store(true)
 	if l.onTable != nil {
 		l.onTable()
 	}
@@ -347,3 +352,7 @@ func (l *Locator) PrecomputedUpTo() netip.Addr {
 	binary.BigEndian.PutUint32(b[:], uint32(t.end))
 	return netip.AddrFrom4(b)
 }
+
+// Tabled says whether the precomputation has run once (whatever it
+// built); always false without one.
+func (l *Locator) Tabled() bool { return l.tabled.Load() }
