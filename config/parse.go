@@ -39,7 +39,8 @@ func Parse(c *caddyfile.Dispenser, keys []string, root string, seen Unique) (*Op
 		Reload:        DefaultReload,
 		Cooldown:      DefaultCooldown,
 		QualityMaxAge: DefaultQualityMaxAge,
-		Config:        locate.Config{CacheSize: locate.DefaultCacheSize, CacheTTL: locate.DefaultCacheTTL},
+		Config: locate.Config{CacheSize: locate.DefaultCacheSize, CacheTTL: locate.DefaultCacheTTL,
+			Precompute: &locate.PrecomputeConfig{Off: true}},
 		MaxFileSize:   yamlfile.DefaultMaxSize,
 		SOA:           DefaultSOA(),
 		SpreadPrefix4: locate.DefaultSpreadPrefix4,
@@ -272,6 +273,12 @@ func Parse(c *caddyfile.Dispenser, keys []string, root string, seen Unique) (*Op
 					return nil, err
 				}
 				o.CacheSize = int(n)
+			case "precompute":
+				p, err := precomputeArgs(c)
+				if err != nil {
+					return nil, err
+				}
+				o.Precompute = p
 			case "max_file_size":
 				n, err := sizeArg(c)
 				if err != nil {
@@ -841,13 +848,42 @@ func uintArg(c *caddyfile.Dispenser, lo, hi uint64) (uint64, error) {
 	return n, nil
 }
 
+// precomputeArgs reads `precompute off` or `precompute SIZE [DURATION]`.
+func precomputeArgs(c *caddyfile.Dispenser) (*locate.PrecomputeConfig, error) {
+	args := c.RemainingArgs()
+	if len(args) == 1 && args[0] == "off" {
+		return &locate.PrecomputeConfig{Off: true}, nil
+	}
+	if len(args) == 0 || len(args) > 2 {
+		return nil, c.Errf("precompute: want off, or a size and an optional duration, such as 64MiB 1m")
+	}
+	n, err := parseSize(c, "precompute", args[0])
+	if err != nil {
+		return nil, err
+	}
+	p := &locate.PrecomputeConfig{MaxBytes: n}
+	if len(args) == 2 {
+		d, err := time.ParseDuration(args[1])
+		if err != nil || d < time.Second {
+			return nil, c.Errf("precompute: %q is not a duration of at least 1s", args[1])
+		}
+		p.MaxTime = d
+	}
+	return p, nil
+}
+
 // sizeArg reads a size of 1KiB..4GiB: bytes, or a number with KiB, MiB or GiB.
 func sizeArg(c *caddyfile.Dispenser) (int64, error) {
 	name := c.Val()
 	if !c.NextArg() {
 		return 0, c.ArgErr()
 	}
-	s, unit := c.Val(), int64(1)
+	return parseSize(c, name, c.Val())
+}
+
+// parseSize is sizeArg's s, of option name.
+func parseSize(c *caddyfile.Dispenser, name, arg string) (int64, error) {
+	s, unit := arg, int64(1)
 	for suffix, u := range map[string]int64{"KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30} {
 		if n, ok := strings.CutSuffix(s, suffix); ok {
 			s, unit = n, u
@@ -855,7 +891,7 @@ func sizeArg(c *caddyfile.Dispenser) (int64, error) {
 	}
 	n, err := strconv.ParseInt(s, 10, 64)
 	if err != nil || n < 1 || n > 4<<30/unit || n*unit < 1<<10 {
-		return 0, c.Errf("%s: %q is not a size in 1KiB..4GiB, such as 16MiB", name, c.Val())
+		return 0, c.Errf("%s: %q is not a size in 1KiB..4GiB, such as 16MiB", name, arg)
 	}
 	return n * unit, nil
 }

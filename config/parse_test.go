@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/coredns/caddy/caddyfile"
+
+	"github.com/gslbdns/gslb/locate"
 )
 
 // parseBlock parses one Corefile block the way setup does.
@@ -153,6 +155,15 @@ func TestParseSteeringOptions(t *testing.T) {
 		{"weights seven", "weights 1 1 1 1 1 1 1", nil, `unexpected argument "1"`},
 		{"max_error_rate", "max_error_rate 0.1", func(o *Options) bool { return o.Params.MaxErrorRate == 0.1 }, ""},
 		{"max_error_rate bad", "max_error_rate 1.5", nil, `max_error_rate: "1.5" is not a number in 0..1`},
+		{"precompute default", "", func(o *Options) bool { return o.Precompute != nil && *o.Precompute == locate.PrecomputeConfig{Off: true} }, ""},
+		{"precompute off", "precompute off", func(o *Options) bool { return o.Precompute.Off }, ""},
+		{"precompute size", "precompute 16MiB", func(o *Options) bool { return o.Precompute.MaxBytes == 16<<20 && o.Precompute.MaxTime == 0 }, ""},
+		{"precompute size time", "precompute 1GiB 2m", func(o *Options) bool {
+			return o.Precompute.MaxBytes == 1<<30 && o.Precompute.MaxTime == 2*time.Minute
+		}, ""},
+		{"precompute bad size", "precompute 16MB", nil, `Testfile:4 - Error during parsing: precompute: "16MB" is not a size in 1KiB..4GiB`},
+		{"precompute bad time", "precompute 16MiB 10ms", nil, `precompute: "10ms" is not a duration of at least 1s`},
+		{"precompute none", "precompute", nil, "precompute: want off, or a size"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

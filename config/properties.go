@@ -8,7 +8,7 @@ import "github.com/gslbdns/gslb/geo"
 var properties = map[string][]string{
 	"": append(geo.Options(), "carrier_lists", "overrides", "nodes", "ttl", "ladder", "ladder6",
 		"spread_prefix", "ecs_min_prefix", "trust_ecs", "weights", "max_load", "spread", "shed_load", "cooldown",
-		"answers", "quality", "quality_max_age", "max_loss", "fallthrough", "all_down", "reload", "cache_size",
+		"answers", "quality", "quality_max_age", "max_loss", "fallthrough", "all_down", "reload", "cache_size", "precompute",
 		"max_file_size", "cache_ttl", "redis", "online", "admin", "canary", "fleet", "soa", "dnssec", "rrl", "feed", "max_error_rate", "carrier_lists_priority", "resolvers"),
 	"admin":     {"token_file", "state"},
 	"canary":    {"rollback_cross", "rollback_min", "rollback_window", "salt", "steps", "dwell", "guard", "min_samples", "source_share"},

@@ -57,6 +57,7 @@ type Control struct {
 	mapStarted bool
 	checker    *health.Checker
 	decisions  *policy.Cache
+	warmer     warmer // prepares decisions ahead for each view
 	decider    *decide.Decider
 	// OnTable is told of every node table a reload swaps in, with the one
 	// it replaces; set before the control starts.
@@ -133,8 +134,9 @@ func (c *Control) Options() *config.Options { return c.opts }
 // Stopping is closed once Stop is called.
 func (c *Control) Stopping() <-chan struct{} { return c.stopCh }
 
-// Ready reports whether every probed node has its first probe result.
-func (c *Control) Ready() bool { return c.Checker().Ready() }
+// Ready reports whether every probed node has its first probe result and,
+// with the precomputation, its first table's view was warmed.
+func (c *Control) Ready() bool { return c.Checker().Ready() && c.warmer.warmedOnce() }
 
 // Checker is the stable table's checker.
 func (c *Control) Checker() *health.Checker {
@@ -258,6 +260,9 @@ func loadControl(o *config.Options) (c *Control, option string, err error) {
 		stopCh:    make(chan struct{}),
 		done:      make(chan struct{}),
 		wake:      make(chan struct{}, 1),
+	}
+	if o.Precompute != nil && !o.Precompute.Off {
+		c.warmer.signal = make(chan struct{}, 1)
 	}
 	warn(o, t)
 	c.serial = c.nextSerial()
@@ -428,6 +433,7 @@ func (c *Control) publish() {
 	c.sharedKey = key
 	v, step := policy.NewView(in)
 	c.view.Store(v)
+	c.warmer.poke()
 	if cstep := c.publishCanary(now); !cstep.IsZero() && (step.IsZero() || cstep.Before(step)) {
 		step = cstep
 	}
@@ -534,6 +540,11 @@ func (c *Control) Start() error {
 		if readResolvers != nil {
 			go readResolvers()
 		}
+		if c.warmer.signal != nil {
+			c.locator.SetOnTable(c.warmer.poke)
+			c.warmer.wg.Add(1)
+			go c.warm(c.stopCh)
+		}
 		c.locator.Start()
 		// Checkers start outside c.mu: a probe that reports meanwhile
 		// holds the checker's notify lock and waits for c.mu.
@@ -619,6 +630,7 @@ func (c *Control) Stop() error {
 		if c.mapStarted {
 			c.resolvers.Stash(c.resolversID()) // the watch loop that folds it is done
 		}
+		c.warmer.wg.Wait()
 		c.files.unserve() // the watch loop is done with it
 		c.mu.Lock()
 		ch, h := c.checker, c.admin

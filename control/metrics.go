@@ -58,7 +58,7 @@ var (
 )
 
 // Collectors are the package's metrics, for tests that list them.
-var Collectors = []prometheus.Collector{reloads, qualityRows, dbBuild, nodeDrained, adminStateOK, fileOK, FleetCollector}
+var Collectors = []prometheus.Collector{reloads, qualityRows, dbBuild, nodeDrained, adminStateOK, fileOK, FleetCollector, precomputedDecisions}
 
 // On a Corefile reload the new instance starts before the old one stops:
 // a file's series is deleted only when no serving instance watches it.

@@ -155,6 +155,11 @@ func coldDB(b *testing.B) *geo.DB {
 func BenchmarkColdMiss(b *testing.B) {
 	db := coldDB(b)
 	l := newLocator(b, Config{DB: db, CacheSize: 1 << 20})
+	coldLoop(b, l)
+}
+
+// coldLoop asks l for a new /24 of coldDB's each time.
+func coldLoop(b *testing.B, l *Locator) {
 	const n = 32 << 16 // the /24s of 32/8 to 63/8
 	b.ReportAllocs()
 	i := 0
@@ -164,4 +169,17 @@ func BenchmarkColdMiss(b *testing.B) {
 		l.Locate(ctx, netip.AddrFrom4([4]byte{byte(32 + j>>16), byte(j >> 8), byte(j), 1}))
 		i++
 	}
+}
+
+// BenchmarkColdMissPrecomputed is BenchmarkColdMiss with the table of the
+// databases' networks built: each new /24 is a lookup in it.
+func BenchmarkColdMissPrecomputed(b *testing.B) {
+	db := coldDB(b)
+	l := newLocator(b, Config{DB: db, CacheSize: 1<<20 + 1, Precompute: &PrecomputeConfig{}})
+	for deadline := time.Now().Add(time.Minute); func() bool { _, o := l.Placed(); return o == nil }(); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			b.Fatal("No table within a minute")
+		}
+	}
+	coldLoop(b, l)
 }

@@ -39,6 +39,9 @@ type Config struct {
 	// CarrierLists are carrier CIDR lists whose carrier wins over every
 	// database's; nil = none.
 	CarrierLists *CarrierListConfig
+	// Precompute walks the databases' IPv4 networks in the background
+	// once they load; nil: not at all.
+	Precompute *PrecomputeConfig
 }
 
 // RedisConfig is the `redis` block. Several Addrs mean a cluster, MasterName
@@ -105,6 +108,9 @@ func (c Config) Validate() error {
 	}
 	if c.CacheTTL < 0 {
 		return &ConfigError{"cache", errors.New("cache_ttl is negative")}
+	}
+	if p := c.Precompute; p != nil && (p.MaxBytes < 0 || p.MaxTime < 0) {
+		return &ConfigError{"precompute", errors.New("budget is negative")}
 	}
 	if c.Redis != nil {
 		if err := c.Redis.Validate(); err != nil {

@@ -11,9 +11,10 @@ import (
 // final.
 type databases struct {
 	l     *Locator
-	db    atomic.Pointer[geo.DB]  // nil: Redis and the online API only
-	files geo.Files               // what Reopen opens; zero: nothing
-	memo  atomic.Pointer[netMemo] // of the DB it names; replaced after a reload
+	db    atomic.Pointer[geo.DB]   // nil: Redis and the online API only
+	files geo.Files                // what Reopen opens; zero: nothing
+	memo  atomic.Pointer[netMemo]  // of the DB it names; replaced after a reload
+	pre   atomic.Pointer[netTable] // IPv4 walked at load time; read when it names db
 }
 
 func (d *databases) Name() string { return "db" }
@@ -21,7 +22,7 @@ func (d *databases) Name() string { return "db" }
 func (d *databases) Locate(_ context.Context, q *Query) bool {
 	if db := d.db.Load(); db != nil {
 		var other geo.Other
-		if !d.memoOf(db).find(q.Addr, &q.Loc, &other) {
+		if !d.fromTable(db, q, &other) && !d.memoOf(db).find(q.Addr, &q.Loc, &other) {
 			d.fill(db, q, &other)
 		}
 		if other.OK {
@@ -115,6 +116,8 @@ func (d *databases) Reopen() error {
 	if err != nil {
 		return err
 	}
+	// Beside the old one: queries keep the old table until the swap.
+	d.l.prebuild(db)
 	d.l.SetDB(db)
 	return nil
 }

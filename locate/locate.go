@@ -58,6 +58,14 @@ type Locator struct {
 	stopClock   chan struct{}
 	wg          sync.WaitGroup
 
+	// The precomputation of the databases' IPv4 networks: repre is nil
+	// without one; stopPre is set while it runs.
+	pcfg    PrecomputeConfig
+	repre   chan struct{}
+	stopPre chan struct{}
+	onTable func() // after every table change; nil: nothing
+	tabled  atomic.Bool
+
 	mu        sync.Mutex
 	started   bool
 	closed    bool
@@ -114,6 +122,10 @@ func New(cfg Config) (*Locator, error) {
 		l.sources = append(l.sources, l.online)
 	}
 	l.refines = l.sources[len(l.sources)-1] != Source(l.dbs)
+	if cfg.Precompute != nil && !cfg.Precompute.Off {
+		l.pcfg = cfg.Precompute.withDefaults()
+		l.repre = make(chan struct{}, 1)
+	}
 	l.retag()
 	return l, nil
 }
@@ -140,6 +152,12 @@ func (l *Locator) Start() {
 			l.stopClock = make(chan struct{})
 			l.wg.Add(1)
 			go l.tick(l.stopClock)
+		}
+		if l.repre != nil {
+			l.stopPre = make(chan struct{})
+			l.wg.Add(1)
+			go l.precompute(l.stopPre)
+			l.signalPrecompute()
 		}
 	})
 }
@@ -176,6 +194,10 @@ func (l *Locator) Close() error {
 		if l.stopClock != nil {
 			close(l.stopClock)
 		}
+		if l.stopPre != nil {
+			close(l.stopPre)
+			l.stopPre = nil
+		}
 		started := l.started
 		l.mu.Unlock()
 		l.wg.Wait()
@@ -200,6 +222,7 @@ func (l *Locator) SetDB(db *geo.DB) {
 	l.dbs.db.Store(db)
 	l.dbs.memo.Store(nil) // the old one's memo would keep it
 	l.retag()
+	l.signalPrecompute()
 }
 
 // DB is the local databases the chain reads now; nil: none.
@@ -236,6 +259,7 @@ func (l *Locator) Reopen() error {
 func (l *Locator) SetCarriers(c *geo.Carriers) {
 	l.carriers.Store(c)
 	l.retag()
+	l.signalPrecompute()
 	if l.lists != nil {
 		l.lists.warnUnknown()
 	}

@@ -56,6 +56,31 @@ var (
 		Name:      "cache_entries",
 		Help:      "Number of entries in the in-process location cache.",
 	})
+
+	// PrecomputedRanges is the number of IPv4 ranges in the table of the
+	// databases' networks walked at load time.
+	PrecomputedRanges = promauto.NewGauge(prometheus.GaugeOpts{
+		Namespace: plugin.Namespace,
+		Subsystem: "gslb",
+		Name:      "precomputed_ranges",
+		Help:      "Number of IPv4 ranges whose location was precomputed from the databases.",
+	})
+
+	// PrecomputedBytes is the table's size.
+	PrecomputedBytes = promauto.NewGauge(prometheus.GaugeOpts{
+		Namespace: plugin.Namespace,
+		Subsystem: "gslb",
+		Name:      "precomputed_bytes",
+		Help:      "Bytes of the table of precomputed IPv4 locations.",
+	})
+
+	// PrecomputeSeconds is how long the last table took to build.
+	PrecomputeSeconds = promauto.NewGauge(prometheus.GaugeOpts{
+		Namespace: plugin.Namespace,
+		Subsystem: "gslb",
+		Name:      "precompute_seconds",
+		Help:      "Seconds the last table of precomputed IPv4 locations took to build.",
+	})
 )
 
 // Resolved once: WithLabelValues on the hot path would hash the labels.
@@ -67,6 +92,8 @@ var (
 	listMiss          = GeoLookups.WithLabelValues("carrier_list", "miss")
 	dbHit             = GeoLookups.WithLabelValues("db", "hit")
 	dbMiss            = GeoLookups.WithLabelValues("db", "miss")
+	precomputedHit    = GeoLookups.WithLabelValues("precomputed", "hit")
+	precomputedMiss   = GeoLookups.WithLabelValues("precomputed", "miss")
 	redisHit          = GeoLookups.WithLabelValues("redis", "hit")
 	redisMiss         = GeoLookups.WithLabelValues("redis", "miss")
 	redisError        = GeoLookups.WithLabelValues("redis", "error")
@@ -88,4 +115,5 @@ var (
 )
 
 // Collectors are the package's metrics, for tests that list them.
-var Collectors = []prometheus.Collector{GeoLookups, OnlineRequests, OnlineBreakerOpen, RedisErrors, Disagreements, CacheEntries}
+var Collectors = []prometheus.Collector{GeoLookups, OnlineRequests, OnlineBreakerOpen, RedisErrors, Disagreements, CacheEntries,
+	PrecomputedRanges, PrecomputedBytes, PrecomputeSeconds}

@@ -13,20 +13,28 @@ import (
 	"github.com/gslbdns/gslb/internal/testsupport"
 )
 
-// Reopen reads the chain's database files again; a bad file is rejected
-// and the databases before it keep serving.
-func TestReopen(t *testing.T) {
+// provinceDBs writes databases that place 1.0.1.0/24 in ZJ, and returns
+// how to write them again with another province, and them opened.
+func provinceDBs(t *testing.T) (write func(string) (string, string), city, asn string, files geo.Files, db *geo.DB) {
+	t.Helper()
 	dir := t.TempDir()
-	write := func(province string) (city, asn string) {
+	write = func(province string) (city, asn string) {
 		return testsupport.WriteDBs(t, dir, []mmdbgen.City{{Network: "1.0.1.0/24", Country: "CN", Province: province}},
 			[]mmdbgen.ASN{{Network: "1.0.1.0/24", ASN: 4134, Org: "CHINANET"}})
 	}
-	city, asn := write("ZJ")
-	files := geo.Files{"city": {city}, "asn": {asn}}
+	city, asn = write("ZJ")
+	files = geo.Files{"city": {city}, "asn": {asn}}
 	db, err := geo.OpenFiles(files)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return write, city, asn, files, db
+}
+
+// Reopen reads the chain's database files again; a bad file is rejected
+// and the databases before it keep serving.
+func TestReopen(t *testing.T) {
+	write, city, asn, files, db := provinceDBs(t)
 	l := newLocator(t, Config{DB: db, DBFiles: files})
 	if got := l.Files(); !slices.Equal(got, []string{city, asn}) {
 		t.Errorf("Files() = %v, want %v", got, []string{city, asn})

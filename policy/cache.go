@@ -3,10 +3,13 @@ package policy
 import (
 	"hash/maphash"
 	"math"
+	"slices"
 	"sync/atomic"
 
 	"github.com/gslbdns/gslb/scoring"
 	"github.com/gslbdns/gslb/table"
+
+	"github.com/miekg/dns"
 )
 
 // Cache keeps prepared decisions: the ladder and the scores of a
@@ -94,4 +97,56 @@ func (c *Cache) put(gen, h uint64, rec *table.Record, qtype uint16, cl *scoring.
 		}
 	}
 	victim.Store(e)
+}
+
+// WarmMax is the most decisions worth preparing ahead for one view: half
+// the cache, so that queries of other clients still find room.
+const WarmMax = cacheSlots / 2
+
+// Warm prepares the decisions of every record and family for clients, in
+// their order, into v's generation of the cache, until it has prepared
+// limit of them, stop closes or current says v is no longer served: a
+// query of such a client then picks from them. It returns how many of
+// them the cache holds, prepared now or before. Decisions that are made per subnet (a node shedding) are not
+// cached, and not prepared.
+func (v *View) Warm(clients []scoring.Client, limit int, stop <-chan struct{}, current func() bool) int {
+	if v.cache == nil {
+		return 0
+	}
+	n, k := 0, 0
+	for i := range clients {
+		cl := &clients[i]
+		for _, name := range v.Table.Names {
+			rec := v.Table.Records[name]
+			for _, qt := range [2]uint16{dns.TypeA, dns.TypeAAAA} {
+				if k++; k&63 == 1 {
+					select {
+					case <-stop:
+						return n
+					default:
+					}
+					if !current() {
+						return n
+					}
+				}
+				if n >= limit {
+					return n
+				}
+				q := Query{Record: rec, QType: qt, Client: *cl}
+				cand := rec.V4
+				if qt == dns.TypeAAAA {
+					cand = rec.V6
+				}
+				if len(cand) == 0 || v.anyShed && slices.ContainsFunc(cand, func(i int) bool { return v.shedding[i] }) {
+					continue
+				}
+				h := hashKey(rec, qt, cl)
+				if v.cache.get(v.gen, h, rec, qt, cl) == nil && v.prepare(&q, cand, h).PerSubnet() {
+					continue
+				}
+				n++
+			}
+		}
+	}
+	return n
 }

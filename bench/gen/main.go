@@ -9,6 +9,7 @@
 //	go run ./bench/gen peers -templates bench/peers -out DIR -set port_pdns=5305 ...
 //	go run ./bench/gen latency < dnsperf-v-output.txt
 //	go run ./bench/gen scopes -city City.mmdb -asn asn.mmdb -subnets cold.txt
+//	go run ./bench/gen precompute [-city City.mmdb -asn asn.mmdb] [-scale 10 -records 1000]
 //
 // asn converts @ip-location-db/asn CSV ranges (start,end,asn,org) to a
 // GeoLite2-ASN mmdb with geo/mmdbgen. nodes writes a node table of 31
@@ -25,7 +26,7 @@ import (
 	"os"
 )
 
-const usage = `usage: gen asn|nodes|subnets|queries|peers|latency|scopes|distance [flags]; gen CMD -h for flags`
+const usage = `usage: gen asn|nodes|subnets|queries|peers|latency|scopes|distance|precompute [flags]; gen CMD -h for flags`
 
 func main() {
 	if len(os.Args) < 2 {
@@ -33,14 +34,15 @@ func main() {
 		os.Exit(2)
 	}
 	cmds := map[string]func([]string) error{
-		"asn":      cmdASN,
-		"nodes":    cmdNodes,
-		"subnets":  cmdSubnets,
-		"queries":  cmdQueries,
-		"peers":    cmdPeers,
-		"latency":  cmdLatency,
-		"scopes":   cmdScopes,
-		"distance": cmdDistance,
+		"asn":        cmdASN,
+		"nodes":      cmdNodes,
+		"subnets":    cmdSubnets,
+		"queries":    cmdQueries,
+		"peers":      cmdPeers,
+		"latency":    cmdLatency,
+		"scopes":     cmdScopes,
+		"distance":   cmdDistance,
+		"precompute": cmdPrecompute,
 	}
 	f, ok := cmds[os.Args[1]]
 	if !ok {

@@ -1,0 +1,118 @@
+package main
+
+import (
+	"bytes"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"time"
+
+	"github.com/gslbdns/gslb/geo"
+	"github.com/gslbdns/gslb/health"
+	"github.com/gslbdns/gslb/locate"
+	"github.com/gslbdns/gslb/policy"
+	"github.com/gslbdns/gslb/scoring"
+	"github.com/gslbdns/gslb/table"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+)
+
+// cmdPrecompute measures what the precomputation costs: the time and
+// memory of the table of the databases' IPv4 networks, and of preparing
+// the decisions of their locations for a node table of 93×scale nodes
+// and the given number of records.
+func cmdPrecompute(args []string) error {
+	fs := flag.NewFlagSet("precompute", flag.ExitOnError)
+	city := fs.String("city", "", "City mmdb (with -asn); empty: the synthetic Chinese databases of scopes")
+	asn := fs.String("asn", "", "ASN mmdb")
+	scale := fs.Int("scale", 1, "node table: 93 nodes times this")
+	records := fs.Int("records", 1, "records, each served by every node")
+	budget := fs.Int64("budget", locate.DefaultPrecomputeBytes, "the precompute SIZE in bytes")
+	fs.Parse(args)
+	if *city == "" {
+		dir, err := os.MkdirTemp("", "gslb-precompute")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(dir)
+		*city, *asn = filepath.Join(dir, "c.mmdb"), filepath.Join(dir, "a.mmdb")
+		if _, err := synthChina(*city, *asn, 1, 1); err != nil {
+			return err
+		}
+	}
+	db, err := geo.Open(*city, *asn)
+	if err != nil {
+		return err
+	}
+	tb, err := scaledTable(*scale, *records)
+	if err != nil {
+		return err
+	}
+	heap := func() uint64 {
+		runtime.GC()
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		return m.HeapAlloc
+	}
+	h0 := heap()
+	l, err := locate.New(locate.Config{DB: db, Carriers: tb.Carriers, CacheSize: 1000, Precompute: &locate.PrecomputeConfig{MaxBytes: *budget, MaxTime: time.Hour}})
+	if err != nil {
+		return err
+	}
+	began := time.Now()
+	l.Start()
+	defer l.Close()
+	locs, order := l.Placed()
+	for ; order == nil; locs, order = l.Placed() {
+		if time.Since(began) > time.Hour {
+			return fmt.Errorf("no table after an hour")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	took := time.Since(began)
+	h1 := heap()
+	fmt.Printf("locations: %s, %.0f ranges, %d distinct locations, %.1f MB (table's own count), heap +%.1f MB, walked up to %v (invalid IP: all)\n",
+		took.Round(time.Millisecond), testutil.ToFloat64(locate.PrecomputedRanges), len(order),
+		testutil.ToFloat64(locate.PrecomputedBytes)/1e6, float64(int64(h1)-int64(h0))/1e6, l.PrecomputedUpTo())
+
+	seen := map[scoring.Client]bool{}
+	var cls []scoring.Client
+	for _, i := range order {
+		if c := policy.ClientOf(&locs[i]); !seen[c] {
+			seen[c] = true
+			cls = append(cls, c)
+		}
+	}
+	p := scoring.DefaultParams
+	v, _ := policy.NewView(policy.Inputs{Table: tb, Snapshot: health.NewSnapshot(nil), Params: &p, Now: time.Now(), Cache: policy.NewCache()})
+	began = time.Now()
+	n := v.Warm(cls, policy.WarmMax, nil, func() bool { return true })
+	took = time.Since(began)
+	h2 := heap()
+	fmt.Printf("decisions: %d nodes, %d records, %d clients: %d prepared (limit %d) in %s, heap +%.1f MB\n",
+		len(tb.Nodes), len(tb.Names), len(cls), n, policy.WarmMax, took.Round(time.Millisecond), float64(int64(h2)-int64(h1))/1e6)
+	runtime.KeepAlive(v)
+	return nil
+}
+
+// scaledTable is the 93-node table scale times over (each copy a little
+// apart) with records records served by every node.
+func scaledTable(scale, records int) (*table.Table, error) {
+	var y bytes.Buffer
+	y.WriteString("nodes:\n")
+	k := 0
+	for c := range scale {
+		for _, n := range siteNodes(uint64(c + 1)) {
+			k++
+			fmt.Fprintf(&y, "  - {id: %s-%d, ipv4: [10.%d.%d.%d], country: CN, province: %s, isp: %s, lat: %.2f, lon: %.2f, cost: %.1f}\n",
+				n.ID, c, k>>16&255, k>>8&255, k&255, n.Province, n.ISP, n.Lat+float64(c)*0.01, n.Lon, n.Cost)
+		}
+	}
+	y.WriteString("records:\n")
+	for i := range records {
+		fmt.Fprintf(&y, "  - name: r%d.example.org\n", i)
+	}
+	return table.Parse("nodes.yaml", y.Bytes(), []string{"example.org."}, 60)
+}

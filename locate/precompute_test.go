@@ -1,0 +1,145 @@
+package locate
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"net/netip"
+	"testing"
+
+	"github.com/gslbdns/gslb/geo"
+	"github.com/gslbdns/gslb/geo/mmdbgen"
+	"github.com/gslbdns/gslb/internal/testsupport"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+)
+
+// waitTable waits for l's table of its databases.
+func waitTable(t *testing.T, l *Locator) *netTable {
+	t.Helper()
+	var tb *netTable
+	testsupport.WaitFor(t, "the precomputed table", func() (bool, string) {
+		tb = l.dbs.pre.Load()
+		return tb != nil && tb.db == l.DB() && tb.carriers == l.carriers.Load(), fmt.Sprint(tb != nil)
+	})
+	return tb
+}
+
+// precomputeAddrs are the test database's networks, their edges, and
+// random addresses.
+func precomputeAddrs() []netip.Addr {
+	var out []netip.Addr
+	for _, s := range []string{"1.0.0.255", "1.0.1.0", "1.0.1.77", "1.0.1.255", "1.0.2.0", "1.0.3.9", "1.0.4.0",
+		"36.0.0.1", "36.0.255.255", "36.1.0.0", "8.8.8.8", "10.1.2.3", "223.255.255.255", "255.255.255.255", "0.0.0.1"} {
+		out = append(out, netip.MustParseAddr(s))
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	for range 2000 {
+		out = append(out, netip.AddrFrom4([4]byte{byte(r.Uint32()), byte(r.Uint32()), byte(r.Uint32()), byte(r.Uint32())}))
+	}
+	return out
+}
+
+// TestPrecomputedIsExact: with the table, every address is placed as the
+// databases place it without one, and a /24 never seen is answered from
+// the table (its counter says so), not by a walk.
+func TestPrecomputedIsExact(t *testing.T) {
+	db := testDB(t)
+	// Cache sizes of their own: locators of one size share a cache.
+	pre := newLocator(t, Config{DB: db, CacheSize: 4099, Precompute: &PrecomputeConfig{}})
+	plain := newLocator(t, Config{DB: db, CacheSize: 4097})
+	tb := waitTable(t, pre)
+	if tb.bytes <= 0 || len(tb.start) == 0 || testutil.ToFloat64(PrecomputedRanges) == 0 || pre.PrecomputedUpTo().IsValid() {
+		t.Fatalf("Table of %d ranges, %d bytes; gauge %v", len(tb.start), tb.bytes, testutil.ToFloat64(PrecomputedRanges))
+	}
+	ctx := context.Background()
+	hits := testutil.ToFloat64(precomputedHit)
+	fresh := 0
+	for _, a := range precomputeAddrs() {
+		if _, special := geo.Special(a); !special {
+			fresh++
+		}
+		got, want := pre.Locate(ctx, a), plain.Locate(ctx, a)
+		if got.Location != want.Location || got.Scope != want.Scope {
+			t.Fatalf("%s: precomputed %+v /%d\nwalked %+v /%d", a, got.Location, got.Scope, want.Location, want.Scope)
+		}
+	}
+	// A fresh /24 of a network already in the table: a lookup.
+	if d := testutil.ToFloat64(precomputedHit) - hits; d < float64(fresh)/2 {
+		t.Errorf("%v of %d fresh /24s answered from the table", d, fresh)
+	}
+}
+
+// TestPrecomputeBudget: a budget too small for the whole space keeps the
+// part walked, and the rest is walked per query, as exactly.
+func TestPrecomputeBudget(t *testing.T) {
+	dir := t.TempDir()
+	var cities []mmdbgen.City
+	for i := range 600 { // more networks than the directory and 4 KiB hold
+		cities = append(cities, mmdbgen.City{Network: fmt.Sprintf("1.%d.%d.0/24", i/128, 2*(i%128)), Country: "CN", Province: []string{"ZJ", "BJ", "SH"}[i%3]})
+	}
+	city, _ := testsupport.WriteDBs(t, dir, cities, nil)
+	db, err := geo.Open(city, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pre := newLocator(t, Config{DB: db, CacheSize: 4101, Precompute: &PrecomputeConfig{MaxBytes: dirBytes + 4<<10}})
+	plain := newLocator(t, Config{DB: db, CacheSize: 4103})
+	tb := waitTable(t, pre)
+	if n := tb.val[len(tb.val)-1]; n != noVal || len(tb.start) > 600 || !pre.PrecomputedUpTo().IsValid() {
+		t.Fatalf("A budget of 4 KiB past the directory: %d ranges, the last %d (want a partial table)", len(tb.start), n)
+	}
+	ctx := context.Background()
+	hits, misses := testutil.ToFloat64(precomputedHit), testutil.ToFloat64(precomputedMiss)
+	for i := range 1200 {
+		a := netip.AddrFrom4([4]byte{1, byte(i / 256), byte(i), byte(i * 7)})
+		got, want := pre.Locate(ctx, a), plain.Locate(ctx, a)
+		if got.Location != want.Location || got.Scope != want.Scope {
+			t.Fatalf("%s: %+v, want %+v", a, got.Location, want.Location)
+		}
+	}
+	if testutil.ToFloat64(precomputedHit) == hits || testutil.ToFloat64(precomputedMiss) == misses {
+		t.Errorf("Not partial: %v hits, %v misses", testutil.ToFloat64(precomputedHit)-hits, testutil.ToFloat64(precomputedMiss)-misses)
+	}
+}
+
+// TestPrecomputeFollowsReloads: a database reload builds the new table
+// beside the old one and swaps them; a carrier table change renormalizes
+// it.
+func TestPrecomputeFollowsReloads(t *testing.T) {
+	write, _, _, files, db := provinceDBs(t)
+	l := newLocator(t, Config{DB: db, DBFiles: files, CacheSize: 4105, Precompute: &PrecomputeConfig{}})
+	old := waitTable(t, l)
+	ctx := context.Background()
+	if r := l.Locate(ctx, netip.MustParseAddr("1.0.1.9")); r.Province != "ZJ" || r.ISP != "telecom" {
+		t.Fatalf("Before the reload: %+v", r.Location)
+	}
+	write("BJ")
+	if err := l.Reopen(); err != nil {
+		t.Fatal(err)
+	}
+	// Built before the swap: the new databases come with their table.
+	if tb := l.dbs.pre.Load(); tb == nil || tb == old || tb.db != l.DB() {
+		t.Fatalf("After the reload the table is not the new databases'")
+	}
+	hits := testutil.ToFloat64(precomputedHit)
+	if r := l.Locate(ctx, netip.MustParseAddr("1.0.1.10")); r.Province != "BJ" {
+		t.Errorf("After the reload: %+v, want BJ", r.Location)
+	}
+	if testutil.ToFloat64(precomputedHit) != hits+1 {
+		t.Errorf("The query after the reload was not answered from the table")
+	}
+
+	carriers, err := geo.DefaultCarriers().Extend(map[uint32]string{4134: "othernet"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.SetCarriers(carriers)
+	waitTable(t, l)
+	if r := l.Locate(ctx, netip.MustParseAddr("1.0.2.1")); r.ISP != "" {
+		t.Errorf("Unknown network: %+v", r.Location)
+	}
+	if r := l.Locate(ctx, netip.MustParseAddr("1.0.1.11")); r.ISP != "othernet" {
+		t.Errorf("After the carrier change: ISP %q, want othernet", r.ISP)
+	}
+}
