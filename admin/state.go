@@ -190,10 +190,12 @@ func checkOverlap(entries []overrides.Entry) error {
 // Marshal is the state file's content. It is JSON, whose strings carry any
 // text (newlines, leading blanks, '#', NUL) in a form YAML reads back as
 // it was, one entry a line, so that an error names the entry's line. The
-// drains and the canary are read back before they are written, and each
-// pin is when the API takes it (CheckPin).
+// entries of every kind but pins are read back before they are written,
+// and each pin is when the API takes it (CheckPin).
 func (s *State) Marshal() ([]byte, error) {
-	if err := roundTrip(&State{State: runstate.State{Drains: s.Drains, Canary: s.Canary, CanarySalt: s.CanarySalt, Plans: s.Plans}, Origins: s.Origins}); err != nil {
+	rs := s.State
+	rs.Pins = nil
+	if err := roundTrip(&State{State: rs, Origins: s.Origins}); err != nil {
 		return nil, err
 	}
 	return encode(s)
