@@ -334,7 +334,7 @@ func (c *Control) planChanges(p *plan.Plan, now time.Time) (map[string]json.RawM
 			out[k] = v
 			continue
 		}
-		out[k], _ = json.Marshal(admin.DrainEntry{Node: id, Since: yamlfile.Time{Time: now.UTC().Round(0)}})
+		out[k] = runstate.SetDrain(id, true, now).Value
 	}
 	for _, id := range p.Undrain {
 		out[runstate.DrainPrefix+id] = nil
