@@ -23,17 +23,25 @@ func drainedIn(v *policy.View, id string) bool {
 	return ok && v.Status[i].State == policy.StateDrained
 }
 
-// TestApplyAsOne: Apply drains two nodes and pins a network as one change:
-// a poller of the views never sees one node drained without the other;
-// the state file holds all of it. A change whose part does not hold (an
-// unknown node) is refused whole, and changes nothing.
-func TestApplyAsOne(t *testing.T) {
+// startedWithState is a started instance of the fixture with an admin
+// API and the path of its state file.
+func startedWithState(t *testing.T) (*Control, string) {
+	t.Helper()
 	dir := fixture(t, fixtureNodes)
 	state := filepath.Join(dir, "state.yaml")
 	c := newTestControl(t, dir, fmt.Sprintf(fixtureBlock, "admin 127.0.0.1:0 {\n state "+state+"\n}\n"))
 	if err := c.Start(); err != nil {
 		t.Fatal(err)
 	}
+	return c, state
+}
+
+// TestApplyAsOne: Apply drains two nodes and pins a network as one change:
+// a poller of the views never sees one node drained without the other;
+// the state file holds all of it. A change whose part does not hold (an
+// unknown node) is refused whole, and changes nothing.
+func TestApplyAsOne(t *testing.T) {
+	c, state := startedWithState(t)
 	var mixed atomic.Int64
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
@@ -98,12 +106,7 @@ func TestApplyAsOne(t *testing.T) {
 // cooldown, as the drain API's does; a drain kept keeps its time; a plan is
 // a key Apply takes, kept in the state file.
 func TestApplyRampsAndPlans(t *testing.T) {
-	dir := fixture(t, fixtureNodes)
-	state := filepath.Join(dir, "state.yaml")
-	c := newTestControl(t, dir, fmt.Sprintf(fixtureBlock, "admin 127.0.0.1:0 {\n state "+state+"\n}\n"))
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
+	c, state := startedWithState(t)
 	since := time.Now().Add(-time.Hour)
 	if err := c.Apply("test", runstate.SetDrain("hz-a", true, since)); err != nil {
 		t.Fatal(err)
