@@ -35,8 +35,6 @@ type State struct {
 	// reach keeps its time over a restart and wins when it is the later.
 	// A file without them (an older one) seeds the fleet as the oldest.
 	Origins map[string]KeyOrigin `yaml:"origins,omitempty" json:"origins,omitempty"`
-	// Plans are the disaster-recovery plans, with their last execution.
-	Plans []plan.Stored `yaml:"plans,omitempty" json:"plans,omitempty"`
 }
 
 // KeyOrigin is the member and time of a shared key's last change.
@@ -163,7 +161,7 @@ func checkPlans(plans []plan.Stored, lines []int) error {
 	for i := range plans {
 		at := yamlfile.Where("plans", lines, i)
 		p := &plans[i]
-		if err := p.Check(plan.Env{Canary: true}); err != nil {
+		if err := runstate.CheckPlan(p); err != nil {
 			return fmt.Errorf("%s: %w", at, err)
 		}
 		if l, dup := seen[p.Name]; dup {
@@ -192,10 +190,12 @@ func checkOverlap(entries []overrides.Entry) error {
 // Marshal is the state file's content. It is JSON, whose strings carry any
 // text (newlines, leading blanks, '#', NUL) in a form YAML reads back as
 // it was, one entry a line, so that an error names the entry's line. The
-// drains and the canary are read back before they are written, and each
-// pin is when the API takes it (CheckPin).
+// entries of every kind but pins are read back before they are written,
+// and each pin is when the API takes it (CheckPin).
 func (s *State) Marshal() ([]byte, error) {
-	if err := roundTrip(&State{State: runstate.State{Drains: s.Drains, Canary: s.Canary, CanarySalt: s.CanarySalt}, Origins: s.Origins, Plans: s.Plans}); err != nil {
+	rs := s.State
+	rs.Pins = nil
+	if err := roundTrip(&State{State: rs, Origins: s.Origins}); err != nil {
 		return nil, err
 	}
 	return encode(s)
@@ -389,7 +389,7 @@ func CheckPlan(p *plan.Stored) error {
 			return errors.New("not valid UTF-8: the state file cannot store it")
 		}
 	}
-	return roundTrip(&State{Plans: []plan.Stored{*p}})
+	return roundTrip(&State{State: runstate.State{Plans: []plan.Stored{*p}}})
 }
 
 // TooLarge is a 507: the change would make the state file larger than the

@@ -287,7 +287,7 @@ func (c *Control) prunePins(now time.Time) {
 
 // state is the admin state to save. Callers hold c.mu.
 func (c *Control) state() *admin.State {
-	st := &admin.State{State: runstate.State{Pins: c.pins, CanarySalt: c.salt.Stored}, PinLines: c.pinLines, Plans: c.plans.list}
+	st := &admin.State{State: runstate.State{Pins: c.pins, CanarySalt: c.salt.Stored, Plans: c.plans.list}, PinLines: c.pinLines}
 	for _, id := range slices.Sorted(maps.Keys(c.drains)) {
 		if d := c.drains[id]; d.Drained {
 			st.Drains = append(st.Drains, admin.DrainEntry{Node: id, Since: yamlfile.Time{Time: d.Since}})
@@ -748,6 +748,14 @@ func (c *Control) Apply(who string, changes ...runstate.Change) error {
 	if err := c.writable(); err != nil {
 		return err
 	}
+	return c.apply(who, changes...)
+}
+
+// apply is Apply. A drain a change removes ramps back over the cooldown,
+// as an undrain does; a drain kept keeps its time; the canary's entry is
+// adopted only when a change touches it (adopting it again would redo a
+// rollback). Callers hold c.mu, with c writable.
+func (c *Control) apply(who string, changes ...runstate.Change) error {
 	touched := runstate.Touched(changes)
 	for _, k := range touched {
 		if !runstate.Shared(k) {
@@ -765,19 +773,31 @@ func (c *Control) Apply(who string, changes ...runstate.Change) error {
 			return admin.Badf("%s", sk)
 		}
 	}
+	canaryTouched := slices.Contains(touched, runstate.CanaryKey)
+	if !canaryTouched {
+		rs.Canary = nil
+	}
+	now := time.Now()
 	err = c.change(touched, func() (func(), error) {
-		drains, pins := c.drains, c.pinSet()
-		undo := func() { c.drains = drains; c.installPins(pins) }
+		drains, pins, plans := c.drains, c.pinSet(), c.plans.list
+		undo := func() { c.drains, c.plans.list = drains, plans; c.installPins(pins) }
 		if cn := c.canary.Load(); cn != nil {
 			cu := c.canaryUndo(cn)
-			undo = func() { c.drains = drains; c.installPins(pins); cu() }
+			undo = func() { c.drains, c.plans.list = drains, plans; c.installPins(pins); cu() }
 		}
-		old := c.drains
 		c.adopt(&admin.State{State: *rs})
-		for id, d := range c.drains { // a drain kept keeps its time
-			if o, ok := old[id]; ok && o.Drained {
-				d.Since = o.Since
+		if canaryTouched {
+			c.adoptCanary(&fleet.State{Entries: map[string]fleet.Entry{runstate.CanaryKey: {Value: next[runstate.CanaryKey]}}})
+		}
+		for id, d := range drains {
+			switch nd, kept := c.drains[id]; {
+			case kept && d.Drained: // a drain kept keeps its time
+				nd.Since = d.Since
+				c.drains[id] = nd
+			case !kept && !d.Drained: // a ramp under way
 				c.drains[id] = d
+			case !kept && slices.Contains(touched, runstate.DrainPrefix+id): // undrained now: its ramp
+				c.drains[id] = policy.Drain{Since: now}
 			}
 		}
 		return undo, nil

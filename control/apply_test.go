@@ -23,17 +23,25 @@ func drainedIn(v *policy.View, id string) bool {
 	return ok && v.Status[i].State == policy.StateDrained
 }
 
-// TestApplyAsOne: Apply drains two nodes and pins a network as one change:
-// a poller of the views never sees one node drained without the other;
-// the state file holds all of it. A change whose part does not hold (an
-// unknown node) is refused whole, and changes nothing.
-func TestApplyAsOne(t *testing.T) {
+// startedWithState is a started instance of the fixture with an admin
+// API and the path of its state file.
+func startedWithState(t *testing.T) (*Control, string) {
+	t.Helper()
 	dir := fixture(t, fixtureNodes)
 	state := filepath.Join(dir, "state.yaml")
 	c := newTestControl(t, dir, fmt.Sprintf(fixtureBlock, "admin 127.0.0.1:0 {\n state "+state+"\n}\n"))
 	if err := c.Start(); err != nil {
 		t.Fatal(err)
 	}
+	return c, state
+}
+
+// TestApplyAsOne: Apply drains two nodes and pins a network as one change:
+// a poller of the views never sees one node drained without the other;
+// the state file holds all of it. A change whose part does not hold (an
+// unknown node) is refused whole, and changes nothing.
+func TestApplyAsOne(t *testing.T) {
+	c, state := startedWithState(t)
 	var mixed atomic.Int64
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
@@ -91,5 +99,49 @@ func TestApplyAsOne(t *testing.T) {
 		if err := c.Apply("test", bad); err == nil {
 			t.Errorf("Expected %s refused", bad.Key)
 		}
+	}
+}
+
+// TestApplyRampsAndPlans: an undrain through Apply ramps back over the
+// cooldown, as the drain API's does; a drain kept keeps its time; a plan is
+// a key Apply takes, kept in the state file.
+func TestApplyRampsAndPlans(t *testing.T) {
+	c, state := startedWithState(t)
+	since := time.Now().Add(-time.Hour)
+	if err := c.Apply("test", runstate.SetDrain("hz-a", true, since)); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Apply("test", runstate.SetDrain("hz-a", true, time.Now())); err != nil {
+		t.Fatal(err)
+	}
+	c.mu.Lock()
+	d := c.drains["hz-a"]
+	c.mu.Unlock()
+	if !d.Drained || !d.Since.Equal(since.UTC().Round(0)) {
+		t.Errorf("Expected the drain kept with its time %v, got %+v", since, d)
+	}
+	before := time.Now()
+	if err := c.Apply("test", runstate.SetDrain("hz-a", false, time.Time{})); err != nil {
+		t.Fatal(err)
+	}
+	c.mu.Lock()
+	d, ok := c.drains["hz-a"]
+	c.mu.Unlock()
+	if !ok || d.Drained || d.Since.Before(before) {
+		t.Errorf("Expected hz-a ramping back since the undrain, got %+v (%v)", d, ok)
+	}
+	p, _ := json.Marshal(map[string]any{"name": "east", "drain": []string{"hz-b"}})
+	if err := c.Apply("test", runstate.Change{Key: "plan/east", Value: p}); err != nil {
+		t.Fatal(err)
+	}
+	c.mu.Lock()
+	n := len(c.plans.list)
+	c.mu.Unlock()
+	data, _ := os.ReadFile(state)
+	if n != 1 || !strings.Contains(string(data), `"name":"east"`) {
+		t.Errorf("Expected the plan kept, got %d plans and\n%s", n, data)
+	}
+	if drainedIn(c.view.Load(), "hz-b") {
+		t.Errorf("Expected a stored plan to drain nothing")
 	}
 }

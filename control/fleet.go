@@ -23,7 +23,6 @@ import (
 	"github.com/gslbdns/gslb/internal/recovery"
 	"github.com/gslbdns/gslb/internal/yamlfile"
 	"github.com/gslbdns/gslb/locate"
-	"github.com/gslbdns/gslb/plan"
 	"github.com/gslbdns/gslb/policy"
 	"github.com/gslbdns/gslb/runstate"
 	"github.com/gslbdns/gslb/table"
@@ -228,9 +227,7 @@ func (c *Control) fromFleet(s *fleet.State) *admin.State {
 			}
 		}
 	}
-	st := &admin.State{State: *rs}
-	st.Plans = plansOf(s)
-	return st
+	return &admin.State{State: *rs}
 }
 
 // fleetIgnored bounds the lines of shared entries this node table does not
@@ -239,11 +236,7 @@ var fleetIgnored ratelog.Limit
 
 // sharedEntries is an admin state as the fleet's entries.
 func sharedEntries(st *admin.State) map[string]json.RawMessage {
-	out := runstate.Encode(&st.State, true)
-	for i := range st.Plans {
-		out[plan.KeyPrefix+st.Plans[i].Name], _ = json.Marshal(&st.Plans[i])
-	}
-	return out
+	return runstate.Encode(&st.State, true)
 }
 
 // seedOf is the state file as the fleet's last known state. Each entry

@@ -14,7 +14,6 @@ import (
 
 	"github.com/gslbdns/gslb/admin"
 	"github.com/gslbdns/gslb/decide"
-	"github.com/gslbdns/gslb/fleet"
 	"github.com/gslbdns/gslb/internal/yamlfile"
 	"github.com/gslbdns/gslb/overrides"
 	"github.com/gslbdns/gslb/plan"
@@ -51,127 +50,19 @@ func (c *Control) NoteDecision(out *decide.Outcome, at time.Time) {
 		Subnet: uint64(out.Unit), Addr: out.Client, Pin: out.Loc.Override.Pin, Node: d.Winner.ID, At: at})
 }
 
-// plansOf is the plans among the fleet's entries; one that does not read
-// is left out, and logged.
-func plansOf(s *fleet.State) []plan.Stored {
-	var out []plan.Stored
-	for _, k := range s.Keys(plan.KeyPrefix) {
-		e, _ := s.Get(k)
-		var p plan.Stored
-		if err := json.Unmarshal(e.Value, &p); err != nil || plan.KeyPrefix+p.Name != k {
-			log.Warningf("Fleet: %s: not a plan, ignored", k)
-			continue
-		}
-		out = append(out, p)
-	}
-	return out
-}
-
 // entries is the admin state as the fleet's entries by key. Callers hold
 // c.mu.
 func (c *Control) entries() map[string]json.RawMessage { return sharedEntries(c.state()) }
 
-// applyEntries makes changes (a key's new JSON; nil deletes it) as one
-// change: one save of the state file, one write of the fleet's shared
-// state (a member never sees part of it), one new view. It returns what
-// each changed key held before (nil: absent). A drain a change removes
-// ramps back over the cooldown, as an undrain does. Callers hold c.mu,
-// with c writable.
-func (c *Control) applyEntries(changes map[string]json.RawMessage) (map[string]json.RawMessage, error) {
-	now := time.Now()
-	cur := c.entries()
-	before := make(map[string]json.RawMessage, len(changes))
-	next := maps.Clone(cur)
-	for k, v := range changes {
-		before[k] = cur[k]
-		if v == nil {
-			delete(next, k)
-		} else {
-			next[k] = v
-		}
+// changesOf is changes by key (a key's new JSON; nil deletes it) as
+// runstate's changes, in the order of their keys.
+func changesOf(m map[string]json.RawMessage) []runstate.Change {
+	out := make([]runstate.Change, 0, len(m))
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		out = append(out, runstate.Change{Key: k, Value: m[k]})
 	}
-	st, err := stateOf(next)
-	if err != nil {
-		return nil, admin.Badf("%v", err)
-	}
-	st.CanarySalt = c.salt.Stored
-	if !hasKey(changes, runstate.CanaryKey) {
-		st.Canary = nil // the rollout holds it: adopting it again would redo a rollback
-	}
-	prevDrains, prevPins, prevPlans := c.drains, c.pinSet(), c.plans.list
-	// The pins first: they are what can fail, and nothing is changed yet.
-	if err := c.setPins(st.Pins); err != nil {
-		c.installPins(prevPins)
-		return nil, admin.Badf("%v", err)
-	}
-	cn := c.canary.Load()
-	var share uint32
-	var back bool
-	if cn != nil {
-		share = cn.Share()
-		back, _ = cn.RolledBack()
-	}
-	c.adopt(st)
-	if hasKey(changes, runstate.CanaryKey) {
-		c.adoptCanary(&fleet.State{Entries: map[string]fleet.Entry{runstate.CanaryKey: {Value: next[runstate.CanaryKey]}}})
-	}
-	for id, d := range prevDrains {
-		if _, kept := c.drains[id]; !kept && !d.Drained {
-			c.drains[id] = d // a ramp under way
-		} else if !kept && hasKey(changes, runstate.DrainPrefix+id) {
-			c.drains[id] = policy.Drain{Since: now} // undrained now: its ramp
-		}
-	}
-	if err := c.saveState(c.state(), slices.Sorted(maps.Keys(changes))...); err != nil {
-		c.drains, c.plans.list = prevDrains, prevPlans
-		c.installPins(prevPins)
-		if cn != nil {
-			cn.Revert(share, back)
-		}
-		return nil, err
-	}
-	c.applyOverrides(now)
-	c.publish()
-	return before, nil
+	return out
 }
-
-// stateOf is the admin state of entries by key; an entry that does not
-// read is an error.
-func stateOf(entries map[string]json.RawMessage) (*admin.State, error) {
-	st := &admin.State{}
-	for _, k := range slices.Sorted(maps.Keys(entries)) {
-		v := entries[k]
-		var err error
-		switch {
-		case strings.HasPrefix(k, runstate.DrainPrefix):
-			var d admin.DrainEntry
-			if err = json.Unmarshal(v, &d); err == nil {
-				st.Drains = append(st.Drains, d)
-			}
-		case strings.HasPrefix(k, runstate.PinPrefix):
-			var y overrides.EntryYAML
-			if err = json.Unmarshal(v, &y); err == nil {
-				st.Pins = append(st.Pins, y)
-			}
-		case strings.HasPrefix(k, plan.KeyPrefix):
-			var p plan.Stored
-			if err = json.Unmarshal(v, &p); err == nil {
-				st.Plans = append(st.Plans, p)
-			}
-		case k == runstate.CanaryKey:
-			st.Canary = &admin.CanaryEntry{}
-			err = json.Unmarshal(v, st.Canary)
-		default:
-			err = errors.New("not a key of the admin state")
-		}
-		if err != nil {
-			return nil, fmt.Errorf("%s: %v", k, err)
-		}
-	}
-	return st, nil
-}
-
-func hasKey(m map[string]json.RawMessage, k string) bool { _, ok := m[k]; return ok }
 
 // planConflict is a 409: the plan cannot run as asked (it is executed
 // already, or not; or the readiness estimate refuses it).
@@ -325,7 +216,7 @@ func (b *adminBackend) putPlan(name string, body []byte, who string) (*plan.Stor
 	}
 	s := plan.Stored{Plan: *p}
 	v, _ := json.Marshal(&s)
-	if _, err := c.applyEntries(map[string]json.RawMessage{plan.KeyPrefix + name: v}); err != nil {
+	if err := c.apply(who, runstate.Change{Key: runstate.PlanPrefix + name, Value: v}); err != nil {
 		return nil, err
 	}
 	log.Infof("admin: plan %s stored (by %s)", name, who)
@@ -341,7 +232,7 @@ func (b *adminBackend) deletePlan(name string, force bool, who string) ([]plan.S
 	case p.Executed() && !force:
 		err = &planConflict{Reason: fmt.Sprintf("plan %s is executed: deleting it loses what its rollback puts back; roll it back first, or delete with force", name)}
 	default:
-		_, err = c.applyEntries(map[string]json.RawMessage{plan.KeyPrefix + name: nil})
+		err = c.apply(who, runstate.Change{Key: runstate.PlanPrefix + name})
 	}
 	c.mu.Unlock()
 	if err != nil {
@@ -384,8 +275,8 @@ func (b *adminBackend) executePlan(name string, force bool, who string) (*plan.S
 	}
 	s := plan.Stored{Plan: p.Plan, Last: ex}
 	v, _ := json.Marshal(&s)
-	changes[plan.KeyPrefix+name] = v
-	if _, err := c.applyEntries(changes); err != nil {
+	changes[runstate.PlanPrefix+name] = v
+	if err := c.apply(who, changesOf(changes)...); err != nil {
 		return nil, err
 	}
 	forced := ""
@@ -416,8 +307,8 @@ func (b *adminBackend) rollbackPlan(name string, who string) (*plan.Stored, erro
 	}
 	s := plan.Stored{Plan: p.Plan, Last: &plan.Execution{Action: plan.ActionRollback, By: who, Member: c.memberName(), At: yamlfile.Time{Time: time.Now().UTC()}}}
 	v, _ := json.Marshal(&s)
-	changes[plan.KeyPrefix+name] = v
-	if _, err := c.applyEntries(changes); err != nil {
+	changes[runstate.PlanPrefix+name] = v
+	if err := c.apply(who, changesOf(changes)...); err != nil {
 		return nil, err
 	}
 	log.Infof("admin: plan %s rolled back: %s put back as they were (by %s)", name, strings.Join(slices.Sorted(maps.Keys(p.Last.Before)), ", "), who)
@@ -443,7 +334,7 @@ func (c *Control) planChanges(p *plan.Plan, now time.Time) (map[string]json.RawM
 			out[k] = v
 			continue
 		}
-		out[k], _ = json.Marshal(admin.DrainEntry{Node: id, Since: yamlfile.Time{Time: now.UTC().Round(0)}})
+		out[k] = runstate.SetDrain(id, true, now).Value
 	}
 	for _, id := range p.Undrain {
 		out[runstate.DrainPrefix+id] = nil

@@ -1,6 +1,6 @@
 // Package runstate is the home of gslb's runtime state: what the admin API
 // changes (drains, pins, the canary's share) and what a start generates
-// (the canary's salt), as entries by key. Each kind of entry is declared
+// (the canary's salt), and the disaster-recovery plans, as entries by key. Each kind of entry is declared
 // once, in Kinds: its key, its JSON type, its check against the node
 // table, and how it feeds the policy's inputs. The state file (package
 // admin) and the fleet (package fleet, one Redis hash field per key) are
@@ -22,6 +22,7 @@ import (
 
 	"github.com/gslbdns/gslb/internal/yamlfile"
 	"github.com/gslbdns/gslb/overrides"
+	"github.com/gslbdns/gslb/plan"
 	"github.com/gslbdns/gslb/policy"
 )
 
@@ -31,6 +32,7 @@ const (
 	PinPrefix   = "pin/"
 	CanaryKey   = "canary"
 	SaltKey     = "salt"
+	PlanPrefix  = plan.KeyPrefix
 )
 
 // Drain is a drained node; its key is drain/NODE.
@@ -86,6 +88,9 @@ type State struct {
 	// CanarySalt keys the canary's choice of subnets when the Corefile
 	// sets no salt: generated at the first start, then kept.
 	CanarySalt string `yaml:"canary_salt,omitempty" json:"canary_salt,omitempty"`
+	// Plans are the disaster-recovery plans, with their last execution;
+	// the key of each is plan/NAME.
+	Plans []plan.Stored `yaml:"plans,omitempty" json:"plans,omitempty"`
 }
 
 // Known reports whether a node id is in the node table.
@@ -121,6 +126,11 @@ var Kinds = []Kind{
 	{Name: "canary", Prefix: CanaryKey, Single: true, Shared: true, decode: decodeCanary, encode: func(st *State, add func(string, any)) {
 		if st.Canary != nil {
 			add(CanaryKey, st.Canary)
+		}
+	}},
+	{Name: "plan", Prefix: PlanPrefix, Shared: true, decode: decodePlan, encode: func(st *State, add func(string, any)) {
+		for i := range st.Plans {
+			add(PlanPrefix+st.Plans[i].Name, &st.Plans[i])
 		}
 	}},
 	{Name: "salt", Prefix: SaltKey, Single: true, decode: decodeSalt, encode: func(st *State, add func(string, any)) {
@@ -254,6 +264,27 @@ func decodeCanary(_ string, raw json.RawMessage, _ Known, st *State) (string, er
 		return "", err
 	}
 	st.Canary = &c
+	return "", nil
+}
+
+// CheckPlan checks a stored plan's name and fields; its nodes are checked
+// when it is executed, against the node table of the time.
+func CheckPlan(p *plan.Stored) error {
+	return p.Check(plan.Env{Canary: true})
+}
+
+func decodePlan(key string, raw json.RawMessage, _ Known, st *State) (string, error) {
+	var p plan.Stored
+	if err := json.Unmarshal(raw, &p); err != nil {
+		return "", fmt.Errorf("not a plan: %w", err)
+	}
+	if k := PlanPrefix + p.Name; k != key {
+		return "", fmt.Errorf("field name: the plan %q under %s", p.Name, key)
+	}
+	if err := CheckPlan(&p); err != nil {
+		return "", err
+	}
+	st.Plans = append(st.Plans, p)
 	return "", nil
 }
 

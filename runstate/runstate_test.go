@@ -9,6 +9,7 @@ import (
 
 	"github.com/gslbdns/gslb/internal/yamlfile"
 	"github.com/gslbdns/gslb/overrides"
+	"github.com/gslbdns/gslb/plan"
 )
 
 func known(ids ...string) Known { return func(id string) bool { return slices.Contains(ids, id) } }
@@ -32,7 +33,9 @@ func TestKindOf(t *testing.T) {
 		{"salt", "salt", false},
 		{"drain/", "", false},
 		{"canary/x", "", false},
-		{"plan/x", "", false},
+		{"plan/x", "plan", true},
+		{"plan/", "", false},
+		{"nope/x", "", false},
 	} {
 		k, ok := KindOf(tc.key)
 		if k.Name != tc.kind || ok != (tc.kind != "") {
@@ -201,5 +204,36 @@ func TestCheckDrainAndCanary(t *testing.T) {
 	}
 	if err := CheckCanary(&Canary{Percent: -1}); err == nil {
 		t.Errorf("Expected -1%% refused")
+	}
+}
+
+// TestPlanKind: a plan is an entry under plan/NAME, shared, and comes back
+// with its last execution; one under another name's key, or one that
+// changes nothing, is left out as bad.
+func TestPlanKind(t *testing.T) {
+	share := 20.0
+	st := &State{Plans: []plan.Stored{{
+		Plan: plan.Plan{Name: "east", Drain: []string{"a"}, Canary: &share},
+		Last: &plan.Execution{Action: plan.ActionExecute, By: "ops", At: since, Before: map[string]string{"drain/a": ""}},
+	}}}
+	shared := Encode(st, true)
+	if _, ok := shared["plan/east"]; !ok || len(shared) != 1 {
+		t.Fatalf("Expected the plan shared under plan/east, got %v", shared)
+	}
+	back, skipped := Decode(shared, known("a"))
+	if len(skipped) != 0 || len(back.Plans) != 1 {
+		t.Fatalf("Expected the plan back, got %+v, skipped %v", back.Plans, skipped)
+	}
+	if p := back.Plans[0]; p.Name != "east" || !p.Executed() || p.Last.By != "ops" || *p.Canary != 20 || p.Last.Before["drain/a"] != "" {
+		t.Errorf("Got %+v", p)
+	}
+	bad := map[string]json.RawMessage{
+		"plan/west":  shared["plan/east"],
+		"plan/empty": raw(plan.Stored{Plan: plan.Plan{Name: "empty"}}),
+		"plan/junk":  json.RawMessage(`[1]`),
+	}
+	back, skipped = Decode(bad, nil)
+	if len(back.Plans) != 0 || len(skipped) != 3 || slices.ContainsFunc(skipped, func(s Skip) bool { return !s.Bad }) {
+		t.Errorf("Expected three bad plans left out, got %+v, skipped %v", back.Plans, skipped)
 	}
 }
