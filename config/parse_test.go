@@ -155,7 +155,9 @@ func TestParseSteeringOptions(t *testing.T) {
 		{"weights seven", "weights 1 1 1 1 1 1 1", nil, `unexpected argument "1"`},
 		{"max_error_rate", "max_error_rate 0.1", func(o *Options) bool { return o.Params.MaxErrorRate == 0.1 }, ""},
 		{"max_error_rate bad", "max_error_rate 1.5", nil, `max_error_rate: "1.5" is not a number in 0..1`},
-		{"precompute default", "", func(o *Options) bool { return o.Precompute != nil && *o.Precompute == locate.PrecomputeConfig{Off: true} }, ""},
+		{"precompute default", "", func(o *Options) bool {
+			return o.Precompute != nil && *o.Precompute == locate.PrecomputeConfig{Off: true}
+		}, ""},
 		{"precompute off", "precompute off", func(o *Options) bool { return o.Precompute.Off }, ""},
 		{"precompute size", "precompute 16MiB", func(o *Options) bool { return o.Precompute.MaxBytes == 16<<20 && o.Precompute.MaxTime == 0 }, ""},
 		{"precompute size time", "precompute 1GiB 2m", func(o *Options) bool {
