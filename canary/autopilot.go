@@ -151,9 +151,7 @@ func (r *Rollout) Cycle(now time.Time) bool {
 		}
 	}
 	if p.st.Step == len(steps)-1 {
-		p.st.Complete = true
-		p.note(admin.AutopilotEvent{At: now.UTC(), Action: ActionComplete, Percent: percent})
-		log.Infof("Canary %s: complete at %s: promote it by copying it over the node table", r.Opts.File, formatPercent(percent))
+		r.complete(p, percent, now)
 		return true
 	}
 	r.advance(p, now)
@@ -170,10 +168,15 @@ func (r *Rollout) advance(p *pilot, now time.Time) {
 	log.Infof("Canary %s: every guard held for %s: advanced to %s of the subnets (step %d of %d)",
 		r.Opts.File, p.plan.Dwell, formatPercent(percent), next+1, len(p.plan.Steps))
 	if next == len(p.plan.Steps)-1 && percent == 100 {
-		p.st.Complete = true
-		p.note(admin.AutopilotEvent{At: now.UTC(), Action: ActionComplete, Percent: percent})
-		log.Infof("Canary %s: complete at 100%%: promote it by copying it over the node table", r.Opts.File)
+		r.complete(p, percent, now)
 	}
+}
+
+// complete holds the plan at its last step. Callers hold p.mu.
+func (r *Rollout) complete(p *pilot, percent float64, now time.Time) {
+	p.st.Complete = true
+	p.note(admin.AutopilotEvent{At: now.UTC(), Action: ActionComplete, Percent: percent})
+	log.Infof("Canary %s: complete at %s: promote it by copying it over the node table", r.Opts.File, formatPercent(percent))
 }
 
 // SetFleetCounts gives the cross guard the fleet's counts of the step's
@@ -269,14 +272,13 @@ func (r *Rollout) RestoreAutopilot(e *admin.CanaryEntry) bool {
 	if p == nil || e.Autopilot == nil || e.Autopilot.Step >= len(p.plan.Steps) {
 		return true
 	}
-	if back, _ := r.RolledBack(); back && !e.RolledBack && !p.operatorSince(e.Autopilot.History) {
+	back, _ := r.RolledBack()
+	switch {
+	case back && !e.RolledBack && !p.operatorSince(e.Autopilot.History):
 		return false
-	}
-	if e.RolledBack {
-		if back, _ := r.RolledBack(); !back {
-			r.rollBack(e.Reason)
-		}
-	} else if back, _ := r.RolledBack(); back {
+	case e.RolledBack && !back:
+		r.rollBack(e.Reason)
+	case !e.RolledBack && back:
 		r.SetPercent(e.Percent)
 	}
 	p.mu.Lock()

@@ -291,7 +291,7 @@ func (r *Rollout) Revert(share uint32, rolledBack bool) {
 func ShareToPercent(s uint32) float64 { return float64(s) * 100 / basis }
 
 // Percent is the share in force, in percent.
-func (r *Rollout) Percent() float64 { return float64(r.share.Load()) * 100 / basis }
+func (r *Rollout) Percent() float64 { return ShareToPercent(r.share.Load()) }
 
 // RolledBack reports whether the canary rolled back, and why.
 func (r *Rollout) RolledBack() (bool, string) {

@@ -863,9 +863,9 @@ func precomputeArgs(c *caddyfile.Dispenser) (*locate.PrecomputeConfig, error) {
 	}
 	p := &locate.PrecomputeConfig{MaxBytes: n}
 	if len(args) == 2 {
-		d, err := time.ParseDuration(args[1])
-		if err != nil || d < time.Second {
-			return nil, c.Errf("precompute: %q is not a duration of at least 1s", args[1])
+		d, err := parseDuration(c, "precompute", args[1], time.Second)
+		if err != nil {
+			return nil, err
 		}
 		p.MaxTime = d
 	}
@@ -947,9 +947,14 @@ func durationArg(c *caddyfile.Dispenser, least time.Duration) (time.Duration, er
 	if !c.NextArg() {
 		return 0, c.ArgErr()
 	}
-	d, err := time.ParseDuration(c.Val())
+	return parseDuration(c, name, c.Val(), least)
+}
+
+// parseDuration is durationArg's arg, of option name.
+func parseDuration(c *caddyfile.Dispenser, name, arg string, least time.Duration) (time.Duration, error) {
+	d, err := time.ParseDuration(arg)
 	if err != nil || d < least {
-		return 0, c.Errf("%s: %q is not a duration of at least %s", name, c.Val(), least)
+		return 0, c.Errf("%s: %q is not a duration of at least %s", name, arg, least)
 	}
 	return d, nil
 }
