@@ -667,22 +667,13 @@ func (b *adminBackend) SetCanary(req admin.CanaryRequest, who string) (admin.Can
 	}
 	err := c.change([]string{runstate.CanaryKey}, func() (func(), error) {
 		undo := c.canaryUndo(cn)
-		prevPilot := cn.AutopilotEntry()
-		if prevPilot != nil {
-			share, back := cn.Share(), false
-			back, _ = cn.RolledBack()
-			undo = func() {
-				cn.Revert(share, back)
-				cn.RestoreAutopilot(&admin.CanaryEntry{Percent: canary.ShareToPercent(share), RolledBack: back, Autopilot: prevPilot})
-			}
-		}
 		switch now := time.Now(); {
 		case req.Autopilot == "resume":
 			if !cn.Resume(who, now) {
 				return nil, admin.Badf("autopilot: the canary block has no plan (steps, dwell, guard)")
 			}
 		case req.Autopilot == "pause":
-			if prevPilot == nil {
+			if cn.AutopilotEntry() == nil {
 				return nil, admin.Badf("autopilot: the canary block has no plan (steps, dwell, guard)")
 			}
 			cn.Pause(who, now)
@@ -731,11 +722,18 @@ func (c *Control) pinsTo(next pinSet) func() (func(), error) {
 	}
 }
 
-// canaryUndo puts cn's share back as it is now.
+// canaryUndo puts cn's share, and its autopilot's step and history, back
+// as they are now.
 func (c *Control) canaryUndo(cn *canary.Rollout) func() {
 	share := cn.Share()
 	back, _ := cn.RolledBack()
-	return func() { cn.Revert(share, back) }
+	pilot := cn.AutopilotEntry()
+	return func() {
+		cn.Revert(share, back)
+		if pilot != nil {
+			cn.RestoreAutopilot(&admin.CanaryEntry{Percent: canary.ShareToPercent(share), RolledBack: back, Autopilot: pilot})
+		}
+	}
 }
 
 // Apply makes changes of the runtime state as one: each is checked
@@ -780,11 +778,11 @@ func (c *Control) apply(who string, changes ...runstate.Change) error {
 	now := time.Now()
 	err = c.change(touched, func() (func(), error) {
 		drains, pins, plans := c.drains, c.pinSet(), c.plans.list
-		undo := func() { c.drains, c.plans.list = drains, plans; c.installPins(pins) }
+		cu := func() {}
 		if cn := c.canary.Load(); cn != nil {
-			cu := c.canaryUndo(cn)
-			undo = func() { c.drains, c.plans.list = drains, plans; c.installPins(pins); cu() }
+			cu = c.canaryUndo(cn)
 		}
+		undo := func() { c.drains, c.plans.list = drains, plans; c.installPins(pins); cu() }
 		c.adopt(&admin.State{State: *rs})
 		if canaryTouched {
 			c.adoptCanary(&fleet.State{Entries: map[string]fleet.Entry{runstate.CanaryKey: {Value: next[runstate.CanaryKey]}}})

@@ -34,12 +34,13 @@ type plans struct {
 const sampleAge = 10 * time.Minute
 
 // NoteDecision keeps one in plan.SampleEvery of the stable table's
-// answered decisions, made at, for the readiness estimate. It runs on the
+// answered decisions, made at, for the readiness estimate (of the plans,
+// which only the admin API has). It runs on the
 // query path: lock-free, allocating only for the decisions it keeps, and
 // at is the caller's, which has read the clock already.
 func (c *Control) NoteDecision(out *decide.Outcome, at time.Time) {
 	d := &out.Decision
-	if out.InCanary || d.Winner == nil || out.Servfail || d.Tier == scoring.TierFallback {
+	if c.opts.Admin == nil || out.InCanary || d.Winner == nil || out.Servfail || d.Tier == scoring.TierFallback {
 		return
 	}
 	slot, ok := c.plans.sample.Take()

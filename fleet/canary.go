@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -111,7 +110,7 @@ var errBadRecord = errors.New("bad rollback record")
 // wrong type or holds no rollback record: a broken or hostile writer's,
 // which would otherwise stop the counts or the rollback for good.
 func (f *Fleet) repairKey(ctx context.Context, k string, err error) {
-	if !errors.Is(err, errBadRecord) && !strings.HasPrefix(err.Error(), "WRONGTYPE") {
+	if !errors.Is(err, errBadRecord) && !redis.HasErrorPrefix(err, "WRONGTYPE") {
 		return
 	}
 	if f.cfg.Client.Del(ctx, k).Err() == nil {

@@ -452,6 +452,8 @@ func (f *Fleet) skipped(key, why string) {
 	now := f.now()
 	logIt := now.Sub(f.skipLogged[key]) > time.Minute
 	if logIt {
+		// Keys are a writer's to choose: forget those past their minute.
+		maps.DeleteFunc(f.skipLogged, func(_ string, t time.Time) bool { return now.Sub(t) > time.Minute })
 		f.skipLogged[key] = now
 	}
 	f.mu.Unlock()
