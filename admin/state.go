@@ -9,7 +9,6 @@ import (
 	"net/netip"
 	"os"
 	"slices"
-	"time"
 
 	"unicode/utf8"
 
@@ -431,15 +430,6 @@ func (s *State) Write(path string, limit int64) error {
 	}
 	// It holds the canary's salt: for the server's user only.
 	return atomicfile.WriteBytesMode(path, 0o600, data)
-}
-
-// Drained returns the drain times by node id.
-func (s *State) Drained() map[string]time.Time {
-	m := make(map[string]time.Time, len(s.Drains))
-	for _, d := range s.Drains {
-		m[d.Node] = d.Since.Time
-	}
-	return m
 }
 
 // ReadSalt is the state file's canary_salt, read apart from its entries:

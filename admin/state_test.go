@@ -37,7 +37,7 @@ func TestStateRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d := got.Drained(); !d["a"].Equal(since) || len(d) != 1 {
+	if d := got.DrainsInput(); !d["a"].Since.Equal(since) || len(d) != 1 {
 		t.Errorf("Drains: got %v", d)
 	}
 	if len(got.Pins) != 2 || !got.Pins[0].Expires.Equal(exp.Time) || got.Pins[0].Note != "ticket 7" || *got.Pins[1].Location.Lat != lat {

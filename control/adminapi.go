@@ -93,10 +93,7 @@ func (c *Control) StateError() error {
 
 // adopt makes st this instance's admin state. Callers own c.
 func (c *Control) adopt(st *admin.State) {
-	c.drains = map[string]policy.Drain{}
-	for id, since := range st.Drained() {
-		c.drains[id] = policy.Drain{Drained: true, Since: since}
-	}
+	c.drains = st.DrainsInput()
 	if err := c.setPins(st.Pins); err != nil {
 		log.Errorf("admin: pins: %v", err)
 	}
