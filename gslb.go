@@ -190,9 +190,6 @@ func (g *GSLB) serveAddress(ctx context.Context, q *inflight) (int, error) {
 	a, out, mx := &q.a, &q.out, q.mx
 	start := sinceEpoch()
 	g.decider.Decide(ctx, &q.q, out)
-	if q.q.Beacon {
-		out.TTL = min(out.TTL, g.opts.Resolvers.TTL)
-	}
 	mx.duration.Observe((sinceEpoch() - start).Seconds())
 	setMetadata(ctx, out)
 	mx.count(out, start)
@@ -249,10 +246,7 @@ func inZone(name, zone string) bool {
 func (g *GSLB) serveHTTPS(ctx context.Context, q *inflight) (int, error) {
 	a, rec, out4, out6 := &q.a, q.rec, &q.out, &q.out6
 	start := sinceEpoch()
-	q.q.QType = dns.TypeA
-	g.decider.Decide(ctx, &q.q, out4)
-	q.q.QType = dns.TypeAAAA
-	g.decider.Decide(ctx, &q.q, out6)
+	g.decider.DecideHTTPS(ctx, &q.q, out4, out6)
 	q.mx.duration.Observe((sinceEpoch() - start).Seconds())
 	counted := decide.Counted(out4, out6)
 	setMetadata(ctx, counted)

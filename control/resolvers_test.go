@@ -2,6 +2,7 @@ package control
 
 import (
 	"context"
+	"net"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -9,8 +10,10 @@ import (
 	"testing"
 
 	"github.com/coredns/caddy/caddyfile"
+	"github.com/miekg/dns"
 
 	"github.com/gslbdns/gslb/config"
+	"github.com/gslbdns/gslb/decide"
 	"github.com/gslbdns/gslb/internal/testsupport"
 )
 
@@ -89,4 +92,30 @@ func loadErr(t *testing.T, dir, block string) (*Control, error) {
 		t.Cleanup(func() { c.Stop() })
 	}
 	return c, err
+}
+
+// TestHTTPSObservedOnce: an HTTPS query, decided for A and AAAA, counts
+// once in the resolver map, as one query.
+func TestHTTPSObservedOnce(t *testing.T) {
+	dir := testsupport.Fixture(t, testsupport.FixtureNodes)
+	c := newTestControl(t, dir, "gslb example.org {\ngeoip city.mmdb\nasn asn.mmdb\nnodes nodes.yaml\nresolvers {\nmin_samples 3\n}\n}")
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	v := c.View()
+	q := decide.Query{View: v, Record: v.Table.Records["www.example.org."], Remote: &net.UDPAddr{IP: net.IPv4(1, 0, 1, 53), Port: 53},
+		ECS: &dns.EDNS0_SUBNET{Code: dns.EDNS0SUBNET, Family: 1, SourceNetmask: 24, Address: net.IPv4(2, 0, 0, 0).To4()}}
+	if q.Record == nil {
+		t.Fatal("no www.example.org. in the fixture's table")
+	}
+	var out4, out6 decide.Outcome
+	c.Decider().DecideHTTPS(context.Background(), &q, &out4, &out6)
+	c.Resolvers().Cycle(context.Background())
+	total := uint64(0)
+	for _, n := range c.Resolvers().Observatory().Queries {
+		total += n
+	}
+	if total != 1 {
+		t.Errorf("One HTTPS query counted %d times: %v", total, c.Resolvers().Observatory().Queries)
+	}
 }

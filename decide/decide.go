@@ -45,13 +45,19 @@ type Options struct {
 	// Population: a query without usable ECS from a mapped resolver is
 	// decided for its population.
 	Population bool
+	// BeaconTTL caps the ttl of a beacon's answer.
+	BeaconTTL uint32
 }
 
 // OptionsOf picks a block's decision options.
 func OptionsOf(o *config.Options) Options {
-	return Options{ECSMin4: o.ECSMin4, ECSMin6: o.ECSMin6, TrustECS: o.TrustECS, AllDownServfail: o.AllDownServfail,
+	opts := Options{ECSMin4: o.ECSMin4, ECSMin6: o.ECSMin6, TrustECS: o.TrustECS, AllDownServfail: o.AllDownServfail,
 		MinTTL: o.MinTTL, SpreadPrefix4: o.SpreadPrefix4, SpreadPrefix6: o.SpreadPrefix6,
 		Population: o.Resolvers != nil && o.Resolvers.Population}
+	if o.Resolvers != nil {
+		opts.BeaconTTL = o.Resolvers.TTL
+	}
+	return opts
 }
 
 // Mapper is a Source with a resolver map.
@@ -143,6 +149,18 @@ func (d *Decider) Decide(ctx context.Context, q *Query, out *Outcome) {
 	}
 }
 
+// DecideHTTPS fills out4 and out6 for an HTTPS query q, and tells the
+// resolver map of it once, as the decision it is counted as.
+func (d *Decider) DecideHTTPS(ctx context.Context, q *Query, out4, out6 *Outcome) {
+	q.QType = dns.TypeA
+	d.decide(ctx, q, out4, nil)
+	q.QType = dns.TypeAAAA
+	d.decide(ctx, q, out6, nil)
+	if d.pops != nil {
+		d.observe(q, Counted(out4, out6))
+	}
+}
+
 // decide is Decide; with steps, it keeps every location source's say.
 func (d *Decider) decide(ctx context.Context, q *Query, out *Outcome, steps *[]locate.Step) {
 	d.clientOf(q.Remote, q.ECS, out)
@@ -158,6 +176,9 @@ func (d *Decider) decide(ctx context.Context, q *Query, out *Outcome, steps *[]l
 		}
 	}
 	d.choose(q.View, q.Record, q.QType, out)
+	if q.Beacon {
+		out.TTL = min(out.TTL, d.opts.BeaconTTL)
+	}
 }
 
 // forPopulation places out's client where the population of its resolver
