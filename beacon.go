@@ -17,10 +17,12 @@ import (
 //go:noinline
 func (g *GSLB) beacon(v *policy.View, qname string, w dns.ResponseWriter) (*table.Record, bool) {
 	b := g.opts.Resolvers.Beacon
-	label, ok := strings.CutSuffix(qname, "."+b)
-	if !ok || label == "" || strings.Contains(label, ".") {
+	// One label under b, cut without building "."+b on every query.
+	n := len(qname) - len(b) - 1
+	if n < 1 || !strings.HasSuffix(qname, b) || qname[n] != '.' || strings.IndexByte(qname[:n], '.') >= 0 {
 		return nil, false
 	}
+	label := qname[:n]
 	rec := v.Table.Records[b]
 	if rec == nil {
 		return nil, false

@@ -197,7 +197,7 @@ func forPopulation(p *resolvers.Population, q *Query, out *Outcome) {
 // populationChoice is the place of p that q is decided for: cached per
 // view, record and type, so that a query pays one atomic load.
 func populationChoice(p *resolvers.Population, q *Query, key locate.Key) *resolvers.Choice {
-	slot := &p.Choices[(resolvers.NameHash(q.Record.Name)^uint32(q.QType))&3]
+	slot := &p.Choices[(resolvers.NameHash(q.Record.Name)^uint32(q.QType))&(resolvers.ChoiceSlots-1)]
 	if c := slot.Load(); c != nil && c.View == any(q.View) && c.Record == any(q.Record) && c.QType == q.QType {
 		return c
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/netip"
+	"strings"
 	"time"
 )
 
@@ -125,7 +126,7 @@ func (m *Map) report(ctx context.Context, source string, rep *Report, now time.T
 	if _, ok := m.labels.Check(rep.Label); !ok {
 		return Forged
 	}
-	e := m.beacons.get(lower(rep.Label))
+	e := m.beacons.get(strings.ToLower(rep.Label))
 	if e == nil {
 		return Unknown
 	}
@@ -169,19 +170,4 @@ func (m *Map) report(ctx context.Context, source string, rep *Report, now time.T
 		}
 	}
 	return Joined
-}
-
-func lower(s string) string {
-	for i := 0; i < len(s); i++ {
-		if 'A' <= s[i] && s[i] <= 'Z' {
-			b := []byte(s)
-			for j := i; j < len(b); j++ {
-				if 'A' <= b[j] && b[j] <= 'Z' {
-					b[j] += 'a' - 'A'
-				}
-			}
-			return string(b)
-		}
-	}
-	return s
 }

@@ -6,6 +6,7 @@ import (
 	"math"
 	"net/netip"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -163,7 +164,7 @@ func (m *Map) BeaconQuery(resolver netip.Addr, label string) bool {
 		return false
 	}
 	select {
-	case m.beaconQ <- beaconQuery{resolver: resolver, label: lower(label), at: m.now()}:
+	case m.beaconQ <- beaconQuery{resolver: resolver, label: strings.ToLower(label), at: m.now()}:
 	default:
 		m.beaconDrops.Add(1)
 	}

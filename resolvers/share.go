@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/netip"
+	"strings"
 	"time"
 )
 
@@ -65,7 +66,7 @@ func (m *Map) Apply(ctx context.Context, data []byte) error {
 			continue
 		}
 		if _, ok := m.labels.Check(a.Label); ok {
-			m.stats.Beacons[m.beacons.add(beaconQuery{resolver: a.Resolver.Unmap(), label: lower(a.Label), at: a.At})]++
+			m.stats.Beacons[m.beacons.add(beaconQuery{resolver: a.Resolver.Unmap(), label: strings.ToLower(a.Label), at: a.At})]++
 		}
 	}
 	m.retryPending(ctx)

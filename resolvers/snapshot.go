@@ -47,8 +47,12 @@ type Population struct {
 	Shares []float64
 	// Choices cache which of Places a decision is made for, per view,
 	// record and type: the decider's, read and replaced atomically.
-	Choices [4]atomic.Pointer[Choice]
+	Choices [ChoiceSlots]atomic.Pointer[Choice]
 }
+
+// ChoiceSlots is the size of Choices, a power of 2: a resolver's busiest
+// records and types each keep their own.
+const ChoiceSlots = 16
 
 // TopPlaces bounds the places a population decides over.
 const TopPlaces = 4
@@ -62,11 +66,6 @@ type Choice struct {
 	// Share is the share of the clients whose places the chosen node
 	// wins: the population it was decided for.
 	Share float64
-}
-
-// Place is the population's largest place in words: "ZJ telecom".
-func (p *Population) Place() string {
-	return strings.TrimSpace(p.Loc.Province + " " + p.Loc.ISP)
 }
 
 // Lookup is the population that decides for resolver a: its own, else
@@ -146,25 +145,11 @@ func (m *Map) build(now time.Time) *Snapshot {
 		if r.weight < m.cfg.MinSamples {
 			continue
 		}
-		if l, w := r.top(); l != nil {
-			p := &Population{Resolver: r.key, Loc: *l, Share: w / r.weight, Samples: r.weight, Learned: r.learned}
-			p.Places, p.Shares = r.tops(TopPlaces)
-			m.index(s, p)
+		if ls, sh := r.tops(TopPlaces); len(ls) > 0 {
+			m.index(s, &Population{Resolver: r.key, Loc: *ls[0], Share: sh[0], Samples: r.weight, Learned: r.learned, Places: ls, Shares: sh})
 		}
 	}
 	return s
-}
-
-// top is r's largest place and its weight.
-func (r *resolver) top() (*geo.Location, float64) {
-	var top *geo.Location
-	var tw float64
-	for l, w := range r.places {
-		if top == nil || w > tw || w == tw && placeLess(*l, *top) {
-			top, tw = l, w
-		}
-	}
-	return top, tw
 }
 
 // tops are r's n largest places and their shares, the largest first.
