@@ -264,11 +264,11 @@ func (b *adminBackend) executePlan(name string, force bool, who string) (*plan.S
 		return nil, &planConflict{Reason: fmt.Sprintf("plan %s: nodes %s would pass max_load %g: not executed (force executes it anyway)",
 			name, strings.Join(r.Over, ", "), r.MaxLoad), Readiness: &r}
 	}
-	changes, err := c.planChanges(&p.Plan, now)
+	cur := c.entries()
+	changes, err := c.planChanges(&p.Plan, cur, now)
 	if err != nil {
 		return nil, err
 	}
-	cur := c.entries()
 	ex := &plan.Execution{Action: plan.ActionExecute, By: who, Member: c.memberName(), At: yamlfile.Time{Time: now.UTC()},
 		Forced: force && !r.Ready, Before: map[string]string{}}
 	for k := range changes {
@@ -324,10 +324,9 @@ func (c *Control) memberName() string {
 	return c.member.f.Member()
 }
 
-// planChanges is what executing p changes, by key. A node drained already
-// keeps its drain (and its time). Callers hold c.mu.
-func (c *Control) planChanges(p *plan.Plan, now time.Time) (map[string]json.RawMessage, error) {
-	cur := c.entries()
+// planChanges is what executing p changes, by key, over the entries cur.
+// A node drained already keeps its drain (and its time). Callers hold c.mu.
+func (c *Control) planChanges(p *plan.Plan, cur map[string]json.RawMessage, now time.Time) (map[string]json.RawMessage, error) {
 	out := map[string]json.RawMessage{}
 	for _, id := range p.Drain {
 		k := runstate.DrainPrefix + id
