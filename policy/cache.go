@@ -3,7 +3,6 @@ package policy
 import (
 	"hash/maphash"
 	"math"
-	"slices"
 	"sync/atomic"
 
 	"github.com/gslbdns/gslb/scoring"
@@ -133,11 +132,8 @@ func (v *View) Warm(clients []scoring.Client, limit int, stop <-chan struct{}, c
 					return n
 				}
 				q := Query{Record: rec, QType: qt, Client: *cl}
-				cand := rec.V4
-				if qt == dns.TypeAAAA {
-					cand = rec.V6
-				}
-				if len(cand) == 0 || v.anyShed && slices.ContainsFunc(cand, func(i int) bool { return v.shedding[i] }) {
+				cand := candidates(rec, qt)
+				if len(cand) == 0 || v.shed(cand) {
 					continue
 				}
 				h := hashKey(rec, qt, cl)

@@ -103,10 +103,7 @@ func (v *View) Decide(q *Query) Decision {
 // starts small and is copied to grow: d is the caller's, the pin's
 // decision is made out of line, and no decision is returned by value.
 func (v *View) DecideInto(q *Query, d *Decision) {
-	cand := q.Record.V4
-	if q.QType == dns.TypeAAAA {
-		cand = q.Record.V6
-	}
+	cand := candidates(q.Record, q.QType)
 	// Field by field: d may be on the heap, where a whole-struct write
 	// pays the garbage collector's write barrier on every pointer.
 	if q.Pin == nil || !v.pinned(q, cand, &d.Decision) {
@@ -165,7 +162,7 @@ func (v *View) volatile(d *scoring.Decision) Volatility {
 // decide runs the ladder and the score, or picks from the cached
 // preparation of the client's location, into d.
 func (v *View) decide(q *Query, cand []int, d *scoring.Decision) {
-	if v.cache == nil || v.anyShed && slices.ContainsFunc(cand, func(i int) bool { return v.shedding[i] }) {
+	if v.cache == nil || v.shed(cand) {
 		v.full(q, cand, d)
 		return
 	}
@@ -230,9 +227,20 @@ func (v *View) pinned(q *Query, cand []int, d *scoring.Decision) bool {
 // Trace is what the ladder saw of every node of the record with an
 // address of the queried family, for a decision Decide made on q.
 func (v *View) Trace(q *Query) []scoring.NodeTrace {
-	cand := q.Record.V4
-	if q.QType == dns.TypeAAAA {
-		cand = q.Record.V6
-	}
+	cand := candidates(q.Record, q.QType)
 	return scoring.Trace(v.input(q, cand))
+}
+
+// candidates are the record's nodes with an address of the queried family.
+func candidates(rec *table.Record, qt uint16) []int {
+	if qt == dns.TypeAAAA {
+		return rec.V6
+	}
+	return rec.V4
+}
+
+// shed reports whether a node of cand is shedding: then its decision
+// depends on the subnet and is not cached.
+func (v *View) shed(cand []int) bool {
+	return v.anyShed && slices.ContainsFunc(cand, func(i int) bool { return v.shedding[i] })
 }
