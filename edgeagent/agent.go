@@ -180,13 +180,18 @@ func (a *Agent) line(l []byte) {
 		c.hits++
 	}
 	if a.cfg.Beacon != "" && e.Status < 400 {
-		if label, ok := strings.CutSuffix(e.Host, "."+a.cfg.Beacon); ok && label != "" && !strings.Contains(label, ".") {
+		if label, ok := strings.CutSuffix(e.Host, "."+a.cfg.Beacon); ok && label != "" && !strings.Contains(label, ".") && len(a.beacons) < maxBeacons {
 			a.beacons = append(a.beacons, resolvers.Report{Label: label, Client: p.String(), At: time.Now().UTC().Format(time.RFC3339)})
 		}
 	}
 }
 
-// sendBeacons posts the interval's beacon fetches, once: a fetch reported
+// maxBeacons bounds the beacon fetches an interval keeps: a log can name
+// any number of hosts, and gslb takes at most SourceJoins a resolver.
+const maxBeacons = 10 * resolvers.MaxReports
+
+// sendBeacons posts the interval's beacon fetches, once, in batches the
+// server takes: a fetch reported
 // later than the window after its query would not count anyway.
 func (a *Agent) sendBeacons(ctx context.Context) {
 	if len(a.beacons) == 0 {
@@ -199,7 +204,7 @@ func (a *Agent) sendBeacons(ctx context.Context) {
 	}
 	n := len(a.beacons)
 	a.beacons = a.beacons[:0]
-	code, msg, err := a.postTo(ctx, a.cfg.BeaconURL, b.Bytes())
+	code, msg, err := a.postChunks(ctx, a.cfg.BeaconURL, b.Bytes(), min(a.cfg.MaxRows, resolvers.MaxReports))
 	if err == nil && code/100 != 2 {
 		err = fmt.Errorf("status %d: %s", code, strings.TrimSpace(msg))
 	}
@@ -263,7 +268,7 @@ func (a *Agent) deliver(ctx context.Context) {
 		if err != nil {
 			continue
 		}
-		code, msg, err := a.postChunks(ctx, body)
+		code, msg, err := a.postChunks(ctx, a.cfg.URL, body, a.cfg.MaxRows)
 		switch {
 		case err == nil && code/100 == 2:
 			os.Remove(b.path)
@@ -288,14 +293,14 @@ func (a *Agent) deliver(ctx context.Context) {
 	}
 }
 
-// postChunks posts a batch in requests of at most MaxRows rows. After a
-// failure the whole batch is posted again: gslb ignores the windows it
-// took already, so each row counts once.
-func (a *Agent) postChunks(ctx context.Context, body []byte) (int, string, error) {
+// postChunks posts a batch to url in requests of at most maxLines lines.
+// After a failure the whole batch is posted again: gslb ignores the
+// windows (and beacon labels) it took already, so each counts once.
+func (a *Agent) postChunks(ctx context.Context, url string, body []byte, maxLines int) (int, string, error) {
 	code, msg := 0, ""
 	for len(body) > 0 {
 		end, n := 0, 0
-		for end < len(body) && n < a.cfg.MaxRows {
+		for end < len(body) && n < maxLines {
 			i := bytes.IndexByte(body[end:], '\n')
 			if i < 0 {
 				end = len(body)
@@ -305,17 +310,13 @@ func (a *Agent) postChunks(ctx context.Context, body []byte) (int, string, error
 			n++
 		}
 		var err error
-		code, msg, err = a.post(ctx, body[:end])
+		code, msg, err = a.postTo(ctx, url, body[:end])
 		if err != nil || code/100 != 2 {
 			return code, msg, err
 		}
 		body = body[end:]
 	}
 	return code, msg, nil
-}
-
-func (a *Agent) post(ctx context.Context, body []byte) (int, string, error) {
-	return a.postTo(ctx, a.cfg.URL, body)
 }
 
 func (a *Agent) postTo(ctx context.Context, url string, body []byte) (int, string, error) {
