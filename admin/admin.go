@@ -551,9 +551,26 @@ func (s *server) explain(w http.ResponseWriter, r *http.Request) {
 	reply(w, v, err)
 }
 
+// Reply writes v as JSON, or err with its status.
+func Reply(w http.ResponseWriter, v any, err error) { reply(w, v, err) }
+
+// StatusError is an error that is its own reply: its status, and itself
+// as the JSON body (a 409 with the figures that refused it).
+type StatusError interface {
+	error
+	Status() int
+}
+
 func reply(w http.ResponseWriter, v any, err error) {
 	var bad *BadRequest
+	var se StatusError
 	switch {
+	case errors.As(err, &se):
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(se.Status())
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		enc.Encode(se)
 	case errors.As(err, &bad):
 		writeError(w, http.StatusBadRequest, bad.Reason)
 	case errors.Is(err, ErrNotFound):

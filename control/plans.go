@@ -2,7 +2,6 @@ package control
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -74,6 +73,8 @@ type planConflict struct {
 
 func (e *planConflict) Error() string { return e.Reason }
 
+func (e *planConflict) Status() int { return http.StatusConflict }
+
 // planView is a plan as GET /v1/plans/{name} shows it: with the
 // readiness estimate of executing it now.
 type planView struct {
@@ -112,10 +113,10 @@ func (c *Control) planEnv() plan.Env {
 // PlansHandler serves /v1/plans and /v1/plans/{name}[/execute|/rollback].
 func (b *adminBackend) PlansHandler() http.Handler {
 	m := http.NewServeMux()
-	m.HandleFunc("GET /v1/plans", func(w http.ResponseWriter, r *http.Request) { planReply(w, b.listPlans(), nil) })
+	m.HandleFunc("GET /v1/plans", func(w http.ResponseWriter, r *http.Request) { admin.Reply(w, b.listPlans(), nil) })
 	m.HandleFunc("GET /v1/plans/{name}", func(w http.ResponseWriter, r *http.Request) {
 		v, err := b.getPlan(r.PathValue("name"))
-		planReply(w, v, err)
+		admin.Reply(w, v, err)
 	})
 	m.HandleFunc("PUT /v1/plans/{name}", b.planChange(func(name string, body []byte, _ bool, who string) (any, error) {
 		return b.putPlan(name, body, who)
@@ -138,7 +139,7 @@ func (b *adminBackend) planChange(fn func(name string, body []byte, force bool, 
 	return func(w http.ResponseWriter, r *http.Request) {
 		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, plan.MaxBody))
 		if err != nil {
-			planReply(w, nil, admin.Badf("body: %v", err))
+			admin.Reply(w, nil, admin.Badf("body: %v", err))
 			return
 		}
 		force := false
@@ -147,7 +148,7 @@ func (b *adminBackend) planChange(fn func(name string, body []byte, force bool, 
 		case "1", "true":
 			force = true
 		default:
-			planReply(w, nil, admin.Badf("force: %q is not 1 or 0", v))
+			admin.Reply(w, nil, admin.Badf("force: %q is not 1 or 0", v))
 			return
 		}
 		if r.Method != http.MethodPut && len(strings.TrimSpace(string(body))) > 0 {
@@ -157,13 +158,13 @@ func (b *adminBackend) planChange(fn func(name string, body []byte, force bool, 
 			dec := json.NewDecoder(strings.NewReader(string(body)))
 			dec.DisallowUnknownFields()
 			if err := dec.Decode(&req); err != nil {
-				planReply(w, nil, admin.Badf("body: %v (only {\"force\": true} is taken)", err))
+				admin.Reply(w, nil, admin.Badf("body: %v (only {\"force\": true} is taken)", err))
 				return
 			}
 			force = force || req.Force
 		}
 		v, err := fn(r.PathValue("name"), body, force, r.RemoteAddr)
-		planReply(w, v, err)
+		admin.Reply(w, v, err)
 	}
 }
 
@@ -455,32 +456,3 @@ func describePlan(p *plan.Plan) string {
 	return strings.Join(parts, "; ")
 }
 
-// planReply writes v as JSON, or err with its status: a 409 carries the
-// readiness figures.
-func planReply(w http.ResponseWriter, v any, err error) {
-	var conflict *planConflict
-	var bad *admin.BadRequest
-	code := http.StatusOK
-	switch {
-	case errors.As(err, &conflict):
-		code, v = http.StatusConflict, conflict
-	case errors.As(err, &bad):
-		code, v = http.StatusBadRequest, map[string]string{"error": bad.Reason}
-	case errors.Is(err, admin.ErrNotFound):
-		code = http.StatusNotFound
-	case errors.As(err, new(*admin.TooLarge)):
-		code = http.StatusInsufficientStorage
-	case errors.Is(err, admin.ErrUnavailable), errors.Is(err, admin.ErrSuperseded), errors.As(err, new(*admin.Refused)):
-		code = http.StatusServiceUnavailable
-	case err != nil:
-		code = http.StatusInternalServerError
-	}
-	if err != nil && conflict == nil && bad == nil {
-		v = map[string]string{"error": err.Error()}
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(code)
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	enc.Encode(v)
-}
