@@ -406,21 +406,7 @@ func (s *Set) Lookup(addr netip.Addr) (list int, bits int, ok bool) {
 	if s4 {
 		start = 96
 	}
-	return list, blockBits(a, lo, hi, start) - start, ok
-}
-
-// blockBits is the shortest prefix length p >= start such that the
-// aligned block of a at p lies within [lo, hi]: one bit longer than a's
-// common prefix with lo-1 and with hi+1, the nearest addresses outside.
-func blockBits(a, lo, hi u128.U128, start int) int {
-	p := start
-	if lo != (u128.U128{}) {
-		p = max(p, u128.CommonBits(a, lo.Prev())+1)
-	}
-	if hi != u128.Max {
-		p = max(p, u128.CommonBits(a, hi.Next())+1)
-	}
-	return min(p, 128)
+	return list, u128.BlockBits(a, lo, hi, start) - start, ok
 }
 
 // List returns list i of the set.

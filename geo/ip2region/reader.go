@@ -10,7 +10,6 @@ package ip2region
 import (
 	"encoding/binary"
 	"fmt"
-	"math/bits"
 	"net/netip"
 	"os"
 	"unsafe"
@@ -209,30 +208,8 @@ func (r *Reader) Lookup(addr netip.Addr) (rec Record, bits int, ok bool) {
 			if !ok {
 				return Record{}, 0, false
 			}
-			return rec, blockBits(a, start, end, width), true
+			return rec, u128.BlockBits(a, start, end, 128-width) - (128 - width), true
 		}
 	}
 	return Record{}, 0, false
-}
-
-// blockBits is the shortest prefix length p (0..width) such that the
-// aligned block of a at p lies within [lo, hi]: one bit longer than a's
-// common prefix with lo-1 and with hi+1, the nearest addresses outside.
-func blockBits(a, lo, hi u128.U128, width int) int {
-	p := 0
-	if lo != (u128.U128{}) {
-		p = commonBits(a, lo.Prev(), width) + 1
-	}
-	if width == 32 && hi.Lo != 0xffffffff || width == 128 && hi != u128.Max {
-		p = max(p, commonBits(a, hi.Next(), width)+1)
-	}
-	return min(p, width)
-}
-
-// commonBits is the length of the common prefix of a and b, of width bits.
-func commonBits(a, b u128.U128, width int) int {
-	if width == 32 {
-		return bits.LeadingZeros32(uint32(a.Lo ^ b.Lo))
-	}
-	return u128.CommonBits(a, b)
 }

@@ -56,3 +56,17 @@ func CommonBits(a, b U128) int {
 	}
 	return 64 + bits.LeadingZeros64(a.Lo^b.Lo)
 }
+
+// BlockBits is the shortest prefix length p >= start such that the
+// aligned block of a at p lies within [lo, hi]: one bit longer than a's
+// common prefix with lo-1 and with hi+1, the nearest addresses outside.
+func BlockBits(a, lo, hi U128, start int) int {
+	p := start
+	if lo != (U128{}) {
+		p = max(p, CommonBits(a, lo.Prev())+1)
+	}
+	if hi != Max {
+		p = max(p, CommonBits(a, hi.Next())+1)
+	}
+	return min(p, 128)
+}
