@@ -455,4 +455,3 @@ func describePlan(p *plan.Plan) string {
 	}
 	return strings.Join(parts, "; ")
 }
-
