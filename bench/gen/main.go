@@ -10,6 +10,8 @@
 //	go run ./bench/gen latency < dnsperf-v-output.txt
 //	go run ./bench/gen scopes -city City.mmdb -asn asn.mmdb -subnets cold.txt
 //	go run ./bench/gen precompute [-city City.mmdb -asn asn.mmdb] [-scale 10 -records 1000]
+//	go run ./bench/gen nodes -count 100 -probe-port 16000 -variant 3 -out nodes.yaml
+//	go run ./bench/gen backends -port 16000 -n 100 [-vary]
 //
 // asn converts @ip-location-db/asn CSV ranges (start,end,asn,org) to a
 // GeoLite2-ASN mmdb with geo/mmdbgen. nodes writes a node table of 31
@@ -18,7 +20,8 @@
 // (each wire-format query preceded by its 2-byte big-endian length) of
 // www.example.org A with EDNS0 and an ECS option. peers renders the
 // PowerDNS and gdnsd configuration templates with the same sites. latency
-// reads `dnsperf -v` output and prints p50 and p99 in milliseconds.
+// reads `dnsperf -v` output and prints p50 and p99 in milliseconds. backends
+// serves the probed nodes' health endpoints on loopback (bench/background.sh).
 package main
 
 import (
@@ -26,7 +29,7 @@ import (
 	"os"
 )
 
-const usage = `usage: gen asn|nodes|subnets|queries|peers|latency|scopes|distance|precompute [flags]; gen CMD -h for flags`
+const usage = `usage: gen asn|nodes|subnets|queries|peers|latency|scopes|distance|precompute|backends [flags]; gen CMD -h for flags`
 
 func main() {
 	if len(os.Args) < 2 {
@@ -43,6 +46,7 @@ func main() {
 		"scopes":     cmdScopes,
 		"distance":   cmdDistance,
 		"precompute": cmdPrecompute,
+		"backends":   cmdBackends,
 	}
 	f, ok := cmds[os.Args[1]]
 	if !ok {

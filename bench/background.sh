@@ -1,0 +1,330 @@
+#!/usr/bin/env bash
+# Background work in the tail: gslb's p50/p99 at a fixed rate, quiet against busy, in one CoreDNS.
+# Quiet: the node table has no probes and does not change. Background: the same nodes, each with an
+# http probe (load_field) of a real listener on 127.0.0.1 (`gen backends`) that reports a new load on
+# every probe, and the node table rewritten with a real change (one node's cost) every 2 x RELOAD
+# seconds, so that gslb reloads it as often as its settling allows (a change is read on two checks
+# in a row). Rounds interleave the phases (quiet first in odd rounds, background first in even ones).
+#
+# Usage: bench/background.sh [flags]   or   make bench-background [VAR=value ...]
+#   --rounds N          ROUNDS=3           interleaved rounds (each phase once per round)
+#   --lat-secs S        LAT_SECS=20        seconds of each fixed-rate latency run
+#   --rate Q            RATE=20000         the fixed rate (qps)
+#   --nodes N           NODES=100          nodes in the table, all probed in the background phase
+#   --probe-interval D  PROBE_INTERVAL=1s  the probes' interval
+#   --reload D          RELOAD=1s          the gslb block's reload interval (1s at least)
+#   --warm N            WARM=20000         distinct /24s cycling in the queries
+#   --clients N         CLIENTS=4          dnsperf -c
+#   --outstanding N     OUTSTANDING=100    dnsperf -q
+#   --seed N            SEED=1             seed of the node table and subnet samples
+#   --offline           OFFLINE=1          no npm fetch: use bench/data/ as is, else demo/
+#   --quick             QUICK=1            smoke run: 1 round of 5 s, small samples, no waiting for quiet
+#   COREDNS=PATH        use this CoreDNS binary instead of building ./cmd/coredns (A/B runs)
+#   GCTRACE=1           run the server with GODEBUG=gctrace=1 (in raw/server.log)
+#   BASE_PORT=15400 (the server on BASE_PORT+1, the backends on BASE_PORT+100.., 127.0.0.1 only);
+#   QUIET_MAX=25, QUIET_WAIT=60, NOISE_MAX=25, RETRIES=1: as in bench/dns.sh.
+# Needs: go, dnsperf, dig; taskset to pin (dnsperf, the backends and the rewrites on CPU 0, the
+# server on CPU 1).
+# Output: a markdown table on stdout; everything raw in bench/results/background-TIMESTAMP/.
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(dirname "$here")
+cmdline="bench/background.sh $*"
+
+while (($#)); do
+	case $1 in
+	--rounds) ROUNDS=$2; shift ;;
+	--lat-secs) LAT_SECS=$2; shift ;;
+	--rate) RATE=$2; shift ;;
+	--nodes) NODES=$2; shift ;;
+	--probe-interval) PROBE_INTERVAL=$2; shift ;;
+	--reload) RELOAD=$2; shift ;;
+	--warm) WARM=$2; shift ;;
+	--clients) CLIENTS=$2; shift ;;
+	--outstanding) OUTSTANDING=$2; shift ;;
+	--seed) SEED=$2; shift ;;
+	--offline) OFFLINE=1 ;;
+	--quick) QUICK=1 ;;
+	-h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+	*) echo "background.sh: unknown flag $1 (see --help)" >&2; exit 2 ;;
+	esac
+	shift
+done
+
+QUICK=${QUICK:-0}
+if [[ $QUICK == 1 ]]; then
+	: "${ROUNDS:=1}" "${LAT_SECS:=5}" "${WARM:=2000}" "${QUIET_WAIT:=5}" "${RETRIES:=0}"
+fi
+ROUNDS=${ROUNDS:-3} LAT_SECS=${LAT_SECS:-20} RATE=${RATE:-20000} NODES=${NODES:-100}
+PROBE_INTERVAL=${PROBE_INTERVAL:-1s} RELOAD=${RELOAD:-1s} WARM=${WARM:-20000}
+CLIENTS=${CLIENTS:-4} OUTSTANDING=${OUTSTANDING:-100} SEED=${SEED:-1}
+OFFLINE=${OFFLINE:-0} BASE_PORT=${BASE_PORT:-15400} GCTRACE=${GCTRACE:-0}
+QUIET_MAX=${QUIET_MAX:-25} QUIET_WAIT=${QUIET_WAIT:-60} NOISE_MAX=${NOISE_MAX:-25} RETRIES=${RETRIES:-1}
+[[ $cmdline == "bench/background.sh " ]] && cmdline="bench/background.sh"
+for v in ROUNDS LAT_SECS RATE NODES WARM CLIENTS OUTSTANDING SEED BASE_PORT QUIET_MAX QUIET_WAIT NOISE_MAX RETRIES; do
+	[[ ${!v} =~ ^[0-9]+$ && (${!v} -gt 0 || $v == RETRIES) ]] || { echo "background.sh: $v must be a positive integer (RETRIES may be 0), got '${!v}'" >&2; exit 2; }
+done
+[[ $RELOAD =~ ^[0-9]+s$ ]] || { echo "background.sh: RELOAD must be whole seconds such as 1s, got '$RELOAD'" >&2; exit 2; }
+[[ $PROBE_INTERVAL =~ ^[0-9]+(ms|s)$ ]] || { echo "background.sh: PROBE_INTERVAL must be like 1s or 500ms, got '$PROBE_INTERVAL'" >&2; exit 2; }
+reload_s=${RELOAD%s} every=$((2 * ${RELOAD%s}))
+settings="ROUNDS=$ROUNDS LAT_SECS=$LAT_SECS RATE=$RATE NODES=$NODES PROBE_INTERVAL=$PROBE_INTERVAL RELOAD=$RELOAD WARM=$WARM CLIENTS=$CLIENTS OUTSTANDING=$OUTSTANDING SEED=$SEED"
+
+for t in go dnsperf dig; do
+	command -v "$t" >/dev/null || { echo "background.sh: $t missing (apt-get install dnsperf dnsutils; Go from go.dev)" >&2; exit 1; }
+done
+
+stamp=$(date -u +%Y%m%dT%H%M%SZ)
+res=$here/results/background-$stamp
+raw=$res/raw conf=$res/conf
+mkdir -p "$raw" "$conf" "$here/bin" "$here/data/gen"
+log() { printf '[%s] %s\n' "$(date +%H:%M:%S)" "$*" | tee -a "$res/log.txt" >&2; }
+warn() { log "WARNING: $*"; warnings+=("$*"); }
+warnings=()
+
+pin_load=() pin_srv=()
+if command -v taskset >/dev/null && (($(nproc) >= 2)); then
+	pin_load=(taskset -c 0) pin_srv=(taskset -c 1)
+	pinning="dnsperf, the backends and the rewrites on CPU 0, the server on CPU 1 (taskset)"
+else
+	pinning="not pinned ($(nproc) CPU(s) or no taskset)"
+	warn "nothing is pinned: $pinning"
+fi
+timer=()
+[[ -x /usr/bin/time ]] && timer=(/usr/bin/time -f 'cpu %U %S %e')
+((${#timer[@]})) || warn "/usr/bin/time missing (apt-get install time): noisy runs cannot be detected"
+clk=$(getconf CLK_TCK)
+
+srv_pid="" back_pid="" writer_pid=""
+cleanup() {
+	local p
+	for p in $writer_pid $srv_pid $back_pid; do kill "$p" 2>/dev/null || true; done
+	for p in $writer_pid $srv_pid $back_pid; do wait "$p" 2>/dev/null || true; done
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+proc_cpu() { awk '{sub(/.*\) /, ""); print $12 + $13}' "/proc/$1/stat" 2>/dev/null || echo 0; } # utime + stime
+all_busy() { awk '/^cpu /{print $2 + $3 + $4; exit}' /proc/stat; }
+
+# wait_quiet: as in bench/dns.sh.
+wait_quiet() {
+	local t a b busy waited=0
+	for ((t = 0; t < QUIET_WAIT; t++)); do
+		a=$(awk '/^cpu /{print $2+$3+$4+$7+$8, $2+$3+$4+$5+$6+$7+$8+$9}' /proc/stat)
+		sleep 1
+		b=$(awk '/^cpu /{print $2+$3+$4+$7+$8, $2+$3+$4+$5+$6+$7+$8+$9}' /proc/stat)
+		busy=$(awk -v a="$a" -v b="$b" 'BEGIN{split(a,x," "); split(b,y," "); d=y[2]-x[2]; print (d>0 ? int(100*(y[1]-x[1])/d) : 0)}')
+		((busy < QUIET_MAX)) && { ((waited)) && log "  machine quiet again after ${waited}s (busy $busy%)"; return 0; }
+		((waited)) || log "  other processes keep the machine $busy% busy: waiting up to ${QUIET_WAIT}s"
+		waited=$((waited + 1))
+	done
+	warn "measuring although other processes keep the machine ${busy}% busy"
+}
+
+# --- data and builds -----------------------------------------------------------------------------
+log "gslb background benchmark: $settings; $pinning; results in ${res#"$root"/}"
+if [[ $OFFLINE != 1 ]]; then
+	"$here/fetch.sh" 2>&1 | tee -a "$res/log.txt" >&2 || warn "bench/fetch.sh failed for some data (offline?)"
+fi
+data=$here/data
+if [[ -s $data/GeoLite2-City.mmdb && -s $data/asn.mmdb && -s $data/asn-ipv4.csv ]]; then
+	datamode=real geoip=$data/GeoLite2-City.mmdb asn=$data/asn.mmdb subnet_src=(-csv "$data/asn-ipv4.csv")
+	datadesc="real: GeoLite2-City.mmdb and asn.mmdb from bench/data; /24s of the Chinese carriers from asn-ipv4.csv"
+else
+	datamode=demo geoip=$root/demo/gslb-demo-City.mmdb asn=$root/demo/gslb-demo-ASN.mmdb subnet_src=(-random)
+	datadesc="DEMO: demo/gslb-demo-City.mmdb + demo/gslb-demo-ASN.mmdb, random public /24s"
+	warn "REAL DATA MISSING: falling back to the demo databases (bench/fetch.sh fetches the real ones)"
+fi
+
+gen=$here/bin/gen coredns=${COREDNS:-$here/bin/coredns}
+[[ -z ${COREDNS:-} || -x $COREDNS ]] || { echo "background.sh: COREDNS=$COREDNS is not an executable" >&2; exit 1; }
+log "building ./bench/gen${COREDNS:+ (CoreDNS given: $COREDNS)}${COREDNS:-" and ./cmd/coredns"} into bench/bin/"
+if ! (cd "$root" && go build -o "$gen" ./bench/gen && { [[ -n ${COREDNS:-} ]] || go build -o "$coredns" ./cmd/coredns; }) >"$raw/build.log" 2>&1; then
+	cat "$raw/build.log" >&2
+	echo "background.sh: build failed (the tree may be mid-edit: retry later)" >&2
+	exit 1
+fi
+coredns_rev=""
+if [[ -z ${COREDNS:-} ]]; then
+	coredns_rev=$(cd "$root" && git rev-parse --short HEAD 2>/dev/null || echo "?")
+	[[ -n $(cd "$root" && git --no-optional-locks status --porcelain 2>/dev/null) ]] && coredns_rev+=" + uncommitted changes"
+fi
+
+g=$data/gen/$datamode-s$SEED
+[[ -s $g-warm-$WARM.txt ]] || "$gen" subnets "${subnet_src[@]}" -seed "$SEED" -n "$WARM" -out "$g-warm-$WARM.txt" 2>&1 | tee -a "$res/log.txt" >&2
+queries=$g-warm-$WARM.bin
+[[ -s $queries ]] || "$gen" queries -subnets "$g-warm-$WARM.txt" -mode warm -distinct "$WARM" -out "$queries" 2>&1 | tee -a "$res/log.txt" >&2
+
+port=$((BASE_PORT + 1)) bport=$((BASE_PORT + 100))
+nodes=$conf/nodes.yaml
+# table VARIANT [probed]: writes the node table beside the serving one and renames it into place.
+table() {
+	local probe=()
+	[[ ${2:-} == probed ]] && probe=(-probe-port "$bport" -probe-interval "$PROBE_INTERVAL")
+	"${pin_load[@]}" "$gen" nodes -seed "$SEED" -count "$NODES" -variant "$1" "${probe[@]}" -out "$nodes.tmp" && mv "$nodes.tmp" "$nodes"
+}
+table 0
+cat >"$conf/Corefile" <<EOF
+# bench/background.sh: gslb over the generated $NODES-node table, reloaded every $RELOAD.
+example.org:$port {
+    bind 127.0.0.1
+    gslb {
+        geoip $geoip
+        asn $asn
+        nodes $nodes
+        reload $RELOAD
+    }
+}
+EOF
+
+# --- processes -------------------------------------------------------------------------------------
+for p in "$port" $(seq "$bport" $((bport + NODES - 1))); do
+	if ss -Hltun "sport = :$p" 2>/dev/null | grep -q .; then
+		echo "background.sh: port $p is in use (BASE_PORT=$BASE_PORT)" >&2
+		exit 1
+	fi
+done
+"${pin_load[@]}" "$gen" backends -port "$bport" -n "$NODES" >"$raw/backends.log" 2>&1 &
+back_pid=$!
+srvlog=$raw/server.log
+env=()
+[[ $GCTRACE == 1 ]] && env=(GODEBUG=gctrace=1)
+env "${env[@]}" "${pin_srv[@]}" "$coredns" -conf "$conf/Corefile" -quiet >"$srvlog" 2>&1 &
+srv_pid=$!
+up=0
+for ((i = 0; i < 150; i++)); do
+	if dig @127.0.0.1 -p "$port" www.example.org A +subnet=202.101.172.0/24 +time=1 +tries=1 +short 2>/dev/null | grep -q .; then
+		up=1
+		break
+	fi
+	kill -0 "$srv_pid" 2>/dev/null || break
+	sleep 0.2
+done
+((up)) || { cat "$srvlog" >&2; echo "background.sh: the server did not answer on 127.0.0.1:$port" >&2; exit 1; }
+log "  sample: 202.101.172.0/24 (ZJ telecom) -> $(dig @127.0.0.1 -p "$port" www.example.org A +subnet=202.101.172.0/24 +short | paste -sd, -)"
+
+reloads() { grep -c 'Reloaded node table' "$srvlog" || true; }
+# await_reload N: waits (at most 20 s) until the server logged more than N node table reloads.
+await_reload() {
+	local i
+	for ((i = 0; i < 100; i++)); do
+		(($(reloads) > $1)) && return 0
+		sleep 0.2
+	done
+	warn "the server did not reload the node table within 20 s (log: $srvlog)"
+	return 1
+}
+variant=0
+# phase quiet|background: puts the server in that phase and waits until it serves it.
+phase() {
+	local n
+	n=$(reloads)
+	variant=$((variant + 1))
+	if [[ $1 == quiet ]]; then
+		kill -USR2 "$back_pid"
+		table "$variant"
+		await_reload "$n"
+	else
+		kill -USR1 "$back_pid"
+		table "$variant" probed
+		await_reload "$n"
+		sleep $((2 * reload_s)) # the probes' first results
+	fi
+}
+# writer: rewrites the probed table with a new variant every 2 x RELOAD seconds until killed.
+writer() {
+	local v=$1
+	while :; do
+		sleep "$every"
+		v=$((v + 1))
+		table "$v" probed
+	done
+}
+
+# run PHASE ROUND: one fixed-rate latency run; appends to the R_* arrays.
+declare -A R_P50=() R_P99=() R_QPS=() R_RELOADS=() R_NOISE=() R_TO=()
+run() {
+	local ph=$1 r=$2 a out s0 s1 b0 b1 u0 u1 n0 n1 du p
+	for ((a = 0; a <= RETRIES; a++)); do
+		phase "$ph"
+		[[ $ph == background ]] && { writer "$variant" & writer_pid=$!; }
+		wait_quiet
+		out=$raw/$ph-r$r.txt
+		((a)) && out=$raw/$ph-r$r.retry$a.txt
+		n0=$(reloads) s0=$(proc_cpu "$srv_pid") b0=$(proc_cpu "$back_pid") u0=$(all_busy)
+		echo "dnsperf -s 127.0.0.1 -p $port -B -d $queries -l $LAT_SECS -Q $RATE -c $CLIENTS -q $OUTSTANDING -v" >"$out.cmd"
+		"${timer[@]}" "${pin_load[@]}" dnsperf -s 127.0.0.1 -p "$port" -B -d "$queries" -l "$LAT_SECS" -Q "$RATE" -c "$CLIENTS" -q "$OUTSTANDING" -v >"$out.v" 2>"$out.stderr" || true
+		n1=$(reloads) s1=$(proc_cpu "$srv_pid") b1=$(proc_cpu "$back_pid") u1=$(all_busy)
+		if [[ -n $writer_pid ]]; then
+			kill "$writer_pid" 2>/dev/null || true
+			wait "$writer_pid" 2>/dev/null || true
+			writer_pid=""
+		fi
+		du=0
+		((${#timer[@]})) && du=$(awk '/^cpu /{print int(($2 + $3) * '"$clk"')}' "$out.stderr")
+		QPS=$(awk '/Queries per second/{print $4}' "$out.v")
+		RUN=$(awk '/Run time/{print $4}' "$out.v")
+		OTHER=$(awk -v d="$((u1 - u0 - (s1 - s0) - (b1 - b0) - du))" -v t="${RUN:-0}" -v c="$clk" 'BEGIN{o=(t>0 ? 100*d/(t*c) : 0); print (o<0 ? 0 : int(o))}')
+		((${#timer[@]})) || OTHER=0
+		SRVCPU=$(awk -v d="$((s1 - s0))" -v t="${RUN:-0}" -v c="$clk" 'BEGIN{print (t>0 ? int(100*d/(t*c)) : 0)}')
+		read -r -a p < <("$gen" latency -in "$out.v" || echo "0 0 0 0")
+		grep -v '^> ' "$out.v" >"$out"
+		gzip -f "$out.v"
+		echo "qps=$QPS reloads=$((n1 - n0)) other_cpu=$OTHER% server_cpu=$SRVCPU%" >>"$out"
+		((OTHER <= NOISE_MAX)) && break
+		((a < RETRIES)) && log "  $ph: other processes used ${OTHER}% of a CPU, measuring again"
+	done
+	R_P50[$ph]+="${p[0]} " R_P99[$ph]+="${p[1]} " R_QPS[$ph]+="${QPS:-0} " R_RELOADS[$ph]+="$((n1 - n0)) " R_TO[$ph]+="${p[3]} "
+	((OTHER > NOISE_MAX)) && R_NOISE[$ph]=1
+	log "  $ph: p50 ${p[0]} ms, p99 ${p[1]} ms (achieved ${QPS:-0} qps, ${p[3]} timeouts, $((n1 - n0)) node table reloads, server CPU $SRVCPU%, other processes ${OTHER}% of a CPU)"
+}
+
+log "prewarming: one pass of the queries"
+"${pin_load[@]}" dnsperf -s 127.0.0.1 -p "$port" -B -d "$queries" -n 1 -l 120 -c "$CLIENTS" -q "$OUTSTANDING" >"$raw/prewarm.txt" 2>&1 || true
+for ((r = 1; r <= ROUNDS; r++)); do
+	order=(quiet background)
+	((r % 2 == 0)) && order=(background quiet)
+	log "round $r/$ROUNDS: ${order[*]}"
+	for ph in "${order[@]}"; do run "$ph" "$r"; done
+done
+kill "$srv_pid" "$back_pid" 2>/dev/null || true
+wait "$srv_pid" "$back_pid" 2>/dev/null || true
+srv_pid="" back_pid=""
+
+# --- report --------------------------------------------------------------------------------------------
+median() { tr ' ' '\n' | sed '/^$/d' | sort -g | awk '{a[NR]=$1} END{if (NR == 0) print ""; else if (NR % 2) print a[(NR+1)/2]; else print (a[NR/2]+a[NR/2+1])/2}'; }
+ratios=()
+read -r -a q99 <<<"${R_P99[quiet]}"
+read -r -a b99 <<<"${R_P99[background]}"
+for i in "${!q99[@]}"; do ratios+=("$(awk -v b="${b99[$i]}" -v q="${q99[$i]}" 'BEGIN{printf "%.2f", (q > 0 ? b/q : 0)}')"); done
+mq=$(median <<<"${R_P99[quiet]}") mb=$(median <<<"${R_P99[background]}")
+ratio=$(awk -v b="$mb" -v q="$mq" 'BEGIN{printf "%.2f", (q > 0 ? b/q : 0)}')
+{
+	echo "| phase | p50 per round (ms) | p99 per round (ms) | p50 (median) | p99 (median) | achieved qps | node table reloads per run | timeouts |"
+	echo "|---|---|---|---|---|---|---|---|"
+	for ph in quiet background; do
+		desc="quiet (no probes, no reloads)"
+		[[ $ph == background ]] && desc="background ($NODES probed nodes every $PROBE_INTERVAL, a new load each probe; table rewritten every ${every}s)"
+		[[ -n ${R_NOISE[$ph]:-} ]] && desc+=" †"
+		printf '| %s | %s | %s | %.3f ms | %.3f ms | %s | %s | %s |\n' "$desc" "$(echo "${R_P50[$ph]}" | xargs | sed 's/ / \/ /g')" \
+			"$(echo "${R_P99[$ph]}" | xargs | sed 's/ / \/ /g')" "$(median <<<"${R_P50[$ph]}")" "$(median <<<"${R_P99[$ph]}")" \
+			"$(median <<<"${R_QPS[$ph]}")" "$(echo "${R_RELOADS[$ph]}" | xargs | sed 's/ / \/ /g')" "$(echo "${R_TO[$ph]}" | xargs | sed 's/ / \/ /g')"
+	done
+	echo
+	echo "| target | measured | goal | pass |"
+	echo "|---|---|---|---|"
+	echo "| p99 background ÷ p99 quiet @ $((RATE / 1000))k qps (medians) | $ratio (per round: ${ratios[*]}) | <= 1.10 | $(awk -v r="$ratio" 'BEGIN{print (r <= 1.10 ? "pass" : "**FAIL**")}') |"
+	echo
+	echo "Command: \`$cmdline\` ($settings${COREDNS:+ COREDNS=$COREDNS}; $(nproc) CPUs, $pinning)"
+	echo "CoreDNS: ${COREDNS:-./cmd/coredns at ${coredns_rev:-?}}; $(go version | cut -d' ' -f3); $(dnsperf -h 2>&1 | sed -n 's/^Version /dnsperf /p'); $(uname -sr)"
+	echo "Data: $datadesc; $WARM distinct /24s cycling, prewarmed by one pass."
+	echo "Latency: dnsperf -Q $RATE -l $LAT_SECS -c $CLIENTS -q $OUTSTANDING -v, p50/p99 of the per-query latencies."
+	[[ -n ${R_NOISE[quiet]:-}${R_NOISE[background]:-} ]] && echo "† other processes used more than $NOISE_MAX% of a CPU during at least one run: noisy."
+	echo "Raw outputs: ${res#"$root"/}/"
+	if ((${#warnings[@]})); then
+		echo
+		echo "Warnings:"
+		printf -- '- %s\n' "${warnings[@]}" | sort -u
+	fi
+} | tee "$res/summary.md"
