@@ -14,6 +14,8 @@
 #   --probe-interval D  PROBE_INTERVAL=1s  the probes' interval
 #   --reload D          RELOAD=1s          the gslb block's reload interval (1s at least)
 #   --warm N            WARM=20000         distinct /24s cycling in the queries
+#   --precompute P      PRECOMPUTE=64MiB   the gslb block's precompute (SIZE or off): with it, every new
+#                                          view's decisions are prepared ahead (the warm-up)
 #   --clients N         CLIENTS=4          dnsperf -c
 #   --outstanding N     OUTSTANDING=100    dnsperf -q
 #   --seed N            SEED=1             seed of the node table and subnet samples
@@ -21,9 +23,9 @@
 #   --quick             QUICK=1            smoke run: 1 round of 5 s, small samples, no waiting for quiet
 #   COREDNS=PATH        use this CoreDNS binary instead of building ./cmd/coredns (A/B runs)
 #   GCTRACE=1           run the server with GODEBUG=gctrace=1 (in raw/server.log)
-#   BASE_PORT=15400 (the server on BASE_PORT+1, the backends on BASE_PORT+100.., 127.0.0.1 only);
+#   BASE_PORT=17400 (the server on BASE_PORT+1, its ready endpoint on +2, the backends on BASE_PORT+100.., 127.0.0.1 only);
 #   QUIET_MAX=25, QUIET_WAIT=60, NOISE_MAX=25, RETRIES=1: as in bench/dns.sh.
-# Needs: go, dnsperf, dig; taskset to pin (dnsperf, the backends and the rewrites on CPU 0, the
+# Needs: go, dnsperf, dig, curl; taskset to pin (dnsperf, the backends and the rewrites on CPU 0, the
 # server on CPU 1).
 # Output: a markdown table on stdout; everything raw in bench/results/background-TIMESTAMP/.
 set -euo pipefail
@@ -41,6 +43,7 @@ while (($#)); do
 	--probe-interval) PROBE_INTERVAL=$2; shift ;;
 	--reload) RELOAD=$2; shift ;;
 	--warm) WARM=$2; shift ;;
+	--precompute) PRECOMPUTE=$2; shift ;;
 	--clients) CLIENTS=$2; shift ;;
 	--outstanding) OUTSTANDING=$2; shift ;;
 	--seed) SEED=$2; shift ;;
@@ -57,9 +60,9 @@ if [[ $QUICK == 1 ]]; then
 	: "${ROUNDS:=1}" "${LAT_SECS:=5}" "${WARM:=2000}" "${QUIET_WAIT:=5}" "${RETRIES:=0}"
 fi
 ROUNDS=${ROUNDS:-3} LAT_SECS=${LAT_SECS:-20} RATE=${RATE:-20000} NODES=${NODES:-100}
-PROBE_INTERVAL=${PROBE_INTERVAL:-1s} RELOAD=${RELOAD:-1s} WARM=${WARM:-20000}
+PROBE_INTERVAL=${PROBE_INTERVAL:-1s} RELOAD=${RELOAD:-1s} WARM=${WARM:-20000} PRECOMPUTE=${PRECOMPUTE:-64MiB}
 CLIENTS=${CLIENTS:-4} OUTSTANDING=${OUTSTANDING:-100} SEED=${SEED:-1}
-OFFLINE=${OFFLINE:-0} BASE_PORT=${BASE_PORT:-15400} GCTRACE=${GCTRACE:-0}
+OFFLINE=${OFFLINE:-0} BASE_PORT=${BASE_PORT:-17400} GCTRACE=${GCTRACE:-0}
 QUIET_MAX=${QUIET_MAX:-25} QUIET_WAIT=${QUIET_WAIT:-60} NOISE_MAX=${NOISE_MAX:-25} RETRIES=${RETRIES:-1}
 [[ $cmdline == "bench/background.sh " ]] && cmdline="bench/background.sh"
 for v in ROUNDS LAT_SECS RATE NODES WARM CLIENTS OUTSTANDING SEED BASE_PORT QUIET_MAX QUIET_WAIT NOISE_MAX RETRIES; do
@@ -68,10 +71,10 @@ done
 [[ $RELOAD =~ ^[0-9]+s$ ]] || { echo "background.sh: RELOAD must be whole seconds such as 1s, got '$RELOAD'" >&2; exit 2; }
 [[ $PROBE_INTERVAL =~ ^[0-9]+(ms|s)$ ]] || { echo "background.sh: PROBE_INTERVAL must be like 1s or 500ms, got '$PROBE_INTERVAL'" >&2; exit 2; }
 reload_s=${RELOAD%s} every=$((2 * ${RELOAD%s}))
-settings="ROUNDS=$ROUNDS LAT_SECS=$LAT_SECS RATE=$RATE NODES=$NODES PROBE_INTERVAL=$PROBE_INTERVAL RELOAD=$RELOAD WARM=$WARM CLIENTS=$CLIENTS OUTSTANDING=$OUTSTANDING SEED=$SEED"
+settings="ROUNDS=$ROUNDS LAT_SECS=$LAT_SECS RATE=$RATE NODES=$NODES PROBE_INTERVAL=$PROBE_INTERVAL RELOAD=$RELOAD WARM=$WARM PRECOMPUTE=$PRECOMPUTE CLIENTS=$CLIENTS OUTSTANDING=$OUTSTANDING SEED=$SEED"
 
-for t in go dnsperf dig; do
-	command -v "$t" >/dev/null || { echo "background.sh: $t missing (apt-get install dnsperf dnsutils; Go from go.dev)" >&2; exit 1; }
+for t in go dnsperf dig curl; do
+	command -v "$t" >/dev/null || { echo "background.sh: $t missing (apt-get install dnsperf dnsutils curl; Go from go.dev)" >&2; exit 1; }
 done
 
 stamp=$(date -u +%Y%m%dT%H%M%SZ)
@@ -156,7 +159,7 @@ g=$data/gen/$datamode-s$SEED
 queries=$g-warm-$WARM.bin
 [[ -s $queries ]] || "$gen" queries -subnets "$g-warm-$WARM.txt" -mode warm -distinct "$WARM" -out "$queries" 2>&1 | tee -a "$res/log.txt" >&2
 
-port=$((BASE_PORT + 1)) bport=$((BASE_PORT + 100))
+port=$((BASE_PORT + 1)) rport=$((BASE_PORT + 2)) bport=$((BASE_PORT + 100))
 nodes=$conf/nodes.yaml
 # table VARIANT [probed]: writes the node table beside the serving one and renames it into place.
 table() {
@@ -169,17 +172,19 @@ cat >"$conf/Corefile" <<EOF
 # bench/background.sh: gslb over the generated $NODES-node table, reloaded every $RELOAD.
 example.org:$port {
     bind 127.0.0.1
+    ready 127.0.0.1:$rport
     gslb {
         geoip $geoip
         asn $asn
         nodes $nodes
         reload $RELOAD
+        precompute $PRECOMPUTE
     }
 }
 EOF
 
 # --- processes -------------------------------------------------------------------------------------
-for p in "$port" $(seq "$bport" $((bport + NODES - 1))); do
+for p in "$port" "$rport" $(seq "$bport" $((bport + NODES - 1))); do
 	if ss -Hltun "sport = :$p" 2>/dev/null | grep -q .; then
 		echo "background.sh: port $p is in use (BASE_PORT=$BASE_PORT)" >&2
 		exit 1
@@ -202,6 +207,12 @@ for ((i = 0; i < 150; i++)); do
 	sleep 0.2
 done
 ((up)) || { cat "$srvlog" >&2; echo "background.sh: the server did not answer on 127.0.0.1:$port" >&2; exit 1; }
+# Ready: gslb's precomputation walked and its first view warmed.
+for ((i = 0; i < 600; i++)); do
+	curl -fs -o /dev/null "http://127.0.0.1:$rport/ready" && break
+	sleep 0.2
+done
+curl -fs -o /dev/null "http://127.0.0.1:$rport/ready" || warn "the server was not ready after 120 s"
 log "  sample: 202.101.172.0/24 (ZJ telecom) -> $(dig @127.0.0.1 -p "$port" www.example.org A +subnet=202.101.172.0/24 +short | paste -sd, -)"
 
 reloads() { grep -c 'Reloaded node table' "$srvlog" || true; }

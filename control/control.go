@@ -58,7 +58,11 @@ type Control struct {
 	checker    *health.Checker
 	decisions  *policy.Cache
 	warmer     warmer // prepares decisions ahead for each view
-	decider    *decide.Decider
+	// probed batches the views of probe results; published counts the
+	// views built.
+	probed    batcher
+	published atomic.Uint64
+	decider   *decide.Decider
 	// OnTable is told of every node table a reload swaps in, with the one
 	// it replaces; set before the control starts.
 	OnTable func(old, cur *table.Table)
@@ -364,20 +368,30 @@ func knownIn(t *table.Table) func(string) bool {
 // which keeps the verdicts of unchanged probes across node table and
 // Corefile reloads, and shares them between the stable and the candidate
 // tables by node id and spec. Its reports publish while current(ch) says
-// the checker still serves.
+// the checker still serves, batched (batch.go).
 func (c *Control) newChecker(t *table.Table, current func(ch *health.Checker) bool) *health.Checker {
 	var ch *health.Checker
 	ch = c.pool().NewChecker(t.Probes, func(*health.Snapshot) {
-		recovery.Do("publish", func() {
-			c.mu.Lock()
-			defer c.mu.Unlock()
-			if current(ch) {
-				c.publish()
-			}
-		})
+		c.mu.Lock()
+		serves := current(ch)
+		c.mu.Unlock()
+		if serves {
+			c.probed.report(c.publishProbed)
+		}
 	})
 	ch.Unprobed(unprobed(t))
 	return ch
+}
+
+// publishProbed publishes the probes' latest verdicts, batched.
+func (c *Control) publishProbed() {
+	recovery.Do("publish", func() {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if !c.stopping() {
+			c.publish()
+		}
+	})
 }
 
 // unprobed are t's nodes without a probe, with their table load.
@@ -433,6 +447,7 @@ func (c *Control) publish() {
 	c.sharedKey = key
 	v, step := policy.NewView(in)
 	c.view.Store(v)
+	c.published.Add(1)
 	c.warmer.poke()
 	if cstep := c.publishCanary(now); !cstep.IsZero() && (step.IsZero() || cstep.Before(step)) {
 		step = cstep
@@ -631,6 +646,7 @@ func (c *Control) Stop() error {
 			c.resolvers.Stash(c.resolversID()) // the watch loop that folds it is done
 		}
 		c.warmer.wg.Wait()
+		c.probed.stop()
 		c.files.unserve() // the watch loop is done with it
 		c.mu.Lock()
 		ch, h := c.checker, c.admin

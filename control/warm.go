@@ -62,7 +62,7 @@ func (c *Control) warm(stop <-chan struct{}) {
 		recovery.Do("precompute", func() {
 			v := c.view.Load()
 			clients, fresh := w.clientsOf(c.locator.Placed())
-			n := v.Warm(clients, policy.WarmMax, stop, func() bool { return c.view.Load() == v })
+			n := warmPaced(v, clients, policy.WarmMax, stop, func() bool { return c.view.Load() == v }) // pace.go
 			if c.view.Load() == v && len(clients) > 0 {
 				precomputedDecisions.Set(float64(n))
 				w.warmed.Store(v)

@@ -1,0 +1,115 @@
+package control
+
+import (
+	"fmt"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/gslbdns/gslb/health"
+	"github.com/gslbdns/gslb/internal/testsupport"
+	"github.com/gslbdns/gslb/policy"
+	"github.com/gslbdns/gslb/scoring"
+)
+
+// TestProbeResultsBatched: twenty probed nodes whose every probe reports a
+// new load (two hundred results a second) publish at most one view per
+// probeBatch, not one per result; the last results are not lost: once the
+// loads stop moving the view holds them.
+func TestProbeResultsBatched(t *testing.T) {
+	var hits atomic.Uint64
+	var steady atomic.Bool
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		load := 0.5
+		if !steady.Load() {
+			load = float64(1+hits.Add(1)%40) / 100 // a node's next probe reads another load
+		}
+		fmt.Fprintf(w, `{"status":"ok","load":%.2f}`, load)
+	}))
+	t.Cleanup(srv.Close)
+	const n = 20
+	var b strings.Builder
+	b.WriteString("probe_defaults: {interval: 100ms, timeout: 80ms, rise: 1, fall: 3, hold_down: 0s}\nnodes:\n")
+	for i := range n {
+		fmt.Fprintf(&b, "  - {id: n%d, ipv4: [192.0.2.%d], country: CN, province: ZJ, isp: telecom, lat: 30.27, lon: 120.16, probe: {url: %s/n%d, load_field: load}}\n", i, i+1, srv.URL, i)
+	}
+	b.WriteString("records:\n  - name: www.example.org\n")
+	g := newFixtureControl(t, b.String(), "cooldown 0s\n")
+	testsupport.WaitFor(t, "every node up", func() (bool, string) {
+		v := g.View()
+		for _, s := range v.Status {
+			if s.State != policy.StateUp {
+				return false, fmt.Sprint(v.Status)
+			}
+		}
+		return true, ""
+	})
+
+	v0, h0, t0 := g.published.Load(), hits.Load(), time.Now()
+	testsupport.WaitFor(t, "200 probe results", func() (bool, string) {
+		return hits.Load()-h0 >= 200, fmt.Sprintf("%d results", hits.Load()-h0)
+	})
+	views, took := g.published.Load()-v0, time.Since(t0)
+	// One view at the start of each batch, and one a batch that ran
+	// across t0 may still publish.
+	if most := uint64(took/probeBatch) + 2; views > most {
+		t.Errorf("%d probe results in %v published %d views, want at most %d", hits.Load()-h0, took, views, most)
+	}
+	if views == 0 {
+		t.Errorf("%d probe results published no view", hits.Load()-h0)
+	}
+
+	steady.Store(true)
+	testsupport.WaitFor(t, "the last loads in the view", func() (bool, string) {
+		v := g.View()
+		for i, nd := range v.Nodes {
+			if math.Abs(nd.Load-0.5) > 1e-9 {
+				return false, fmt.Sprintf("node %d load %v", i, nd.Load)
+			}
+		}
+		return true, ""
+	})
+}
+
+// TestWarmPaced: the paced warm-up prepares exactly what Warm does in one
+// go (Warm then finds every decision held), keeps to its limit, and stops
+// when stop closes or the view is no longer current.
+func TestWarmPaced(t *testing.T) {
+	g := newFixtureControl(t, fixtureNodes, "precompute 64MiB\n")
+	var w warmer
+	var cls []scoring.Client
+	testsupport.WaitFor(t, "the precomputed locations", func() (bool, string) {
+		c, _ := w.clientsOf(g.locator.Placed())
+		cls = c
+		return len(c) > 0, "none yet"
+	})
+	fresh := func() *policy.View {
+		v, _ := policy.NewView(policy.Inputs{Table: g.Table(), Snapshot: health.NewSnapshot(nil), Params: &g.opts.Params,
+			Now: time.Now(), Cache: policy.NewCache()})
+		return v
+	}
+	always := func() bool { return true }
+	v := fresh()
+	n := warmPaced(v, cls, policy.WarmMax, nil, always)
+	if n == 0 {
+		t.Fatalf("Nothing warmed for %d clients", len(cls))
+	}
+	if again := v.Warm(cls, policy.WarmMax, nil, always); again != n {
+		t.Errorf("Paced warm-up held %d decisions, Warm then finds %d", n, again)
+	}
+	if got := warmPaced(fresh(), cls, 3, nil, always); got != 3 {
+		t.Errorf("Limit 3: %d", got)
+	}
+	stop := make(chan struct{})
+	close(stop)
+	if got := warmPaced(fresh(), cls, policy.WarmMax, stop, always); got != 0 {
+		t.Errorf("Stopped: %d", got)
+	}
+	if got := warmPaced(fresh(), cls, policy.WarmMax, nil, func() bool { return false }); got != 0 {
+		t.Errorf("Not current: %d", got)
+	}
+}
