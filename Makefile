@@ -118,6 +118,12 @@ fuzz:
 bench-dns:
 	bench/dns.sh
 
+# make bench-background [QUICK=1] [ROUNDS=3 LAT_SECS=20 ...]: p99 at 20k qps with 100 probed nodes and
+# node table rewrites against quiet, interleaved, see bench/background.sh.
+.PHONY: bench-background
+bench-background:
+	bench/background.sh
+
 # make bench-multisocket [ROUNDS=3 SECS=10 SOCKETS="1 2"]: the demo's qps with one socket and with
 # multisocket N, interleaved, see bench/multisocket.sh.
 .PHONY: bench-multisocket
