@@ -5,6 +5,7 @@ import (
 	"math"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -111,5 +112,27 @@ func TestWarmPaced(t *testing.T) {
 	}
 	if got := warmPaced(fresh(), cls, policy.WarmMax, nil, func() bool { return false }); got != 0 {
 		t.Errorf("Not current: %d", got)
+	}
+}
+
+// TestReloadViews: a node table rewritten without a change (a new
+// modification time, the same bytes) builds no view, and so starts no
+// warm-up; a rewrite with a change builds exactly one.
+func TestReloadViews(t *testing.T) {
+	dir := fixture(t, fixtureNodes)
+	g := newTestControl(t, dir, fmt.Sprintf(fixtureBlock, "reload 0\n"))
+	nodes := filepath.Join(dir, "nodes.yaml")
+	changed := strings.Replace(fixtureNodes, "192.0.2.3", "192.0.2.33", 1)
+	for i, step := range []struct {
+		content string
+		views   uint64
+	}{{fixtureNodes, 0}, {changed, 1}, {changed, 0}, {fixtureNodes, 1}} {
+		before := g.published.Load()
+		touch(t, nodes, step.content, i+1)
+		reloadSettled(g)
+		reloadSettled(g)
+		if got := g.published.Load() - before; got != step.views {
+			t.Errorf("Rewrite %d: %d views, want %d", i, got, step.views)
+		}
 	}
 }
