@@ -3,32 +3,42 @@ package control
 import (
 	"sync"
 	"time"
+
+	"github.com/gslbdns/gslb/health"
 )
 
-// probeBatch is the least time between two views that probe results
-// publish. A result within it of the last such view waits for the rest of
-// it, with every other result of that time: a hundred probed nodes make at
-// most one view, and one warm-up of its decisions, per batch instead of one
-// per result. The first result after a quiet spell publishes at once.
-const probeBatch = time.Second
+// loadBatch is the least time between two views that probe results
+// without a change of state (a node's load, its count of recent failures)
+// publish. Such a result within it of the last such view waits for the
+// rest of it, with every other one of that time: a hundred probed nodes
+// reporting their load make one view, and one warm-up of its decisions,
+// per batch instead of one per result. The first after a quiet spell
+// publishes at once, and a node going down or coming back always does:
+// failover is not delayed.
+const loadBatch = 5 * time.Second
 
-// batcher publishes probe results at most once per probeBatch.
+// batcher publishes load reports at most once per loadBatch.
 type batcher struct {
 	mu      sync.Mutex
-	last    time.Time   // the last publish it made
+	last    time.Time   // the last batched publish
 	pending *time.Timer // the publish at the end of the batch; nil: none
 }
 
-// report publishes now, or once at the end of the running batch; publish
-// reads the latest verdicts, so a report that finds one pending adds
-// nothing.
-func (b *batcher) report(publish func()) {
+// report publishes now when urgent or when the last batched publish is a
+// batch ago, else once at the end of the batch. publish reads the latest
+// verdicts, so a report that finds one pending adds nothing.
+func (b *batcher) report(urgent bool, publish func()) {
 	b.mu.Lock()
+	if urgent {
+		b.mu.Unlock()
+		publish()
+		return
+	}
 	if b.pending != nil {
 		b.mu.Unlock()
 		return
 	}
-	wait := probeBatch - time.Since(b.last)
+	wait := loadBatch - time.Since(b.last)
 	if wait <= 0 {
 		b.last = time.Now()
 		b.mu.Unlock()
@@ -52,4 +62,17 @@ func (b *batcher) stop() {
 		b.pending.Stop()
 		b.pending = nil
 	}
+}
+
+// transition says whether a probed node's state differs between two
+// snapshots of targets.
+func transition(targets []health.Target, prev, cur *health.Snapshot) bool {
+	for _, t := range targets {
+		a, _ := prev.Status(t.ID)
+		b, _ := cur.Status(t.ID)
+		if a.State != b.State {
+			return true
+		}
+	}
+	return false
 }

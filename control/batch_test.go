@@ -19,12 +19,16 @@ import (
 
 // TestProbeResultsBatched: twenty probed nodes whose every probe reports a
 // new load (two hundred results a second) publish at most one view per
-// probeBatch, not one per result; the last results are not lost: once the
-// loads stop moving the view holds them.
+// loadBatch, not one per result; the last results are not lost: once the
+// loads stop moving the view holds them; a node going down is published.
 func TestProbeResultsBatched(t *testing.T) {
 	var hits atomic.Uint64
-	var steady atomic.Bool
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+	var steady, down atomic.Bool
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if down.Load() && r.URL.Path == "/n0" {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
 		load := 0.5
 		if !steady.Load() {
 			load = float64(1+hits.Add(1)%40) / 100 // a node's next probe reads another load
@@ -57,7 +61,7 @@ func TestProbeResultsBatched(t *testing.T) {
 	views, took := g.published.Load()-v0, time.Since(t0)
 	// One view at the start of each batch, and one a batch that ran
 	// across t0 may still publish.
-	if most := uint64(took/probeBatch) + 2; views > most {
+	if most := uint64(took/loadBatch) + 2; views > most {
 		t.Errorf("%d probe results in %v published %d views, want at most %d", hits.Load()-h0, took, views, most)
 	}
 	if views == 0 {
@@ -74,6 +78,37 @@ func TestProbeResultsBatched(t *testing.T) {
 		}
 		return true, ""
 	})
+	down.Store(true)
+	testsupport.WaitFor(t, "n0 down in the view", func() (bool, string) {
+		s := g.View().Status[0]
+		return s.State == policy.StateDown, s.State
+	})
+}
+
+// TestBatcher: a change of state publishes at once, every time; load
+// reports publish at once after a quiet batch, then once at the end of the
+// batch however many came.
+func TestBatcher(t *testing.T) {
+	var b batcher
+	t.Cleanup(b.stop)
+	var n atomic.Int32
+	publish := func() { n.Add(1) }
+	b.report(false, publish)
+	if n.Load() != 1 {
+		t.Fatalf("The first load report: %d publishes, want 1 at once", n.Load())
+	}
+	for range 50 {
+		b.report(false, publish)
+	}
+	if n.Load() != 1 {
+		t.Fatalf("Load reports within the batch: %d publishes, want them pending", n.Load())
+	}
+	b.report(true, publish)
+	b.report(true, publish)
+	if n.Load() != 3 {
+		t.Fatalf("Two changes of state: %d publishes, want 3", n.Load())
+	}
+	testsupport.WaitFor(t, "the batch's publish", func() (bool, string) { return n.Load() == 4, fmt.Sprint(n.Load()) })
 }
 
 // TestWarmPaced: the paced warm-up prepares exactly what Warm does in one

@@ -368,17 +368,22 @@ func knownIn(t *table.Table) func(string) bool {
 // which keeps the verdicts of unchanged probes across node table and
 // Corefile reloads, and shares them between the stable and the candidate
 // tables by node id and spec. Its reports publish while current(ch) says
-// the checker still serves, batched (batch.go).
+// the checker still serves: a node's change of state at once, its load
+// batched (batch.go).
 func (c *Control) newChecker(t *table.Table, current func(ch *health.Checker) bool) *health.Checker {
 	var ch *health.Checker
-	ch = c.pool().NewChecker(t.Probes, func(*health.Snapshot) {
+	var prev *health.Snapshot // the last report's; reports come one at a time
+	ch = c.pool().NewChecker(t.Probes, func(s *health.Snapshot) {
+		urgent := transition(t.Probes, prev, s)
+		prev = s
 		c.mu.Lock()
 		serves := current(ch)
 		c.mu.Unlock()
 		if serves {
-			c.probed.report(c.publishProbed)
+			c.probed.report(urgent, c.publishProbed)
 		}
 	})
+	prev = ch.Snapshot()
 	ch.Unprobed(unprobed(t))
 	return ch
 }

@@ -14,11 +14,11 @@ import (
 // paceShare of a CPU: a query waits for one slice at most, and the
 // warm-up's allocations, which set off the collector, are spread out.
 const (
-	paceSlice = 200 * time.Microsecond
+	paceSlice = 100 * time.Microsecond
 	paceShare = 0.25
 	// paceDecisions is about how many decisions a slice prepares (each
 	// takes 10-20µs with a hundred nodes): the clients handed to one Warm.
-	paceDecisions = 16
+	paceDecisions = 4
 )
 
 // warmPaced is v.Warm(clients, limit, stop, current) in slices, resting
