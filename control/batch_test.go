@@ -130,22 +130,23 @@ func TestWarmPaced(t *testing.T) {
 	}
 	always := func() bool { return true }
 	v := fresh()
-	n := warmPaced(v, cls, policy.WarmMax, nil, always)
+	var p pacer
+	n := p.warm(v, cls, policy.WarmMax, nil, always)
 	if n == 0 {
 		t.Fatalf("Nothing warmed for %d clients", len(cls))
 	}
 	if again := v.Warm(cls, policy.WarmMax, nil, always); again != n {
 		t.Errorf("Paced warm-up held %d decisions, Warm then finds %d", n, again)
 	}
-	if got := warmPaced(fresh(), cls, 3, nil, always); got != 3 {
+	if got := p.warm(fresh(), cls, 3, nil, always); got != 3 {
 		t.Errorf("Limit 3: %d", got)
 	}
 	stop := make(chan struct{})
 	close(stop)
-	if got := warmPaced(fresh(), cls, policy.WarmMax, stop, always); got != 0 {
+	if got := p.warm(fresh(), cls, policy.WarmMax, stop, always); got != 0 {
 		t.Errorf("Stopped: %d", got)
 	}
-	if got := warmPaced(fresh(), cls, policy.WarmMax, nil, func() bool { return false }); got != 0 {
+	if got := p.warm(fresh(), cls, policy.WarmMax, nil, func() bool { return false }); got != 0 {
 		t.Errorf("Not current: %d", got)
 	}
 }
@@ -170,4 +171,31 @@ func TestReloadViews(t *testing.T) {
 			t.Errorf("Rewrite %d: %d views, want %d", i, got, step.views)
 		}
 	}
+}
+
+// TestWarmSpaced: views published faster than warmGap (twenty in about a
+// second) start at most one warm-up per warmGap, and the latest view is
+// the one warmed.
+func TestWarmSpaced(t *testing.T) {
+	g := newFixtureControl(t, fixtureNodes, "precompute 64MiB\n")
+	testsupport.WaitFor(t, "the first view warmed", func() (bool, string) {
+		return g.warmer.warmed.Load() == g.View() && g.warmer.warmedOnce(), "not yet"
+	})
+	s0, t0 := g.pace.started.Load(), time.Now()
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for range 20 {
+		<-tick.C
+		g.mu.Lock()
+		g.publish()
+		g.mu.Unlock()
+	}
+	took := time.Since(t0)
+	if most := uint64(took/warmGap) + 2; g.pace.started.Load()-s0 > most {
+		t.Errorf("20 views in %v started %d warm-ups, want at most %d", took, g.pace.started.Load()-s0, most)
+	}
+	last := g.View()
+	testsupport.WaitFor(t, "the latest view warmed", func() (bool, string) {
+		return g.warmer.warmed.Load() == last, "not yet"
+	})
 }

@@ -58,6 +58,7 @@ type Control struct {
 	checker    *health.Checker
 	decisions  *policy.Cache
 	warmer     warmer // prepares decisions ahead for each view
+	pace       pacer  // spaces and paces its warm-ups
 	// probed batches the views of probe results; published counts the
 	// views built.
 	probed    batcher

@@ -1,33 +1,67 @@
 package control
 
 import (
+	"sync/atomic"
 	"time"
 
 	"github.com/gslbdns/gslb/policy"
 	"github.com/gslbdns/gslb/scoring"
 )
 
-// The warm-up of a view is background work beside the queries: on a
-// server with one CPU (a CoreDNS pinned to a core, GOMAXPROCS 1) a query
-// waits behind it, and the network poller is not read, until it sleeps.
-// So it works in slices of paceSlice and then rests, taking at most
-// paceShare of a CPU: a query waits for one slice at most, and the
-// warm-up's allocations, which set off the collector, are spread out.
+// A view's warm-up is background work beside the queries: on a server
+// with one CPU (a CoreDNS pinned to a core, GOMAXPROCS 1) a query waits
+// behind it, and the network poller is not read, until it sleeps. So it
+// works in slices of paceSlice and then rests, taking at most paceShare
+// of a CPU: a query waits for one slice at most, and the warm-up's
+// allocations, which set off the collector, are spread out. And warm-ups
+// start at most once per warmGap: views that come faster (a reload and
+// load reports every second or two) are warmed as the latest at its end,
+// not each in turn; a query of a client the warm-up has not reached yet
+// prepares its own decision, as without the warm-up.
 const (
 	paceSlice = 100 * time.Microsecond
 	paceShare = 0.25
 	// paceDecisions is about how many decisions a slice prepares (each
 	// takes 10-20µs with a hundred nodes): the clients handed to one Warm.
 	paceDecisions = 4
+	warmGap       = 5 * time.Second
 )
 
-// warmPaced is v.Warm(clients, limit, stop, current) in slices, resting
+// pacer spaces and paces the warm-ups of one Control; one goroutine uses it.
+type pacer struct {
+	last    time.Time     // the start of the last warm-up that prepared decisions
+	started atomic.Uint64 // warm-ups let start
+}
+
+// spaced waits until warmGap has passed since the last warm-up's start,
+// and then takes a poke that came meanwhile: the warm-up about to start
+// reads the latest view. It returns false when stop closed.
+func (p *pacer) spaced(stop <-chan struct{}, signal chan struct{}) bool {
+	if d := warmGap - time.Since(p.last); !p.last.IsZero() && d > 0 {
+		t := time.NewTimer(d)
+		select {
+		case <-stop:
+			t.Stop()
+			return false
+		case <-t.C:
+		}
+		select {
+		case <-signal:
+		default:
+		}
+	}
+	p.started.Add(1)
+	return true
+}
+
+// warm is v.Warm(clients, limit, stop, current) in slices, resting
 // between them; it returns how many decisions the cache holds for the
 // clients it went through.
-func warmPaced(v *policy.View, clients []scoring.Client, limit int, stop <-chan struct{}, current func() bool) int {
+func (p *pacer) warm(v *policy.View, clients []scoring.Client, limit int, stop <-chan struct{}, current func() bool) int {
 	per := max(1, paceDecisions/max(1, 2*len(v.Table.Names))) // a record's A and AAAA
 	n := 0
-	start := time.Now()
+	began := time.Now()
+	start := began
 	for i := 0; i < len(clients) && n < limit; i += per {
 		n += v.Warm(clients[i:min(i+per, len(clients))], limit-n, stop, current)
 		select {
@@ -48,6 +82,9 @@ func warmPaced(v *policy.View, clients []scoring.Client, limit int, stop <-chan 
 			}
 			start = time.Now()
 		}
+	}
+	if n > 0 {
+		p.last = began
 	}
 	return n
 }

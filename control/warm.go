@@ -58,11 +58,14 @@ func (c *Control) warm(stop <-chan struct{}) {
 			return
 		case <-w.signal:
 		}
+		if !c.pace.spaced(stop, w.signal) { // pace.go
+			return
+		}
 		tabled := c.locator.Tabled()
 		recovery.Do("precompute", func() {
 			v := c.view.Load()
 			clients, fresh := w.clientsOf(c.locator.Placed())
-			n := warmPaced(v, clients, policy.WarmMax, stop, func() bool { return c.view.Load() == v }) // pace.go
+			n := c.pace.warm(v, clients, policy.WarmMax, stop, func() bool { return c.view.Load() == v }) // pace.go
 			if c.view.Load() == v && len(clients) > 0 {
 				precomputedDecisions.Set(float64(n))
 				w.warmed.Store(v)
