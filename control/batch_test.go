@@ -64,9 +64,6 @@ func TestProbeResultsBatched(t *testing.T) {
 	if most := uint64(took/loadBatch) + 2; views > most {
 		t.Errorf("%d probe results in %v published %d views, want at most %d", hits.Load()-h0, took, views, most)
 	}
-	if views == 0 {
-		t.Errorf("%d probe results published no view", hits.Load()-h0)
-	}
 
 	steady.Store(true)
 	testsupport.WaitFor(t, "the last loads in the view", func() (bool, string) {
