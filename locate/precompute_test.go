@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/netip"
+	"runtime"
 	"testing"
 
 	"github.com/gslbdns/gslb/geo"
 	"github.com/gslbdns/gslb/geo/mmdbgen"
+	"github.com/gslbdns/gslb/internal/offheap"
 	"github.com/gslbdns/gslb/internal/testsupport"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -49,8 +51,8 @@ func TestPrecomputedIsExact(t *testing.T) {
 	pre := newLocator(t, Config{DB: db, CacheSize: 4099, Precompute: &PrecomputeConfig{}})
 	plain := newLocator(t, Config{DB: db, CacheSize: 4097})
 	tb := waitTable(t, pre)
-	if tb.bytes <= 0 || len(tb.start) == 0 || testutil.ToFloat64(PrecomputedRanges) == 0 || pre.PrecomputedUpTo().IsValid() {
-		t.Fatalf("Table of %d ranges, %d bytes; gauge %v", len(tb.start), tb.bytes, testutil.ToFloat64(PrecomputedRanges))
+	if tb.bytes() <= 0 || tb.d.ranges() == 0 || testutil.ToFloat64(PrecomputedRanges) == 0 || pre.PrecomputedUpTo().IsValid() {
+		t.Fatalf("Table of %d ranges, %d bytes; gauge %v", tb.d.ranges(), tb.bytes(), testutil.ToFloat64(PrecomputedRanges))
 	}
 	ctx := context.Background()
 	hits := testutil.ToFloat64(precomputedHit)
@@ -75,7 +77,7 @@ func TestPrecomputedIsExact(t *testing.T) {
 func TestPrecomputeBudget(t *testing.T) {
 	dir := t.TempDir()
 	var cities []mmdbgen.City
-	for i := range 600 { // more networks than the directory and 4 KiB hold
+	for i := range 600 { // more networks than the directory and 2 KiB hold
 		cities = append(cities, mmdbgen.City{Network: fmt.Sprintf("1.%d.%d.0/24", i/128, 2*(i%128)), Country: "CN", Province: []string{"ZJ", "BJ", "SH"}[i%3]})
 	}
 	city, _ := testsupport.WriteDBs(t, dir, cities, nil)
@@ -83,11 +85,11 @@ func TestPrecomputeBudget(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pre := newLocator(t, Config{DB: db, CacheSize: 4101, Precompute: &PrecomputeConfig{MaxBytes: dirBytes + 4<<10}})
+	pre := newLocator(t, Config{DB: db, CacheSize: 4101, Precompute: &PrecomputeConfig{MaxBytes: dirBytes + 2<<10}})
 	plain := newLocator(t, Config{DB: db, CacheSize: 4103})
 	tb := waitTable(t, pre)
-	if n := tb.val[len(tb.val)-1]; n != noVal || len(tb.start) > 600 || !pre.PrecomputedUpTo().IsValid() {
-		t.Fatalf("A budget of 4 KiB past the directory: %d ranges, the last %d (want a partial table)", len(tb.start), n)
+	if n := tb.d.val[len(tb.d.val)-1]; n != noVal || tb.d.ranges() > 600 || !pre.PrecomputedUpTo().IsValid() {
+		t.Fatalf("A budget of 2 KiB past the directory: %d ranges, the last %d (want a partial table)", tb.d.ranges(), n)
 	}
 	ctx := context.Background()
 	hits, misses := testutil.ToFloat64(precomputedHit), testutil.ToFloat64(precomputedMiss)
@@ -128,6 +130,17 @@ func TestPrecomputeFollowsReloads(t *testing.T) {
 	}
 	if testutil.ToFloat64(precomputedHit) != hits+1 {
 		t.Errorf("The query after the reload was not answered from the table")
+	}
+	// The old table's directory is unmapped once nothing holds the table.
+	dir := old.d.dir
+	if offheap.Mapped(dir) > 0 {
+		old = nil
+		testsupport.WaitFor(t, "the old table unmapped", func() (bool, string) {
+			runtime.GC()
+			return offheap.Mapped(dir) == 0, fmt.Sprint(offheap.Mapped(dir))
+		})
+	} else if runtime.GOOS == "linux" {
+		t.Errorf("The table's directory is not off the heap")
 	}
 
 	carriers, err := geo.DefaultCarriers().Extend(map[uint32]string{4134: "othernet"}, nil)

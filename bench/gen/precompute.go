@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"time"
 
 	"github.com/gslbdns/gslb/geo"
@@ -27,6 +28,7 @@ func cmdPrecompute(args []string) error {
 	fs := flag.NewFlagSet("precompute", flag.ExitOnError)
 	city := fs.String("city", "", "City mmdb (with -asn); empty: the synthetic Chinese databases of scopes")
 	asn := fs.String("asn", "", "ASN mmdb")
+	ipdbPath := fs.String("ipdb", "", "IPIP.net ipdb laid over the MaxMind databases (with -city)")
 	scale := fs.Int("scale", 1, "node table: 93 nodes times this")
 	records := fs.Int("records", 1, "records, each served by every node")
 	budget := fs.Int64("budget", locate.DefaultPrecomputeBytes, "the precompute SIZE in bytes")
@@ -42,7 +44,11 @@ func cmdPrecompute(args []string) error {
 			return err
 		}
 	}
-	db, err := geo.Open(*city, *asn)
+	files := geo.Files{"city": {*city}, "asn": {*asn}}
+	if *ipdbPath != "" {
+		files["ipdb"] = []string{*ipdbPath}
+	}
+	db, err := geo.OpenFiles(files)
 	if err != nil {
 		return err
 	}
@@ -57,6 +63,8 @@ func cmdPrecompute(args []string) error {
 		return m.HeapAlloc
 	}
 	h0 := heap()
+	debug.FreeOSMemory()
+	r0 := rss()
 	l, err := locate.New(locate.Config{DB: db, Carriers: tb.Carriers, CacheSize: 1000, Precompute: &locate.PrecomputeConfig{MaxBytes: *budget, MaxTime: time.Hour}})
 	if err != nil {
 		return err
@@ -73,9 +81,11 @@ func cmdPrecompute(args []string) error {
 	}
 	took := time.Since(began)
 	h1 := heap()
-	fmt.Printf("locations: %s, %.0f ranges, %d distinct locations, %.1f MB (table's own count), heap +%.1f MB, walked up to %v (invalid IP: all)\n",
+	debug.FreeOSMemory()
+	r1 := rss()
+	fmt.Printf("locations: %s, %.0f ranges, %d distinct clients, %.1f MB (table's own count), heap +%.1f MB, RSS +%.1f MB, walked up to %v (invalid IP: all)\n",
 		took.Round(time.Millisecond), testutil.ToFloat64(locate.PrecomputedRanges), len(order),
-		testutil.ToFloat64(locate.PrecomputedBytes)/1e6, float64(int64(h1)-int64(h0))/1e6, l.PrecomputedUpTo())
+		testutil.ToFloat64(locate.PrecomputedBytes)/1e6, float64(int64(h1)-int64(h0))/1e6, float64(r1-r0)/1e6, l.PrecomputedUpTo())
 
 	seen := map[scoring.Client]bool{}
 	var cls []scoring.Client
@@ -95,6 +105,17 @@ func cmdPrecompute(args []string) error {
 		len(tb.Nodes), len(tb.Names), len(cls), n, policy.WarmMax, took.Round(time.Millisecond), float64(int64(h2)-int64(h1))/1e6)
 	runtime.KeepAlive(v)
 	return nil
+}
+
+// rss is the process's resident set in bytes, 0 where /proc has none.
+func rss() int64 {
+	b, err := os.ReadFile("/proc/self/statm")
+	if err != nil {
+		return 0
+	}
+	var size, res int64
+	fmt.Sscan(string(b), &size, &res)
+	return res * int64(os.Getpagesize())
 }
 
 // scaledTable is the 93-node table scale times over (each copy a little
