@@ -352,6 +352,10 @@ func (t *netTable) normalized(c *geo.Carriers) *netTable {
 	return &n
 }
 
+// MaxPlaced bounds Placed: the clients of the most addresses, about 120
+// bytes each on the heap (GeoLite2-City with ASN has 589,925 in all).
+const MaxPlaced = 1 << 17
+
 // placed are the distinct clients of a normalized table, by weight;
 // built on the first call of Placed.
 type placed struct {
@@ -368,9 +372,9 @@ type clientKey struct {
 	isp                          string
 }
 
-// build fills p from t: its values' locations, reduced to what a
-// decision reads and deduplicated, the most addresses first.
-func (p *placed) build(t *netTable) {
+// placedTop is t's values' locations, reduced to what a decision reads
+// and each once, the n of the most addresses in that order.
+func placedTop(t *netTable, n int) (locs []geo.Location, order []uint32) {
 	d := t.d
 	weight := make([]uint64, len(d.vals))
 	for h := range 1 << 16 {
@@ -387,6 +391,7 @@ func (p *placed) build(t *netTable) {
 		}
 	}
 	ids := map[clientKey]uint32{}
+	var keys []clientKey
 	var cw []uint64
 	for v, tv := range d.vals {
 		pl := &d.places[tv.place]
@@ -394,18 +399,25 @@ func (p *placed) build(t *netTable) {
 			flags: pl.flags, isp: t.norm[tv.carrier]}
 		id, ok := ids[k]
 		if !ok {
-			id = uint32(len(p.locs))
+			id = uint32(len(keys))
 			ids[k] = id
-			p.locs = append(p.locs, geo.Location{Country: d.strs[k.country], Continent: d.strs[k.continent],
-				Province: d.strs[k.province], ISP: k.isp, HasCoords: k.flags&flagCoords != 0, Lat: k.lat, Lon: k.lon,
-				ProvinceCoords: k.flags&flagProvinceCoords != 0})
+			keys = append(keys, k)
 			cw = append(cw, 0)
 		}
 		cw[id] += weight[v]
 	}
-	p.order = make([]uint32, len(p.locs))
-	for i := range p.order {
-		p.order[i] = uint32(i)
+	byWeight := make([]uint32, len(keys))
+	for i := range byWeight {
+		byWeight[i] = uint32(i)
 	}
-	slices.SortStableFunc(p.order, func(a, b uint32) int { return cmp.Compare(cw[b], cw[a]) })
+	slices.SortStableFunc(byWeight, func(a, b uint32) int { return cmp.Compare(cw[b], cw[a]) })
+	byWeight = byWeight[:min(n, len(byWeight))]
+	locs, order = make([]geo.Location, len(byWeight)), make([]uint32, len(byWeight))
+	for i, id := range byWeight {
+		k := &keys[id]
+		locs[i] = geo.Location{Country: d.strs[k.country], Continent: d.strs[k.continent], Province: d.strs[k.province],
+			ISP: k.isp, HasCoords: k.flags&flagCoords != 0, Lat: k.lat, Lon: k.lon, ProvinceCoords: k.flags&flagProvinceCoords != 0}
+		order[i] = uint32(i)
+	}
+	return locs, order
 }

@@ -179,18 +179,37 @@ func (d *databases) fromTable(db *geo.DB, q *Query, other *geo.Other) bool {
 // Placed are the locations the databases give IPv4 clients, through the
 // carrier table, reduced to what a decision reads of them
 // (policy.ClientOf's fields) and each once, and the order of their
-// indices from the most addresses to the fewest (two may be equal): those
-// the table walked; nil without one (or with carrier lists, which place
-// clients per /24). Built on the first call for a table; the caller must
-// not change them.
+// indices from the most addresses to the fewest (two may be equal): the
+// MaxPlaced of the most addresses the table walked; nil without one (or
+// with carrier lists, which place clients per /24). Built on the first
+// call for a table; the caller must not change them.
 func (l *Locator) Placed() (locs []geo.Location, order []uint32) {
-	t := l.dbs.pre.Load()
-	if t == nil || t.norm == nil || t.db != l.dbs.db.Load() || t.carriers != l.carriers.Load() || len(t.d.vals) == 0 {
+	t := l.placedTable()
+	if t == nil {
 		return nil, nil
 	}
-	t.placed.once.Do(func() { t.placed.build(t) })
-	runtime.KeepAlive(t)
+	t.placed.once.Do(func() { t.placed.locs, t.placed.order = placedTop(t, MaxPlaced) })
 	return t.placed.locs, t.placed.order
+}
+
+// PlacedTop is Placed's n of the most addresses, built on every call.
+func (l *Locator) PlacedTop(n int) (locs []geo.Location, order []uint32) {
+	t := l.placedTable()
+	if t == nil {
+		return nil, nil
+	}
+	locs, order = placedTop(t, n)
+	runtime.KeepAlive(t)
+	return locs, order
+}
+
+// placedTable is the table Placed reads, nil when there is none.
+func (l *Locator) placedTable() *netTable {
+	t := l.dbs.pre.Load()
+	if t == nil || t.norm == nil || t.db != l.dbs.db.Load() || t.carriers != l.carriers.Load() || len(t.d.vals) == 0 {
+		return nil
+	}
+	return t
 }
 
 // SetOnTable has f called after every change of the precomputed table;

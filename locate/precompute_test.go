@@ -156,3 +156,48 @@ func TestPrecomputeFollowsReloads(t *testing.T) {
 		t.Errorf("After the carrier change: ISP %q, want othernet", r.ISP)
 	}
 }
+
+// TestPlaced: the table's clients, each once, hold what every address is
+// placed at (reduced to what a decision reads), the most addresses first;
+// PlacedTop cuts the same order.
+func TestPlaced(t *testing.T) {
+	l := newLocator(t, Config{DB: testDB(t), CacheSize: 4107, Precompute: &PrecomputeConfig{}})
+	waitTable(t, l)
+	locs, order := l.Placed()
+	if len(order) == 0 || len(order) != len(locs) {
+		t.Fatalf("Placed: %d locations, %d in order", len(locs), len(order))
+	}
+	reduce := func(loc geo.Location) geo.Location {
+		return geo.Location{Country: loc.Country, Continent: loc.Continent, Province: loc.Province, ISP: loc.ISP,
+			HasCoords: loc.HasCoords, Lat: loc.Lat, Lon: loc.Lon, ProvinceCoords: loc.ProvinceCoords}
+	}
+	seen := map[geo.Location]int{}
+	for i, j := range order {
+		if _, dup := seen[locs[j]]; dup {
+			t.Fatalf("%+v twice", locs[j])
+		}
+		seen[locs[j]] = i
+	}
+	for _, a := range precomputeAddrs() {
+		if _, special := geo.Special(a); special {
+			continue
+		}
+		if r := l.Locate(context.Background(), a); r.Source == geo.SourceDB {
+			if _, ok := seen[reduce(r.Location)]; !ok {
+				t.Fatalf("%s: %+v not placed", a, r.Location)
+			}
+		}
+	}
+	// Nowhere (the unknown space) first; then the two /16s (the lower
+	// address first when equal), then the /24s.
+	if locs[order[0]] != (geo.Location{}) {
+		t.Errorf("Heaviest: %+v", locs[order[0]])
+	}
+	if us, cn := locs[order[1]], locs[order[2]]; us.Country != "US" || cn.Country != "CN" || cn.Province != "" || cn.ISP != "telecom" {
+		t.Errorf("Then: %+v, %+v", us, cn)
+	}
+	top, torder := l.PlacedTop(2)
+	if len(torder) != 2 || top[torder[0]] != locs[order[0]] || top[torder[1]] != locs[order[1]] {
+		t.Errorf("PlacedTop(2): %+v", top)
+	}
+}

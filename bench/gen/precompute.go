@@ -72,8 +72,7 @@ func cmdPrecompute(args []string) error {
 	began := time.Now()
 	l.Start()
 	defer l.Close()
-	locs, order := l.Placed()
-	for ; order == nil; locs, order = l.Placed() {
+	for !l.Tabled() {
 		if time.Since(began) > time.Hour {
 			return fmt.Errorf("no table after an hour")
 		}
@@ -83,9 +82,15 @@ func cmdPrecompute(args []string) error {
 	h1 := heap()
 	debug.FreeOSMemory()
 	r1 := rss()
-	fmt.Printf("locations: %s, %.0f ranges, %d distinct clients, %.1f MB (table's own count), heap +%.1f MB, RSS +%.1f MB, walked up to %v (invalid IP: all)\n",
-		took.Round(time.Millisecond), testutil.ToFloat64(locate.PrecomputedRanges), len(order),
+	fmt.Printf("locations: %s, %.0f ranges, %.1f MB (table's own count), heap +%.1f MB, RSS +%.1f MB, walked up to %v (invalid IP: all)\n",
+		took.Round(time.Millisecond), testutil.ToFloat64(locate.PrecomputedRanges),
 		testutil.ToFloat64(locate.PrecomputedBytes)/1e6, float64(int64(h1)-int64(h0))/1e6, float64(r1-r0)/1e6, l.PrecomputedUpTo())
+	began = time.Now()
+	locs, order := l.Placed()
+	took = time.Since(began)
+	h1b := heap()
+	fmt.Printf("placed: %d distinct clients in %s, heap +%.1f MB\n", len(order), took.Round(time.Millisecond), float64(int64(h1b)-int64(h1))/1e6)
+	h1 = h1b
 
 	seen := map[scoring.Client]bool{}
 	var cls []scoring.Client
