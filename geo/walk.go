@@ -8,6 +8,10 @@ type Walk struct {
 	cities, asns map[uintptr]walked
 }
 
+// walkMax bounds each of a Walk's maps (about 170 bytes an entry): past
+// it, a map starts over; neighbours share records, far networks rarely.
+const walkMax = 1 << 16
+
 // walked is what a record gave: the fields it fills, its spread units.
 type walked struct {
 	loc   Location
@@ -29,6 +33,9 @@ func (w *Walk) city(off uintptr) (walked, bool) {
 
 func (w *Walk) setCity(off uintptr, c walked) {
 	if w != nil {
+		if len(w.cities) >= walkMax {
+			clear(w.cities)
+		}
 		w.cities[off] = c
 	}
 }
@@ -43,6 +50,9 @@ func (w *Walk) asn(off uintptr) (walked, bool) {
 
 func (w *Walk) setASN(off uintptr, a walked) {
 	if w != nil {
+		if len(w.asns) >= walkMax {
+			clear(w.asns)
+		}
 		w.asns[off] = a
 	}
 }

@@ -3,6 +3,7 @@ package locate
 import (
 	"cmp"
 	"encoding/binary"
+	"hash/maphash"
 	"net/netip"
 	"slices"
 	"sync"
@@ -136,7 +137,7 @@ func (d *tableData) location(v uint32, bits uint8, isp *string) geo.Location {
 type encoder struct {
 	d        *tableData
 	strs     map[string]uint32
-	places   map[tplace]uint32
+	places   hashIndex[tplace]
 	carriers map[tcarrier]uint32
 	vals     map[tval]uint32
 	others   map[geo.Other]uint32
@@ -147,7 +148,7 @@ type encoder struct {
 }
 
 func newEncoder() *encoder {
-	e := &encoder{d: &tableData{}, strs: map[string]uint32{}, places: map[tplace]uint32{},
+	e := &encoder{d: &tableData{}, strs: map[string]uint32{}, places: newHashIndex[tplace](),
 		carriers: map[tcarrier]uint32{}, vals: map[tval]uint32{}, others: map[geo.Other]uint32{}, lastID: noVal}
 	e.str("")
 	e.other(geo.Other{})
@@ -191,11 +192,11 @@ func (e *encoder) id(loc geo.Location, other geo.Other) uint32 {
 	p := tplace{lat: loc.Lat, lon: loc.Lon, country: e.str(loc.Country), continent: e.str(loc.Continent),
 		province: e.str(loc.Province), city: e.str(loc.City), radius: loc.Radius, spread: loc.SpreadBits,
 		source: loc.Source, flags: flags}
-	pid, ok := e.places[p]
+	pid, ok := e.places.get(p, e.d.places)
 	if !ok {
 		pid = uint32(len(e.d.places))
 		e.d.places = append(e.d.places, p)
-		e.places[p] = pid
+		e.places.put(p, pid)
 	}
 	c := tcarrier{isp: e.str(loc.ISP), asn: loc.ASN, source: loc.Source}
 	cid, ok := e.carriers[c]
@@ -216,6 +217,38 @@ func (e *encoder) id(loc geo.Location, other geo.Other) uint32 {
 	}
 	e.last, e.lastID = memoValue{loc, other}, id
 	return id
+}
+
+// hashIndex finds a record's id by a hash of it, a third of a map by the
+// record itself when the record is large; the rare collision goes to a
+// map by the record.
+type hashIndex[K comparable] struct {
+	seed maphash.Seed
+	ids  map[uint64]uint32
+	coll map[K]uint32
+}
+
+func newHashIndex[K comparable]() hashIndex[K] {
+	return hashIndex[K]{seed: maphash.MakeSeed(), ids: map[uint64]uint32{}, coll: map[K]uint32{}}
+}
+
+// get is k's id, its records being all.
+func (x *hashIndex[K]) get(k K, all []K) (uint32, bool) {
+	if id, ok := x.ids[maphash.Comparable(x.seed, k)]; ok && all[id] == k {
+		return id, true
+	}
+	id, ok := x.coll[k]
+	return id, ok
+}
+
+// put indexes k, which get did not find, as id.
+func (x *hashIndex[K]) put(k K, id uint32) {
+	h := maphash.Comparable(x.seed, k)
+	if _, taken := x.ids[h]; taken {
+		x.coll[k] = id
+		return
+	}
+	x.ids[h] = id
 }
 
 // size is what the table takes so far.
