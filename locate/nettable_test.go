@@ -1,6 +1,7 @@
 package locate
 
 import (
+	"hash/maphash"
 	"math/rand/v2"
 	"reflect"
 	"testing"
@@ -95,5 +96,23 @@ func TestTableEncodingRoundTrip(t *testing.T) {
 	}
 	if len(d.vals) != len(ids) || len(d.strs) > 40 {
 		t.Errorf("%d values for %d distinct, %d strings", len(d.vals), len(ids), len(d.strs))
+	}
+}
+
+// TestHashIndexCollision: a record whose hash another holds is found by
+// the record itself.
+func TestHashIndexCollision(t *testing.T) {
+	x := newHashIndex[tplace]()
+	all := []tplace{{city: 1}, {city: 2}}
+	x.put(all[0], 0)
+	x.ids[maphash.Comparable(x.seed, all[1])] = 0 // all[1] collides with all[0]
+	if _, ok := x.get(all[1], all); ok {
+		t.Fatal("Found a record never put")
+	}
+	x.put(all[1], 1)
+	for i, k := range all {
+		if id, ok := x.get(k, all); !ok || id != uint32(i) {
+			t.Errorf("%+v: %d %v, want %d", k, id, ok, i)
+		}
 	}
 }
