@@ -3,9 +3,11 @@ package locate
 import (
 	"context"
 	"fmt"
+	golog "log"
 	"math/rand/v2"
 	"net/netip"
 	"runtime"
+	"strings"
 	"testing"
 
 	"github.com/gslbdns/gslb/geo"
@@ -13,6 +15,7 @@ import (
 	"github.com/gslbdns/gslb/internal/offheap"
 	"github.com/gslbdns/gslb/internal/testsupport"
 
+	clog "github.com/coredns/coredns/plugin/pkg/log"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
@@ -85,9 +88,17 @@ func TestPrecomputeBudget(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	var logs testsupport.LogBuffer
+	golog.SetOutput(&logs)
+	defer clog.Discard()
 	pre := newLocator(t, Config{DB: db, CacheSize: 4101, Precompute: &PrecomputeConfig{MaxBytes: dirBytes + 2<<10}})
 	plain := newLocator(t, Config{DB: db, CacheSize: 4103})
 	tb := waitTable(t, pre)
+	// The walk says where it stopped and what budget would cover it.
+	if out := logs.String(); !strings.Contains(out, "[WARNING] plugin/gslb: precompute: the walk of IPv4 stopped at "+pre.PrecomputedUpTo().String()) ||
+		!strings.Contains(out, "would cover it all") {
+		t.Errorf("No warning of the budget: %q", out)
+	}
 	if n := tb.d.val[len(tb.d.val)-1]; n != noVal || tb.d.ranges() > 600 || !pre.PrecomputedUpTo().IsValid() {
 		t.Fatalf("A budget of 2 KiB past the directory: %d ranges, the last %d (want a partial table)", tb.d.ranges(), n)
 	}
