@@ -67,7 +67,7 @@ type tableData struct {
 	vals     []tval
 	places   []tplace
 	carriers []tcarrier
-	strs     []string    // on the heap: the ids' strings, shared with the databases
+	strs     []string    // on the heap: the ids' strings, each once
 	others   []geo.Other // on the heap: few
 	bytes    int64
 }
@@ -280,7 +280,7 @@ func (b *tableBuild) add(a, w uint32) {
 
 // buildTable walks IPv4 through db within cfg's budget, stopping early
 // when stop closes. The part walked when the budget runs out is kept: the
-// rest goes the way of a table-less lookup; past reports why it stopped.
+// rest goes the way of a table-less lookup, and the table's past says why.
 func buildTable(db *geo.DB, cfg PrecomputeConfig, stop <-chan struct{}) *netTable {
 	deadline := time.Now().Add(cfg.MaxTime)
 	b := &tableBuild{e: newEncoder(), dir: offheap.Make[uint32](1<<16 + 1)}
