@@ -324,6 +324,22 @@ func (d *databases) fromTable(db *geo.DB, q *Query, other *geo.Other) bool {
 	return true
 }
 
+// normalizedAt is the table's location of a through the carrier table,
+// as the databases' link would answer it: nil when the table does not
+// place a, or when MaxMind's view is still to be compared with it.
+func (d *databases) normalizedAt(a netip.Addr) *geo.Location {
+	t := d.pre.Load()
+	if t == nil || t.norm == nil || !a.Is4() || t.db != d.db.Load() || t.carriers != d.l.carriers.Load() {
+		return nil
+	}
+	b := a.As4()
+	v, ok := t.find(binary.BigEndian.Uint32(b[:]))
+	if !ok || t.vals[v].other.OK {
+		return nil
+	}
+	return &t.norm[v]
+}
+
 // Placed are the locations the databases give IPv4 clients, through the
 // carrier table, and the order of their indices from the most addresses
 // to the fewest (two may be equal): those the table walked; nil without
