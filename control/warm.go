@@ -74,10 +74,9 @@ func (c *Control) warm(stop <-chan struct{}) {
 		tabled := c.locator.Tabled()
 		recovery.Do("precompute", func() {
 			clients, fresh := w.clientsOf(c.locator.Placed())
-			until := time.Now().Add(policy.WarmTime)
 			v := c.view.Load()
 			if fresh || w.warmed.Load() != v {
-				warmView(v, w.warmed.Load(), clients, c.decisions, until, stop, func() bool { return c.view.Load() == v })
+				warmView(v, w.warmed.Load(), clients, c.decisions, time.Now().Add(policy.WarmTime), stop, func() bool { return c.view.Load() == v })
 				if c.view.Load() == v && len(clients) > 0 {
 					precomputedDecisions.Set(float64(v.Held()))
 					w.warmed.Store(v)
@@ -87,7 +86,7 @@ func (c *Control) warm(stop <-chan struct{}) {
 			if cn == nil {
 				canaryDecisions.Set(0)
 			} else if cv := cn.View.Load(); cv != nil && (fresh || w.canary.Load() != cv) {
-				warmView(cv, w.canary.Load(), clients, cn.Cache, until, stop, func() bool { return cn.View.Load() == cv && c.canary.Load() == cn })
+				warmView(cv, w.canary.Load(), clients, cn.Cache, time.Now().Add(policy.WarmTime), stop, func() bool { return cn.View.Load() == cv && c.canary.Load() == cn })
 				if cn.View.Load() == cv && c.canary.Load() == cn && len(clients) > 0 {
 					canaryDecisions.Set(float64(cv.Held()))
 					w.canary.Store(cv)

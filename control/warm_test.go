@@ -82,12 +82,12 @@ records:
 	if err := os.WriteFile(filepath.Join(dir, "candidate.yaml"), []byte(cand), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	g := newTestControl(t, dir, fmt.Sprintf(fixtureBlock, "cooldown 0s\nprecompute 64MiB\ncanary candidate.yaml 10\n"))
+	g := newTestControl(t, dir, fmt.Sprintf(fixtureBlock, "cooldown 0s\nreload 0\nprecompute 64MiB\ncanary candidate.yaml 10\n"))
 	if err := g.Start(); err != nil {
 		t.Fatal(err)
 	}
 	cn := g.Canary()
-	warmed := func(what string) *policy.View {
+	warmed := func(what string, stableRecords int) *policy.View {
 		var cv *policy.View
 		testsupport.WaitFor(t, what, func() (bool, string) {
 			cv = cn.View.Load()
@@ -95,17 +95,27 @@ records:
 				testutil.ToFloat64(canaryDecisions) == float64(cv.Held()) && cv.Held() > 0
 			return ok, fmt.Sprintf("canary gauge %v, held %d", testutil.ToFloat64(canaryDecisions), cv.Held())
 		})
-		// The candidate has two records: its cache holds more than the
-		// stable table's for the same clients.
-		if stable := g.View().Held(); cv.Held() <= stable {
+		// The candidate has two records: its cache holds a decision for
+		// each of a client's, the stable one's for each of the table's.
+		if stable := g.View().Held(); stableRecords == 1 && cv.Held() <= stable || stableRecords == 2 && stable < cv.Held() {
 			t.Errorf("%s: the canary's cache holds %d decisions, the stable one's %d", what, cv.Held(), stable)
 		}
 		return cv
 	}
-	first := warmed("the first views warmed")
+	first := warmed("the first views warmed", 1)
 	a.up.Store(false)
 	waitAnswer(t, g, "www.example.org", "1.0.1.0/24", "192.0.2.2")
-	if again := warmed("the health change's views warmed"); again == first {
+	again := warmed("the health change's views warmed", 1)
+	if again == first {
 		t.Errorf("The canary's view was not rebuilt")
 	}
+	// A node table reload: the stable table gets the second record, and
+	// its new view is warmed for both.
+	stable := g.View()
+	touch(t, filepath.Join(dir, "nodes.yaml"), cand, 1)
+	reloadSettled(g)
+	if g.View() == stable || g.View().PerClient() != 2 {
+		t.Fatalf("The reload was not published")
+	}
+	warmed("the reload's views warmed", 2)
 }
