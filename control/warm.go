@@ -111,7 +111,7 @@ func warmView(v, prev *policy.View, clients []scoring.Client, cache *policy.Cach
 		return
 	}
 	recent := prev.Recent()
-	limit := cache.Reserve((len(recent)+len(clients))*v.PerClient(), policy.WarmBytes)
+	limit := cache.Reserve((len(recent)+len(clients))*v.PerClient(), policy.WarmBytes, v.DecisionBytes())
 	n := v.Warm(recent, limit, until, stop, current)
 	v.Warm(clients, limit-n, until, stop, current)
 }

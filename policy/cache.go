@@ -49,19 +49,20 @@ func NewCache() *Cache {
 // Slots is how many decisions the cache has room for.
 func (c *Cache) Slots() int { return len(*c.slots.Load()) }
 
-// DecisionBytes is what one prepared decision takes on the heap, its
-// slots and entry included: 1,339 bytes measured with the 93-node table
-// and GeoLite2-City's clients (`go run ./bench/gen precompute`).
-// Reserve's bound counts by it.
-const DecisionBytes = 1344
+// DecisionBytes is what one prepared decision of v takes on the heap,
+// its slots and entry included: its contenders and order grow with the
+// nodes. Fit to `go run ./bench/gen precompute`: 1,339 bytes each with
+// the 93-node table and GeoLite2-City's clients, 2,579 with 930 nodes
+// and 1,000 records.
+func (v *View) DecisionBytes() int64 { return 1200 + 2*int64(len(v.Nodes)) }
 
-// Reserve gives the cache room for n decisions within maxBytes: twice as
-// many slots, so that a key's probes find room, a power of two, at least
-// the fewest. A new size drops every entry (the warm-up that asked
-// refills them) and swaps in the slots without a lock. It returns how
-// many decisions are worth warming: half the slots.
-func (c *Cache) Reserve(n int, maxBytes int64) int {
-	fit := uint64(max(maxBytes/DecisionBytes, 1))
+// Reserve gives the cache room for n decisions of each bytes within
+// maxBytes: twice as many slots, so that a key's probes find room, a power
+// of two, at least the fewest. A new size drops every entry (the warm-up
+// that asked refills them) and swaps in the slots without a lock. It
+// returns how many decisions are worth warming: half the slots.
+func (c *Cache) Reserve(n int, maxBytes, each int64) int {
+	fit := uint64(max(maxBytes/max(each, 1), 1))
 	most := max(cacheSlots, 1<<(bits.Len64(2*fit)-1)) // half of them ready within maxBytes
 	want := cacheSlots
 	for want < 2*n && want < most {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/gslbdns/gslb/health"
 	"github.com/gslbdns/gslb/scoring"
+	"github.com/gslbdns/gslb/table"
 
 	"github.com/miekg/dns"
 )
@@ -124,29 +125,41 @@ func TestWarmStops(t *testing.T) {
 // of two, at least the fewest slots and at most what the bound holds;
 // a new size starts empty, the same size keeps its entries.
 func TestReserve(t *testing.T) {
+	const each = 1344
 	c := NewCache()
-	if got := c.Reserve(10, WarmBytes); got != cacheSlots/2 || c.Slots() != cacheSlots {
+	if got := c.Reserve(10, WarmBytes, each); got != cacheSlots/2 || c.Slots() != cacheSlots {
 		t.Errorf("10 decisions: limit %d, %d slots", got, c.Slots())
 	}
-	if got := c.Reserve(10000, 1<<30); got != 1<<14 || c.Slots() != 1<<15 {
+	if got := c.Reserve(10000, 1<<30, each); got != 1<<14 || c.Slots() != 1<<15 {
 		t.Errorf("10,000 decisions: limit %d, %d slots", got, c.Slots())
 	}
-	limit := c.Reserve(1<<30, WarmBytes)
-	if int64(limit)*DecisionBytes > WarmBytes || int64(2*limit)*DecisionBytes <= WarmBytes {
-		t.Errorf("A billion decisions: limit %d, %d bytes under a bound of %d", limit, int64(limit)*DecisionBytes, WarmBytes)
+	limit := c.Reserve(1<<30, WarmBytes, each)
+	if int64(limit)*each > WarmBytes || int64(2*limit)*each <= WarmBytes {
+		t.Errorf("A billion decisions: limit %d, %d bytes under a bound of %d", limit, int64(limit)*each, WarmBytes)
 	}
+	if big := c.Reserve(1<<30, WarmBytes, 4*each); big >= limit {
+		t.Errorf("Decisions four times the size: limit %d, as many as %d", big, limit)
+	}
+	limit = c.Reserve(1<<30, WarmBytes, each)
 	tb := chinaTable(t)
 	p := scoring.DefaultParams
 	v, _ := NewView(Inputs{Table: tb, Snapshot: health.NewSnapshot(nil), Params: &p, Serial: 1, Now: time.Now(), Cache: c})
+	one, err := table.Parse("t.yaml", []byte("nodes:\n  - {id: a, ipv4: [192.0.2.1], country: CN, lat: 30, lon: 120}\nrecords:\n  - name: www.example.org\n"), zones, 60)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if small, _ := NewView(Inputs{Table: one, Snapshot: health.NewSnapshot(nil), Params: &p, Serial: 1, Now: time.Now()}); small.DecisionBytes() >= v.DecisionBytes() {
+		t.Errorf("Decisions over %d nodes counted at %d bytes, over %d at %d", len(small.Nodes), small.DecisionBytes(), len(v.Nodes), v.DecisionBytes())
+	}
 	cls := []scoring.Client{clients(rand.New(rand.NewPCG(7, 8)))}
 	n := v.Warm(cls, limit, time.Time{}, nil, func() bool { return true })
 	if n == 0 || v.Held() != n {
 		t.Fatalf("Warmed %d, held %d", n, v.Held())
 	}
-	if c.Reserve(1<<30, WarmBytes); v.Held() != n {
+	if c.Reserve(1<<30, WarmBytes, each); v.Held() != n {
 		t.Errorf("The same size dropped entries: %d held of %d", v.Held(), n)
 	}
-	if c.Reserve(1, WarmBytes); v.Held() != 0 || c.Slots() != cacheSlots {
+	if c.Reserve(1, WarmBytes, each); v.Held() != 0 || c.Slots() != cacheSlots {
 		t.Errorf("A new size kept %d entries in %d slots", v.Held(), c.Slots())
 	}
 }

@@ -90,7 +90,7 @@ func cmdPrecompute(args []string) error {
 	v, _ := policy.NewView(policy.Inputs{Table: tb, Snapshot: health.NewSnapshot(nil), Params: &p, Now: time.Now(), Cache: cache})
 	// As the control plane's warm-up: the cache sized within its bound.
 	began = time.Now()
-	limit := cache.Reserve(len(cls)*v.PerClient(), policy.WarmBytes)
+	limit := cache.Reserve(len(cls)*v.PerClient(), policy.WarmBytes, v.DecisionBytes())
 	n := v.Warm(cls, limit, began.Add(policy.WarmTime), nil, func() bool { return true })
 	took = time.Since(began)
 	h2 := heap()
