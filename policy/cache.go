@@ -21,8 +21,18 @@ import (
 // concurrent use, and reads take no lock. Its slots are sized by Reserve
 // for the decisions warmed ahead, and swapped whole.
 type Cache struct {
-	slots atomic.Pointer[[]atomic.Pointer[cached]]
+	slots atomic.Pointer[slotTable]
 	gen   atomic.Uint64
+}
+
+// slotTable is the slots, a power of two of them, and their mask.
+type slotTable struct {
+	mask uint64
+	s    []atomic.Pointer[cached]
+}
+
+func newSlots(n int) *slotTable {
+	return &slotTable{mask: uint64(n - 1), s: make([]atomic.Pointer[cached], n)}
 }
 
 // cacheSlots is the fewest slots: distinct locations times records seen
@@ -41,13 +51,12 @@ type cached struct {
 // NewCache returns an empty cache of the fewest slots.
 func NewCache() *Cache {
 	c := &Cache{}
-	s := make([]atomic.Pointer[cached], cacheSlots)
-	c.slots.Store(&s)
+	c.slots.Store(newSlots(cacheSlots))
 	return c
 }
 
 // Slots is how many decisions the cache has room for.
-func (c *Cache) Slots() int { return len(*c.slots.Load()) }
+func (c *Cache) Slots() int { return len(c.slots.Load().s) }
 
 // DecisionBytes is what one prepared decision of v takes on the heap,
 // its slots and entry included: its contenders and order grow with the
@@ -69,8 +78,7 @@ func (c *Cache) Reserve(n int, maxBytes, each int64) int {
 		want *= 2
 	}
 	if want != c.Slots() {
-		s := make([]atomic.Pointer[cached], want)
-		c.slots.Store(&s)
+		c.slots.Store(newSlots(want))
 	}
 	return want / 2
 }
@@ -110,10 +118,9 @@ func mixIn(h, x uint64) uint64 {
 const probes = 4
 
 func (c *Cache) get(gen, h uint64, rec *table.Record, qtype uint16, cl *scoring.Client) *scoring.Prepared {
-	slots := *c.slots.Load()
-	m := uint64(len(slots) - 1)
+	t := c.slots.Load()
 	for k := range uint64(probes) {
-		e := slots[(h+k)&m].Load()
+		e := t.s[(h+k)&t.mask].Load()
 		if e != nil && e.gen == gen && e.hash == h && e.rec == rec && e.qtype == qtype && e.client == *cl {
 			return e.prep
 		}
@@ -123,11 +130,10 @@ func (c *Cache) get(gen, h uint64, rec *table.Record, qtype uint16, cl *scoring.
 
 func (c *Cache) put(gen, h uint64, rec *table.Record, qtype uint16, cl *scoring.Client, p *scoring.Prepared) {
 	e := &cached{gen: gen, hash: h, rec: rec, qtype: qtype, client: *cl, prep: p}
-	slots := *c.slots.Load()
-	m := uint64(len(slots) - 1)
-	victim := &slots[h&m]
+	t := c.slots.Load()
+	victim := &t.s[h&t.mask]
 	for k := range uint64(probes) {
-		s := &slots[(h+k)&m]
+		s := &t.s[(h+k)&t.mask]
 		if old := s.Load(); old == nil || old.gen != gen {
 			if s.CompareAndSwap(old, e) {
 				return
@@ -172,7 +178,7 @@ func (v *View) Recent() []scoring.Client {
 	}
 	seen := map[scoring.Client]bool{}
 	var out []scoring.Client
-	slots := *v.cache.slots.Load()
+	slots := v.cache.slots.Load().s
 	for i := range slots {
 		if e := slots[i].Load(); e != nil && e.gen == v.gen && !seen[e.client] {
 			seen[e.client] = true
@@ -188,7 +194,7 @@ func (v *View) Held() int {
 		return 0
 	}
 	n := 0
-	slots := *v.cache.slots.Load()
+	slots := v.cache.slots.Load().s
 	for i := range slots {
 		if e := slots[i].Load(); e != nil && e.gen == v.gen {
 			n++
