@@ -433,10 +433,10 @@ func (c *Control) publish() {
 	c.sharedKey = key
 	v, step := policy.NewView(in)
 	c.view.Store(v)
-	c.warmer.poke()
 	if cstep := c.publishCanary(now); !cstep.IsZero() && (step.IsZero() || cstep.Before(step)) {
 		step = cstep
 	}
+	c.warmer.poke() // both views
 	if c.serving {
 		c.recordGauges(fresh, stale)
 	}

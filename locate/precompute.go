@@ -176,6 +176,29 @@ func (d *databases) fromTable(db *geo.DB, q *Query, other *geo.Other) bool {
 	return true
 }
 
+// normalizedAt sets loc to the table's location of a through the carrier
+// table, as the databases' link would answer it: false, loc untouched,
+// when the table does not place a, or when MaxMind's view is still to be
+// compared with it.
+func (d *databases) normalizedAt(a netip.Addr, loc *geo.Location) bool {
+	t := d.pre.Load()
+	if t == nil || t.norm == nil || !a.Is4() || t.db != d.db.Load() || t.carriers != d.l.carriers.Load() {
+		return false
+	}
+	b := a.As4()
+	v, bits, ok := t.d.find(binary.BigEndian.Uint32(b[:]))
+	if !ok {
+		return false
+	}
+	tv := &t.d.vals[v]
+	if t.d.others[tv.other].OK {
+		return false
+	}
+	*loc = t.d.location(v, bits, &t.norm[tv.carrier])
+	runtime.KeepAlive(t)
+	return true
+}
+
 // Placed are the locations the databases give IPv4 clients, through the
 // carrier table, reduced to what a decision reads of them
 // (policy.ClientOf's fields) and each once, and the order of their

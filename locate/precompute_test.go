@@ -2,9 +2,12 @@ package locate
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	golog "log"
 	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
 	"net/netip"
 	"runtime"
 	"strings"
@@ -28,6 +31,16 @@ func waitTable(t *testing.T, l *Locator) *netTable {
 		return tb != nil && tb.db == l.DB() && tb.carriers == l.carriers.Load(), fmt.Sprint(tb != nil)
 	})
 	return tb
+}
+
+// sameAnswer: a and b place the client alike, and for as wide a scope. A
+// cached answer says it came from the cache; the table's, from the
+// databases.
+func sameAnswer(a, b Result) bool {
+	if a.Source == geo.SourceCache || b.Source == geo.SourceCache {
+		a.Source, b.Source = geo.SourceCache, geo.SourceCache
+	}
+	return a.Location == b.Location && a.Scope == b.Scope
 }
 
 // precomputeAddrs are the test database's networks, their edges, and
@@ -65,7 +78,7 @@ func TestPrecomputedIsExact(t *testing.T) {
 			fresh++
 		}
 		got, want := pre.Locate(ctx, a), plain.Locate(ctx, a)
-		if got.Location != want.Location || got.Scope != want.Scope {
+		if !sameAnswer(got, want) {
 			t.Fatalf("%s: precomputed %+v /%d\nwalked %+v /%d", a, got.Location, got.Scope, want.Location, want.Scope)
 		}
 	}
@@ -210,5 +223,56 @@ func TestPlaced(t *testing.T) {
 	top, torder := l.PlacedTop(2)
 	if len(torder) != 2 || top[torder[0]] != locs[order[0]] || top[torder[1]] != locs[order[1]] {
 		t.Errorf("PlacedTop(2): %+v", top)
+	}
+}
+
+// TestTableAnswersAheadOfCache: an address the table places for good is
+// answered from it without a cache entry and without asking the cache,
+// as exactly as a walk; one a later source may refine is still cached,
+// and counted as before.
+func TestTableAnswersAheadOfCache(t *testing.T) {
+	db := testDB(t)
+	// Cache sizes of their own: locators of one size share a cache.
+	pre := newLocator(t, Config{DB: db, CacheSize: 4111, Precompute: &PrecomputeConfig{}})
+	plain := newLocator(t, Config{DB: db, CacheSize: 4113})
+	waitTable(t, pre)
+	ctx := context.Background()
+	for _, s := range []string{"1.0.1.9", "1.0.2.200", "8.8.8.8", "36.0.7.1"} {
+		a := netip.MustParseAddr(s)
+		for i := range 2 { // the second time as the first: never cached
+			c, hits := snapshot(), testutil.ToFloat64(precomputedHit)
+			got, want := pre.Locate(ctx, a), plain.Locate(ctx, a)
+			if !sameAnswer(got, want) || got.Source != geo.SourceDB {
+				t.Fatalf("%s: from the table %+v /%d\nwalked %+v /%d", a, got.Location, got.Scope, want.Location, want.Scope)
+			}
+			d := c.delta()
+			// plain asked its cache, and its databases the first time: pre
+			// only its databases' table.
+			if d["lru/hit"]+d["lru/miss"] != 1 || d["db/hit"]+d["db/miss"] != float64(2-i) || testutil.ToFloat64(precomputedHit)-hits != 1 {
+				t.Fatalf("%s: counters %v, %v table hits", a, d, testutil.ToFloat64(precomputedHit)-hits)
+			}
+		}
+	}
+	if n := pre.cache.len(); n != 0 {
+		t.Errorf("%d cache entries for addresses the table places", n)
+	}
+
+	// With the online API after the databases, a country-level answer may
+	// still be refined: it goes through the cache.
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		json.NewEncoder(w).Encode(map[string]any{"status": "fail", "message": "reserved range"})
+	}))
+	defer srv.Close()
+	ref := newLocator(t, Config{DB: db, CacheSize: 4117, Precompute: &PrecomputeConfig{},
+		Online: &OnlineConfig{URL: srv.URL + "/json/{ip}", Format: FormatIPAPI}})
+	waitTable(t, ref)
+	ref.Locate(ctx, netip.MustParseAddr("1.0.1.9"))
+	if n := ref.cache.len(); n != 0 {
+		t.Errorf("A province from the table cached: %d entries", n)
+	}
+	country := ref.Locate(ctx, netip.MustParseAddr("36.0.7.1"))
+	ref.idle(t)
+	if n := ref.cache.len(); n != 1 || country.Province != "" || country.Scope != KeyBits4 {
+		t.Errorf("Country level with a refining source: %d entries, %+v /%d", n, country.Location, country.Scope)
 	}
 }

@@ -101,13 +101,17 @@ func cmdPrecompute(args []string) error {
 		}
 	}
 	p := scoring.DefaultParams
-	v, _ := policy.NewView(policy.Inputs{Table: tb, Snapshot: health.NewSnapshot(nil), Params: &p, Now: time.Now(), Cache: policy.NewCache()})
+	cache := policy.NewCache()
+	v, _ := policy.NewView(policy.Inputs{Table: tb, Snapshot: health.NewSnapshot(nil), Params: &p, Now: time.Now(), Cache: cache})
+	// As the control plane's warm-up: the cache sized within its bound.
 	began = time.Now()
-	n := v.Warm(cls, policy.WarmMax, nil, func() bool { return true })
+	limit := cache.Reserve(len(cls)*v.PerClient(), policy.WarmBytes, v.DecisionBytes())
+	n := v.Warm(cls, limit, began.Add(policy.WarmTime), nil, func() bool { return true })
 	took = time.Since(began)
 	h2 := heap()
-	fmt.Printf("decisions: %d nodes, %d records, %d clients: %d prepared (limit %d) in %s, heap +%.1f MB\n",
-		len(tb.Nodes), len(tb.Names), len(cls), n, policy.WarmMax, took.Round(time.Millisecond), float64(int64(h2)-int64(h1))/1e6)
+	fmt.Printf("decisions: %d nodes, %d records, %d clients: %d prepared (limit %d, %d slots, within %d MiB and %s) in %s, heap +%.1f MB (%.0f B each)\n",
+		len(tb.Nodes), len(tb.Names), len(cls), n, limit, cache.Slots(), policy.WarmBytes>>20, policy.WarmTime,
+		took.Round(time.Millisecond), float64(int64(h2)-int64(h1))/1e6, float64(int64(h2)-int64(h1))/float64(max(n, 1)))
 	runtime.KeepAlive(v)
 	return nil
 }
