@@ -3,6 +3,8 @@ package gslb
 import (
 	"net"
 
+	"github.com/coredns/coredns/plugin/metrics"
+
 	"github.com/gslbdns/gslb/decide"
 	"github.com/gslbdns/gslb/policy"
 	"github.com/gslbdns/gslb/rrl"
@@ -29,6 +31,9 @@ type answer struct {
 	chain *sign.Chain
 	qname string // lower case
 	mx    *serverMetrics
+	// rec is prometheus's recorder between us and the scrubbing
+	// writer, found by plainConn; finish sets what it records.
+	rec *metrics.Recorder
 }
 
 // reply is one answer's message with the parts it points to, so that a

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/coredns/coredns/plugin/metrics"
 	"github.com/coredns/coredns/request"
 
 	"github.com/gslbdns/gslb/decide"
@@ -19,8 +20,10 @@ import (
 // CoreDNS's scrubbing writer (and its hops from plugin to plugin, which
 // pass the bytes on) stands between us and the connection: the
 // bytes are the ones the scrubbing writer would have sent for the message
-// the other path builds. A plugin that wraps the writer (log, dnstap,
-// prometheus, rewrite) reads the message: it gets the message path.
+// the other path builds. prometheus's recorder may stand there too: it
+// reads the rcode, the size and the plugin, not the message, and we set
+// them as the message would have. A plugin that reads the message (log,
+// dnstap, rewrite) gets the message path.
 
 // udpUncompressed is the longest UDP reply the scrubbing writer sends
 // uncompressed for both families; a longer one takes the message path.
@@ -32,10 +35,11 @@ type wireConn interface{ wireConn() }
 
 // What a writer type is to the byte path.
 const (
-	writerOther = iota // another plugin's: it reads the message
-	writerHop          // CoreDNS's hop from one plugin to the next: it passes bytes on
-	writerScrub        // CoreDNS's scrubbing writer
-	writerConn         // the DNS library's writer of the connection
+	writerOther   = iota // another plugin's: it reads the message
+	writerHop            // CoreDNS's hop from one plugin to the next: it passes bytes on
+	writerScrub          // CoreDNS's scrubbing writer
+	writerMetrics        // prometheus's recorder
+	writerConn           // the DNS library's writer of the connection
 )
 
 // writerKinds are the writer types seen, with their kinds: a type is
@@ -87,6 +91,8 @@ func classify(w dns.ResponseWriter, t reflect.Type) uint8 {
 	switch {
 	case t == reflect.TypeFor[*request.ScrubWriter]():
 		return writerScrub
+	case t == reflect.TypeFor[*metrics.Recorder]():
+		return writerMetrics
 	case e.PkgPath() == "github.com/miekg/dns" && e.Name() == "response":
 		return writerConn
 	case e.PkgPath() == "github.com/coredns/coredns/plugin" && e.Name() == "pluginWriter" && e.NumField() > 0:
@@ -106,8 +112,9 @@ func (a *answer) conn() bool {
 }
 
 // plainConn is conn but for the signing: a signed reply's bytes are the
-// caller's to make.
+// caller's to make. It notes prometheus's recorder on the way, for finish.
 func (a *answer) plainConn() bool {
+	a.rec = nil
 	if a.r.IsTsig() != nil {
 		return false
 	}
@@ -118,6 +125,12 @@ func (a *answer) plainConn() bool {
 			return kindOf(w.(*request.ScrubWriter).ResponseWriter) == writerConn
 		case writerHop:
 			w = *(*dns.ResponseWriter)(reflect.ValueOf(w).UnsafePointer())
+		case writerMetrics:
+			rec := w.(*metrics.Recorder)
+			if a.rec != nil || rec.Recorder == nil {
+				return false
+			}
+			a.rec, w = rec, rec.Recorder.ResponseWriter
 		default:
 			return false
 		}
@@ -227,8 +240,21 @@ func (a *answer) finish(wr *wire, an, ns int, scope uint8) bool {
 		return false
 	}
 	a.w.Write(b)
+	if rec := a.rec; rec != nil {
+		// What its WriteMsg would have recorded: the rcode, and the
+		// size of the message we would have written, before the
+		// scrubbing writer adds the OPT that the query has and the
+		// message has not.
+		rec.Rcode = int(b[3] & 0xf)
+		if ar == 1 && a.ecs == nil {
+			rec.Len -= optLen
+		}
+	}
 	return true
 }
+
+// optLen is an OPT record's length without options.
+const optLen = 11
 
 // appendECS appends the OPT's rdata: the query's ECS option with the
 // scope, its address cut to the source prefix; nil when the address does
