@@ -42,6 +42,10 @@ const (
 	writerConn           // the DNS library's writer of the connection
 )
 
+// messageOnly sends every reply as a message: tests compare what a
+// real server's plugins see on both paths.
+var messageOnly atomic.Bool
+
 // writerKinds are the writer types seen, with their kinds: a type is
 // looked at once. A short list, copied on write, so that reading takes no
 // lock and no hashing.
@@ -115,7 +119,7 @@ func (a *answer) conn() bool {
 // caller's to make. It notes prometheus's recorder on the way, for finish.
 func (a *answer) plainConn() bool {
 	a.rec = nil
-	if a.r.IsTsig() != nil {
+	if a.r.IsTsig() != nil || messageOnly.Load() {
 		return false
 	}
 	w := a.w
@@ -239,13 +243,19 @@ func (a *answer) finish(wr *wire, an, ns int, scope uint8) bool {
 	if len(b) > limit {
 		return false
 	}
+	rec, n := a.rec, 0
+	if rec != nil {
+		n = rec.Len
+	}
 	a.w.Write(b)
-	if rec := a.rec; rec != nil {
+	if rec != nil {
 		// What its WriteMsg would have recorded: the rcode, and the
 		// size of the message we would have written, before the
 		// scrubbing writer adds the OPT that the query has and the
-		// message has not.
+		// message has not (Write counts what the connection took:
+		// over TCP, the length prefix too).
 		rec.Rcode = int(b[3] & 0xf)
+		rec.Len = n + len(b)
 		if ar == 1 && a.ecs == nil {
 			rec.Len -= optLen
 		}

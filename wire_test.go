@@ -34,8 +34,13 @@ func (w *recordingConn) RemoteAddr() net.Addr {
 
 var tcpResolver = &net.TCPAddr{IP: net.IPv4(192, 0, 2, 53), Port: 53}
 
+// Write returns what the DNS library's writer does: over TCP, the
+// length prefix is counted.
 func (w *recordingConn) Write(b []byte) (int, error) {
 	w.bytes = append([]byte(nil), b...)
+	if _, tcp := w.remote.(*net.TCPAddr); tcp {
+		return len(b) + 2, nil
+	}
 	return len(b), nil
 }
 
