@@ -180,3 +180,45 @@ func TestWireMetricsThroughCoreDNS(t *testing.T) {
 		}
 	}
 }
+
+// TestMetricsFromAnotherBlock: prometheus in a server block of its own
+// (a zone nobody asks for, on gslb's port) serves gslb's metrics, which
+// count gslb's queries, while gslb's block, without prometheus, adds
+// nothing to CoreDNS's per-reply series.
+func TestMetricsFromAnotherBlock(t *testing.T) {
+	dir := fixture(t, fixtureNodes)
+	maddr := freeLoopback(t)
+	inst := startCoreDNS(t, "example.org:0 {\nbind 127.0.0.1\nroot "+dir+"\nerrors\n"+fmt.Sprintf(fixtureBlock, "rrl off\n")+"\n}\n"+
+		"metrics.invalid:0 {\nbind 127.0.0.1\nprometheus "+maddr+"\n}\n")
+	series := append([]string{"coredns_gslb_decisions_total", "coredns_gslb_ecs_total"}, replySeries...)
+	before := scrape(t, maddr, series...)
+	c := &dns.Client{Timeout: 10 * time.Second}
+	const n = 5
+	for range n {
+		r, _, err := c.Exchange(query("www.example.org", dns.TypeA, subnet("1.0.1.0/24")), inst.Servers()[0].LocalAddr().String())
+		if err != nil || r.Rcode != dns.RcodeSuccess || len(r.Answer) == 0 {
+			t.Fatalf("Exchange: %v, %v", r, err)
+		}
+	}
+	// gslb counts before it writes: the counts are there with the replies.
+	after := scrape(t, maddr, series...)
+	got := map[string]float64{}
+	for k, v := range after {
+		if d := v - before[k]; d != 0 {
+			name, _, _ := strings.Cut(k, "{")
+			got[name] += d
+		}
+	}
+	for _, name := range []string{"coredns_gslb_decisions_total", "coredns_gslb_ecs_total"} {
+		if got[name] != n {
+			t.Errorf("%s counted %v of %d queries", name, got[name], n)
+		}
+	}
+	for name, d := range got {
+		for _, p := range replySeries {
+			if strings.HasPrefix(name, p) {
+				t.Errorf("%s counted %v for a block without prometheus", name, d)
+			}
+		}
+	}
+}
