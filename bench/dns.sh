@@ -108,7 +108,9 @@ elif [[ $RECOMMENDED == 1 ]]; then
 	plugins=(errors)
 fi
 RSS_SEND=$((RSS_N + RSS_N / 20))
-settings="ROUNDS=$ROUNDS SECS=$SECS LAT_SECS=$LAT_SECS RATE=$RATE WARM=$WARM COLD=$COLD RSS_N=$RSS_N RSS_CACHE=$RSS_CACHE CLIENTS=$CLIENTS OUTSTANDING=$OUTSTANDING SEED=$SEED MODE=$MODE PLUGINS=$PLUGINS${plugins:+ (${plugins[*]})} RECOMMENDED=$RECOMMENDED"
+settings="ROUNDS=$ROUNDS SECS=$SECS LAT_SECS=$LAT_SECS RATE=$RATE WARM=$WARM COLD=$COLD RSS_N=$RSS_N RSS_CACHE=$RSS_CACHE CLIENTS=$CLIENTS OUTSTANDING=$OUTSTANDING SEED=$SEED MODE=$MODE PLUGINS=$PLUGINS"
+[[ $PLUGINS == 1 ]] && settings+=" (${plugins[*]})"
+settings+=" RECOMMENDED=$RECOMMENDED"
 
 for t in go dnsperf dig curl; do
 	command -v "$t" >/dev/null || { echo "dns.sh: $t missing (apt-get install dnsperf dnsutils curl; Go from go.dev)" >&2; exit 1; }
