@@ -28,6 +28,9 @@ import (
 var benchChainsList = []struct{ name, lines string }{
 	{"bare", ""},
 	{"errors", "errors\n"},
+	// README's recommended block: prometheus serves from a block of its
+	// own on the same port.
+	{"recommended", "errors\n" + ownBlock + "metrics.invalid:0 {\nbind 127.0.0.1\nprometheus 127.0.0.1:0\n}\n"},
 	{"prometheus", "prometheus 127.0.0.1:0\n"},
 	{"prometheus_errors", "prometheus 127.0.0.1:0\nerrors\n"},
 	{"log_denial_error", "log . {\nclass denial error\n}\n"},
@@ -82,16 +85,23 @@ func startChain(b *testing.B, lines, leaf string) (*dnsserver.Server, context.Co
 	if leaf == "hosts" {
 		last = "hosts /dev/null example.org {\n192.0.2.1 www.example.org\n}"
 	}
-	corefile := "example.org:0 {\nbind 127.0.0.1\nroot " + dir + "\n" + lines + last + "\n}\n"
+	lines, other, _ := strings.Cut(lines, ownBlock)
+	corefile := "example.org:0 {\nbind 127.0.0.1\nroot " + dir + "\n" + lines + last + "\n}\n" + other
 	inst := startCoreDNS(b, corefile)
 	srvs := inst.Servers()
 	if len(srvs) == 0 {
 		b.Fatalf("CoreDNS started no server\n%s", corefile)
 	}
+	if len(srvs) != 1 {
+		b.Fatalf("CoreDNS started %d servers, want the blocks on one port\n%s", len(srvs), corefile)
+	}
 	s := serverOf(srvs[0])
 	ctx := context.WithValue(context.Background(), dnsserver.Key{}, s)
 	return s, context.WithValue(ctx, dnsserver.LoopKey{}, 0)
 }
+
+// ownBlock separates a chain's lines from a server block of their own.
+const ownBlock = "\x00"
 
 // chainMu serializes caddy.Start: caddy's controller state is global.
 var chainMu sync.Mutex
