@@ -202,10 +202,9 @@ func (wr *wire) rr(qtype uint16, ttl uint32, rdata []byte) {
 }
 
 // finish sets the counts, appends the OPT the scrubbing writer would
-// have left, and writes the reply when it fits the client's size without
-// the compression or truncation the message path would apply.
+// have left, and holds the reply for flush when it fits the client's size
+// without the compression or truncation the message path would apply.
 func (a *answer) finish(wr *wire, an, ns int, scope uint8) bool {
-	defer wr.release()
 	b := wr.b
 	size, ar := 0, 0 // the client's size (0: no EDNS), the OPT
 	if o := a.r.IsEdns0(); o != nil {
@@ -216,6 +215,7 @@ func (a *answer) finish(wr *wire, an, ns int, scope uint8) bool {
 				ttl = 0x8000
 			}
 		} else if len(o.Option) > 0 {
+			wr.release()
 			return false // the scrubbing writer echoes those it supports
 		}
 		b = append(b, 0)
@@ -225,6 +225,7 @@ func (a *answer) finish(wr *wire, an, ns int, scope uint8) bool {
 		if a.ecs == nil {
 			b = binary.BigEndian.AppendUint16(b, 0)
 		} else if b = appendECS(b, a.ecs, scope); b == nil {
+			wr.release()
 			return false
 		}
 		size, ar = int(o.Hdr.Class), 1
@@ -241,24 +242,14 @@ func (a *answer) finish(wr *wire, an, ns int, scope uint8) bool {
 		limit = min(limit, udpUncompressed)
 	}
 	if len(b) > limit {
+		wr.release()
 		return false
 	}
-	rec, n := a.rec, 0
-	if rec != nil {
-		n = rec.Len
-	}
-	a.w.Write(b)
-	if rec != nil {
-		// What its WriteMsg would have recorded: the rcode, and the
-		// size of the message we would have written, before the
-		// scrubbing writer adds the OPT that the query has and the
-		// message has not (Write counts what the connection took:
-		// over TCP, the length prefix too).
-		rec.Rcode = int(b[3] & 0xf)
-		rec.Len = n + len(b)
-		if ar == 1 && a.ecs == nil {
-			rec.Len -= optLen
-		}
+	// The recorder counts the message we would have written: before the
+	// scrubbing writer adds the OPT the query has and the message has not.
+	a.bytes, a.bp, a.less = b, wr.bp, 0
+	if ar == 1 && a.ecs == nil {
+		a.less = optLen
 	}
 	return true
 }
