@@ -116,7 +116,7 @@ func (a *answer) conn() bool {
 }
 
 // plainConn is conn but for the signing: a signed reply's bytes are the
-// caller's to make. It notes prometheus's recorder on the way, for finish.
+// caller's to make. It notes prometheus's recorder on the way, for flush.
 func (a *answer) plainConn() bool {
 	a.rec = nil
 	if a.r.IsTsig() != nil || messageOnly.Load() {
