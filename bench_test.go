@@ -238,6 +238,7 @@ func BenchmarkServeDNSGoroutine(b *testing.B) {
 			benchGoroutines(b, h, []*dns.Msg{query("www.example.org", dns.TypeA, hc.ecs)})
 		})
 	}
+	benchChains(b)
 }
 
 // benchGoroutines serves ms in turn through a CoreDNS server whose
@@ -250,13 +251,18 @@ func benchGoroutines(b *testing.B, h plugin.Handler, ms []*dns.Msg) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	benchServer(b, context.Background(), s, ms)
+}
+
+// benchServer is benchGoroutines through the server s, with ctx.
+func benchServer(b *testing.B, ctx context.Context, s *dnsserver.Server, ms []*dns.Msg) {
+	var err error
 	wires := make([][]byte, len(ms))
 	for i, m := range ms {
 		if wires[i], err = m.Pack(); err != nil {
 			b.Fatal(err)
 		}
 	}
-	ctx := context.Background()
 	done := make(chan int)
 	b.ReportAllocs()
 	b.ResetTimer()
