@@ -3,6 +3,8 @@ package gslb
 import (
 	"net"
 
+	"github.com/coredns/coredns/plugin/metrics"
+
 	"github.com/gslbdns/gslb/decide"
 	"github.com/gslbdns/gslb/policy"
 	"github.com/gslbdns/gslb/rrl"
@@ -29,6 +31,15 @@ type answer struct {
 	chain *sign.Chain
 	qname string // lower case
 	mx    *serverMetrics
+	// rec is prometheus's recorder between us and the scrubbing
+	// writer, found by plainConn; flush sets what it records.
+	rec *metrics.Recorder
+	// The reply, held for flush: a message, or bytes in a pooled buffer
+	// with what the recorder is to count less than their length.
+	msg   *dns.Msg
+	bytes []byte
+	bp    *[]byte
+	less  int
 }
 
 // reply is one answer's message with the parts it points to, so that a
@@ -201,8 +212,42 @@ func (a *answer) sendSigned(p *reply, scope uint8, sign bool) (int, error) {
 	if sign {
 		a.sign(&p.m)
 	}
-	a.w.WriteMsg(&p.m)
+	a.msg = &p.m
 	return dns.RcodeSuccess, nil
+}
+
+// flush writes the reply the answer holds, if any. ServeDNS calls it, on
+// its own frame: the writers below (the connection's parses control
+// messages on every UDP write) then start from a shallower stack, which
+// every plugin before us deepens; past a size, the runtime grows the
+// query's goroutine by copying its stack.
+//
+//go:noinline
+func (a *answer) flush() {
+	if m := a.msg; m != nil {
+		a.msg = nil
+		a.w.WriteMsg(m)
+		return
+	}
+	b := a.bytes
+	if b == nil {
+		return
+	}
+	a.bytes = nil
+	rec, n := a.rec, 0
+	if rec != nil {
+		n = rec.Len
+	}
+	a.w.Write(b)
+	if rec != nil {
+		// What its WriteMsg would have recorded: the rcode and the
+		// message's size (Write counts what the connection took: over
+		// TCP, the length prefix too).
+		rec.Rcode = int(b[3] & 0xf)
+		rec.Len = n + len(b) - a.less
+	}
+	wr := wire{bp: a.bp, b: b}
+	wr.release()
 }
 
 // ns lists the node table's name servers for the zone apex.

@@ -84,6 +84,7 @@ func (g *GSLB) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.Msg) (
 	case decideHTTPS:
 		rc, err = g.serveHTTPS(ctx, q)
 	}
+	q.a.flush()
 	if q.own && g.rrl != nil && !plugin.ClientWrite(rc) && g.limitedError(ctx, w, r) {
 		rc = dns.RcodeSuccess // nothing written: dropped, or slipped
 	}

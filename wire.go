@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/coredns/coredns/plugin/metrics"
 	"github.com/coredns/coredns/request"
 
 	"github.com/gslbdns/gslb/decide"
@@ -19,8 +20,10 @@ import (
 // CoreDNS's scrubbing writer (and its hops from plugin to plugin, which
 // pass the bytes on) stands between us and the connection: the
 // bytes are the ones the scrubbing writer would have sent for the message
-// the other path builds. A plugin that wraps the writer (log, dnstap,
-// prometheus, rewrite) reads the message: it gets the message path.
+// the other path builds. prometheus's recorder may stand there too: it
+// reads the rcode, the size and the plugin, not the message, and we set
+// them as the message would have. A plugin that reads the message (log,
+// dnstap, rewrite) gets the message path.
 
 // udpUncompressed is the longest UDP reply the scrubbing writer sends
 // uncompressed for both families; a longer one takes the message path.
@@ -32,11 +35,16 @@ type wireConn interface{ wireConn() }
 
 // What a writer type is to the byte path.
 const (
-	writerOther = iota // another plugin's: it reads the message
-	writerHop          // CoreDNS's hop from one plugin to the next: it passes bytes on
-	writerScrub        // CoreDNS's scrubbing writer
-	writerConn         // the DNS library's writer of the connection
+	writerOther   = iota // another plugin's: it reads the message
+	writerHop            // CoreDNS's hop from one plugin to the next: it passes bytes on
+	writerScrub          // CoreDNS's scrubbing writer
+	writerMetrics        // prometheus's recorder
+	writerConn           // the DNS library's writer of the connection
 )
+
+// messageOnly sends every reply as a message: tests compare what a
+// real server's plugins see on both paths.
+var messageOnly atomic.Bool
 
 // writerKinds are the writer types seen, with their kinds: a type is
 // looked at once. A short list, copied on write, so that reading takes no
@@ -87,6 +95,8 @@ func classify(w dns.ResponseWriter, t reflect.Type) uint8 {
 	switch {
 	case t == reflect.TypeFor[*request.ScrubWriter]():
 		return writerScrub
+	case t == reflect.TypeFor[*metrics.Recorder]():
+		return writerMetrics
 	case e.PkgPath() == "github.com/miekg/dns" && e.Name() == "response":
 		return writerConn
 	case e.PkgPath() == "github.com/coredns/coredns/plugin" && e.Name() == "pluginWriter" && e.NumField() > 0:
@@ -106,9 +116,10 @@ func (a *answer) conn() bool {
 }
 
 // plainConn is conn but for the signing: a signed reply's bytes are the
-// caller's to make.
+// caller's to make. It notes prometheus's recorder on the way, for flush.
 func (a *answer) plainConn() bool {
-	if a.r.IsTsig() != nil {
+	a.rec = nil
+	if a.r.IsTsig() != nil || messageOnly.Load() {
 		return false
 	}
 	w := a.w
@@ -118,6 +129,12 @@ func (a *answer) plainConn() bool {
 			return kindOf(w.(*request.ScrubWriter).ResponseWriter) == writerConn
 		case writerHop:
 			w = *(*dns.ResponseWriter)(reflect.ValueOf(w).UnsafePointer())
+		case writerMetrics:
+			rec := w.(*metrics.Recorder)
+			if a.rec != nil || rec.Recorder == nil {
+				return false
+			}
+			a.rec, w = rec, rec.Recorder.ResponseWriter
 		default:
 			return false
 		}
@@ -185,10 +202,9 @@ func (wr *wire) rr(qtype uint16, ttl uint32, rdata []byte) {
 }
 
 // finish sets the counts, appends the OPT the scrubbing writer would
-// have left, and writes the reply when it fits the client's size without
-// the compression or truncation the message path would apply.
+// have left, and holds the reply for flush when it fits the client's size
+// without the compression or truncation the message path would apply.
 func (a *answer) finish(wr *wire, an, ns int, scope uint8) bool {
-	defer wr.release()
 	b := wr.b
 	size, ar := 0, 0 // the client's size (0: no EDNS), the OPT
 	if o := a.r.IsEdns0(); o != nil {
@@ -199,6 +215,7 @@ func (a *answer) finish(wr *wire, an, ns int, scope uint8) bool {
 				ttl = 0x8000
 			}
 		} else if len(o.Option) > 0 {
+			wr.release()
 			return false // the scrubbing writer echoes those it supports
 		}
 		b = append(b, 0)
@@ -208,6 +225,7 @@ func (a *answer) finish(wr *wire, an, ns int, scope uint8) bool {
 		if a.ecs == nil {
 			b = binary.BigEndian.AppendUint16(b, 0)
 		} else if b = appendECS(b, a.ecs, scope); b == nil {
+			wr.release()
 			return false
 		}
 		size, ar = int(o.Hdr.Class), 1
@@ -224,11 +242,20 @@ func (a *answer) finish(wr *wire, an, ns int, scope uint8) bool {
 		limit = min(limit, udpUncompressed)
 	}
 	if len(b) > limit {
+		wr.release()
 		return false
 	}
-	a.w.Write(b)
+	// The recorder counts the message we would have written: before the
+	// scrubbing writer adds the OPT the query has and the message has not.
+	a.bytes, a.bp, a.less = b, wr.bp, 0
+	if ar == 1 && a.ecs == nil {
+		a.less = optLen
+	}
 	return true
 }
+
+// optLen is an OPT record's length without options.
+const optLen = 11
 
 // appendECS appends the OPT's rdata: the query's ECS option with the
 // scope, its address cut to the source prefix; nil when the address does

@@ -2,12 +2,15 @@ package gslb
 
 import (
 	"context"
+	"fmt"
+	"net"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/coredns/coredns/plugin"
 	"github.com/coredns/coredns/plugin/metadata"
+	"github.com/coredns/coredns/plugin/metrics"
 	"github.com/coredns/coredns/plugin/pkg/dnstest"
 	"github.com/coredns/coredns/request"
 
@@ -17,12 +20,27 @@ import (
 // recordingConn is a connection's writer that keeps what it was given.
 type recordingConn struct {
 	connWriter
-	bytes []byte
-	msgs  int
+	bytes  []byte
+	msgs   int
+	remote net.Addr // nil: resolver's, over UDP
 }
 
+func (w *recordingConn) RemoteAddr() net.Addr {
+	if w.remote != nil {
+		return w.remote
+	}
+	return resolver
+}
+
+var tcpResolver = &net.TCPAddr{IP: net.IPv4(192, 0, 2, 53), Port: 53}
+
+// Write returns what the DNS library's writer does: over TCP, the
+// length prefix is counted.
 func (w *recordingConn) Write(b []byte) (int, error) {
 	w.bytes = append([]byte(nil), b...)
+	if _, tcp := w.remote.(*net.TCPAddr); tcp {
+		return len(b) + 2, nil
+	}
 	return len(b), nil
 }
 
@@ -155,3 +173,63 @@ func TestWireBadName(t *testing.T) {
 		}
 	}
 }
+
+// notConn wraps the connection's writer so that it is not known as one:
+// the reply takes the message path.
+type notConn struct{ dns.ResponseWriter }
+
+// TestWireMetricsRecorder: behind prometheus's recorder the reply is
+// still bytes, and the recorder holds what the message path leaves in it:
+// the rcode, the size and the plugin; over UDP and TCP.
+func TestWireMetricsRecorder(t *testing.T) {
+	g := newFixtureGSLB(t, wireNodes, "answers 2\n")
+	plainEDNS := query("www.example.org", dns.TypeA, nil)
+	plainEDNS.SetEdns0(1400, true)
+	queries := map[string]*dns.Msg{
+		"a":         query("www.example.org", dns.TypeA, subnet("1.0.1.0/24")),
+		"nxdomain":  query("nothere.example.org", dns.TypeA, subnet("1.0.1.0/24")),
+		"nodata":    query("www.example.org", dns.TypeMX, subnet("1.0.1.0/24")),
+		"noedns":    query("www.example.org", dns.TypeA, nil),
+		"noedns_nx": query("nothere.example.org", dns.TypeA, nil),
+		"plainedns": plainEDNS,
+		"cname":     query("cdn.example.org", dns.TypeA, subnet("1.0.1.0/24")),
+	}
+	for name, m := range queries {
+		for _, tcp := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/tcp=%v", name, tcp), func(t *testing.T) {
+				serve := func(conn dns.ResponseWriter) *metrics.Recorder {
+					rec := metrics.NewRecorder(request.NewScrubWriter(m.Copy(), conn))
+					// prometheus's hop to the next plugin, then errors' to gslb.
+					next := plugin.HandlerFunc(func(ctx context.Context, w dns.ResponseWriter, r *dns.Msg) (int, error) {
+						return plugin.NextOrFailure("errors", g, ctx, w, r)
+					})
+					plugin.NextOrFailure("prometheus", namedHandler{"errors", next}, context.Background(), rec, m.Copy())
+					return rec
+				}
+				wire, ref := &recordingConn{}, &recordingConn{}
+				if tcp {
+					wire.remote, ref.remote = tcpResolver, tcpResolver
+				}
+				got, want := serve(wire), serve(notConn{ref})
+				if wire.msgs != 0 || wire.bytes == nil || ref.msgs != 1 {
+					t.Fatalf("Expected bytes behind the recorder and a message behind the other writer, got %d and %d messages", wire.msgs, ref.msgs)
+				}
+				if string(wire.bytes) != string(ref.bytes) {
+					t.Errorf("Bytes differ:\n% x\nwant\n% x", wire.bytes, ref.bytes)
+				}
+				if got.Rcode != want.Rcode || got.Len != want.Len || got.Plugin != want.Plugin || got.Plugin == "" {
+					t.Errorf("Recorder holds rcode %d, len %d, plugin %q; the message path's: %d, %d, %q",
+						got.Rcode, got.Len, got.Plugin, want.Rcode, want.Len, want.Plugin)
+				}
+			})
+		}
+	}
+}
+
+// namedHandler is a handler under another plugin's name.
+type namedHandler struct {
+	name string
+	plugin.Handler
+}
+
+func (h namedHandler) Name() string { return h.name }

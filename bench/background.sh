@@ -14,8 +14,8 @@
 #   --probe-interval D  PROBE_INTERVAL=1s  the probes' interval
 #   --reload D          RELOAD=1s          the gslb block's reload interval (1s at least)
 #   --warm N            WARM=20000         distinct /24s cycling in the queries
-#   --precompute P      PRECOMPUTE=64MiB   the gslb block's precompute (SIZE or off): with it, every new
-#                                          view's decisions are prepared ahead (the warm-up)
+#   --precompute P      PRECOMPUTE=        the gslb block's precompute (SIZE or off; empty: the plugin's
+#                                          default, on): with it, new views' decisions are prepared ahead
 #   --clients N         CLIENTS=4          dnsperf -c
 #   --outstanding N     OUTSTANDING=100    dnsperf -q
 #   --seed N            SEED=1             seed of the node table and subnet samples
@@ -60,7 +60,7 @@ if [[ $QUICK == 1 ]]; then
 	: "${ROUNDS:=1}" "${LAT_SECS:=5}" "${WARM:=2000}" "${QUIET_WAIT:=5}" "${RETRIES:=0}"
 fi
 ROUNDS=${ROUNDS:-3} LAT_SECS=${LAT_SECS:-20} RATE=${RATE:-20000} NODES=${NODES:-100}
-PROBE_INTERVAL=${PROBE_INTERVAL:-1s} RELOAD=${RELOAD:-1s} WARM=${WARM:-20000} PRECOMPUTE=${PRECOMPUTE:-64MiB}
+PROBE_INTERVAL=${PROBE_INTERVAL:-1s} RELOAD=${RELOAD:-1s} WARM=${WARM:-20000} PRECOMPUTE=${PRECOMPUTE:-}
 CLIENTS=${CLIENTS:-4} OUTSTANDING=${OUTSTANDING:-100} SEED=${SEED:-1}
 OFFLINE=${OFFLINE:-0} BASE_PORT=${BASE_PORT:-17400} GCTRACE=${GCTRACE:-0}
 QUIET_MAX=${QUIET_MAX:-25} QUIET_WAIT=${QUIET_WAIT:-60} NOISE_MAX=${NOISE_MAX:-25} RETRIES=${RETRIES:-1}
@@ -71,7 +71,7 @@ done
 [[ $RELOAD =~ ^[0-9]+s$ ]] || { echo "background.sh: RELOAD must be whole seconds such as 1s, got '$RELOAD'" >&2; exit 2; }
 [[ $PROBE_INTERVAL =~ ^[0-9]+(ms|s)$ ]] || { echo "background.sh: PROBE_INTERVAL must be like 1s or 500ms, got '$PROBE_INTERVAL'" >&2; exit 2; }
 reload_s=${RELOAD%s} every=$((2 * ${RELOAD%s}))
-settings="ROUNDS=$ROUNDS LAT_SECS=$LAT_SECS RATE=$RATE NODES=$NODES PROBE_INTERVAL=$PROBE_INTERVAL RELOAD=$RELOAD WARM=$WARM PRECOMPUTE=$PRECOMPUTE CLIENTS=$CLIENTS OUTSTANDING=$OUTSTANDING SEED=$SEED"
+settings="ROUNDS=$ROUNDS LAT_SECS=$LAT_SECS RATE=$RATE NODES=$NODES PROBE_INTERVAL=$PROBE_INTERVAL RELOAD=$RELOAD WARM=$WARM PRECOMPUTE=${PRECOMPUTE:-default} CLIENTS=$CLIENTS OUTSTANDING=$OUTSTANDING SEED=$SEED"
 
 for t in go dnsperf dig curl; do
 	command -v "$t" >/dev/null || { echo "background.sh: $t missing (apt-get install dnsperf dnsutils curl; Go from go.dev)" >&2; exit 1; }
@@ -177,8 +177,8 @@ example.org:$port {
         geoip $geoip
         asn $asn
         nodes $nodes
-        reload $RELOAD
-        precompute $PRECOMPUTE
+        reload $RELOAD${PRECOMPUTE:+
+        precompute $PRECOMPUTE}
     }
 }
 EOF

@@ -20,7 +20,14 @@
 #                                      Corefile, each on its own port) or both (reported side by side)
 #   --plugins        PLUGINS=1         add the operator's usual plugins to every CoreDNS server block of
 #                                      both sides: PLUGIN_LIST="errors prometheus" by default (any of
-#                                      errors, prometheus, log). Default: bare blocks, no other plugin.
+#                                      errors, prometheus, log, log:CLASS[,CLASS] for `log` with a class
+#                                      filter, e.g. log:denial,error, and dnstap, to golang-dnstap's
+#                                      receiver `dnstap -u SOCKET -w /dev/null`, built into bench/bin/
+#                                      and pinned with dnsperf). Default: bare blocks, no other plugin.
+#   --recommended    RECOMMENDED=1     every CoreDNS server of both sides as README's recommended
+#                                      production Corefile: `errors` in the block, `prometheus` in a
+#                                      block of its own (zone metrics.invalid, the same port). Not with
+#                                      PLUGINS=1.
 #   --rss-cache N    RSS_CACHE=RSS_N   cache_size of the RSS run, which is sent RSS_N + RSS_N/20
 #                                      distinct /24s: the cache overflows and its entry count
 #                                      (coredns_gslb_cache_entries) must equal cache_size exactly
@@ -55,6 +62,7 @@ while (($#)); do
 	--seed) SEED=$2; shift ;;
 	--mode) MODE=$2; shift ;;
 	--plugins) PLUGINS=1 ;;
+	--recommended) RECOMMENDED=1 ;;
 	--rss-cache) RSS_CACHE=$2; shift ;;
 	--no-peers) PEERS=0 ;;
 	--offline) OFFLINE=1 ;;
@@ -74,6 +82,7 @@ WARM=${WARM:-20000} COLD=${COLD:-850000} RSS_N=${RSS_N:-1000000}
 CLIENTS=${CLIENTS:-4} OUTSTANDING=${OUTSTANDING:-100} SEED=${SEED:-1}
 PEERS=${PEERS:-1} OFFLINE=${OFFLINE:-0} BASE_PORT=${BASE_PORT:-15300}
 MODE=${MODE:-both} PLUGINS=${PLUGINS:-0} PLUGIN_LIST=${PLUGIN_LIST:-errors prometheus} RSS_CACHE=${RSS_CACHE:-$RSS_N}
+RECOMMENDED=${RECOMMENDED:-0}
 QUIET_MAX=${QUIET_MAX:-25} QUIET_WAIT=${QUIET_WAIT:-60} NOISE_MAX=${NOISE_MAX:-25} RETRIES=${RETRIES:-1}
 [[ $cmdline == "bench/dns.sh " ]] && cmdline="bench/dns.sh"
 for v in ROUNDS SECS LAT_SECS RATE WARM COLD RSS_N RSS_CACHE CLIENTS OUTSTANDING SEED BASE_PORT QUIET_MAX QUIET_WAIT NOISE_MAX RETRIES; do
@@ -86,15 +95,22 @@ both) modes=(sep one) ;;
 *) echo "dns.sh: MODE must be separate, one or both, got '$MODE'" >&2; exit 2 ;;
 esac
 [[ $PLUGINS == 0 || $PLUGINS == 1 ]] || { echo "dns.sh: PLUGINS must be 0 or 1, got '$PLUGINS'" >&2; exit 2; }
+[[ $RECOMMENDED == 0 || $RECOMMENDED == 1 ]] || { echo "dns.sh: RECOMMENDED must be 0 or 1, got '$RECOMMENDED'" >&2; exit 2; }
+[[ $PLUGINS == 1 && $RECOMMENDED == 1 ]] && { echo "dns.sh: PLUGINS=1 and RECOMMENDED=1 are two layouts: choose one" >&2; exit 2; }
 plugins=()
 if [[ $PLUGINS == 1 ]]; then
 	read -r -a plugins <<<"$PLUGIN_LIST"
 	for w in "${plugins[@]}"; do
-		[[ $w == errors || $w == prometheus || $w == log ]] || { echo "dns.sh: PLUGIN_LIST: unknown plugin '$w' (errors, prometheus, log)" >&2; exit 2; }
+		[[ $w =~ ^(errors|prometheus|log|dnstap|log:(all|denial|error|success)(,(all|denial|error|success))*)$ ]] ||
+			{ echo "dns.sh: PLUGIN_LIST: unknown plugin '$w' (errors, prometheus, log, log:CLASS[,CLASS], dnstap)" >&2; exit 2; }
 	done
+elif [[ $RECOMMENDED == 1 ]]; then
+	plugins=(errors)
 fi
 RSS_SEND=$((RSS_N + RSS_N / 20))
-settings="ROUNDS=$ROUNDS SECS=$SECS LAT_SECS=$LAT_SECS RATE=$RATE WARM=$WARM COLD=$COLD RSS_N=$RSS_N RSS_CACHE=$RSS_CACHE CLIENTS=$CLIENTS OUTSTANDING=$OUTSTANDING SEED=$SEED MODE=$MODE PLUGINS=$PLUGINS${plugins:+ (${plugins[*]})}"
+settings="ROUNDS=$ROUNDS SECS=$SECS LAT_SECS=$LAT_SECS RATE=$RATE WARM=$WARM COLD=$COLD RSS_N=$RSS_N RSS_CACHE=$RSS_CACHE CLIENTS=$CLIENTS OUTSTANDING=$OUTSTANDING SEED=$SEED MODE=$MODE PLUGINS=$PLUGINS"
+[[ $PLUGINS == 1 ]] && settings+=" (${plugins[*]})"
+settings+=" RECOMMENDED=$RECOMMENDED"
 
 for t in go dnsperf dig curl; do
 	command -v "$t" >/dev/null || { echo "dns.sh: $t missing (apt-get install dnsperf dnsutils curl; Go from go.dev)" >&2; exit 1; }
@@ -135,6 +151,7 @@ cleanup() {
 	local p
 	for p in "${PID[@]}"; do kill "$p" 2>/dev/null || true; done
 	for p in "${PID[@]}"; do wait "$p" 2>/dev/null || true; done
+	rm -f "${tap_sock:-}"
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
@@ -196,15 +213,18 @@ wait_quiet() {
 dnsperf_run() {
 	local name=$1 out=$2 spid=${PID[${PROC[$1]}]}
 	shift 2
-	local s0 u0 r0 s1 u1 r1 du=0
+	local s0 u0 r0 s1 u1 r1 du=0 t0=(0 0) t1=(0 0)
 	wait_quiet
 	read -r -a s0 < <(proc_cpu "$spid")
+	[[ -n ${PID[dnstap]:-} ]] && read -r -a t0 < <(proc_cpu "${PID[dnstap]}")
 	u0=$(all_busy) r0=$(rcvbuf_errors)
 	echo "dnsperf $*" >"$out.cmd"
 	"${timer[@]}" "${pin_load[@]}" dnsperf -s 127.0.0.1 -p "${PORT[$name]}" "$@" >"$out" 2>"$out.stderr" || true
 	read -r -a s1 < <(proc_cpu "$spid")
+	[[ -n ${PID[dnstap]:-} ]] && read -r -a t1 < <(proc_cpu "${PID[dnstap]}")
 	u1=$(all_busy) r1=$(rcvbuf_errors)
 	if ((${#timer[@]})); then du=$(awk '/^cpu /{print int(($2 + $3) * '"$clk"')}' "$out.stderr"); fi
+	du=$((du + t1[0] + t1[1] - t0[0] - t0[1])) # the dnstap receiver is part of the setup
 	QPS=$(awk '/Queries per second/{print $4}' "$out")
 	SENT=$(awk '/Queries sent/{print $3}' "$out")
 	LOST=$(awk '/Queries lost/{print $3}' "$out")
@@ -254,6 +274,17 @@ if ! (cd "$root" && go build -o "$gen" ./bench/gen && { [[ -n ${COREDNS:-} ]] ||
 	echo "dns.sh: build failed (the tree may be mid-edit: retry later)" >&2
 	exit 1
 fi
+# dnstap in PLUGIN_LIST: golang-dnstap's own receiver reads the frames (and writes them to
+# /dev/null), pinned with dnsperf; its CPU is not counted as other processes'.
+tap_sock=${TMPDIR:-/tmp}/gslb-bench-dnstap.$$.sock
+if [[ " ${plugins[*]} " == *" dnstap "* ]]; then
+	(cd "$root" && go build -o "$here/bin/dnstap" github.com/dnstap/golang-dnstap/dnstap) >>"$raw/build.log" 2>&1 ||
+		{ cat "$raw/build.log" >&2; echo "dns.sh: building the dnstap receiver failed" >&2; exit 1; }
+	"${pin_load[@]}" "$here/bin/dnstap" -u "$tap_sock" -w /dev/null >>"$raw/dnstap.log" 2>&1 &
+	PID[dnstap]=$!
+	for ((i = 0; i < 100; i++)); do [[ -S $tap_sock ]] && break; sleep 0.1; done
+	[[ -S $tap_sock ]] || { echo "dns.sh: the dnstap receiver did not listen on $tap_sock (log: $raw/dnstap.log)" >&2; exit 1; }
+fi
 coredns_rev=""
 if [[ -z ${COREDNS:-} ]]; then # read-only git queries
 	coredns_rev=$(cd "$root" && git rev-parse --short HEAD 2>/dev/null || echo "?")
@@ -294,9 +325,21 @@ extra_plugins() {
 	for w in "${plugins[@]}"; do
 		case $w in
 		prometheus) echo "    prometheus 127.0.0.1:$1" ;;
+		log:*) printf '    log . {\n        class %s\n    }\n' "${w#log:}" | tr , ' ' ;;
+		dnstap) echo "    dnstap unix://$tap_sock full" ;;
 		*) echo "    $w" ;;
 		esac
 	done
+}
+# metrics_block PORT METRICS_PORT: with RECOMMENDED=1, prometheus in a block of its own on PORT.
+metrics_block() {
+	[[ $RECOMMENDED == 1 ]] || return 0
+	cat <<-EOF2
+		metrics.invalid:$1 {
+		    bind 127.0.0.1
+		    prometheus 127.0.0.1:$2
+		}
+	EOF2
 }
 # block_gslb PORT METRICS_PORT [OPTION LINE]: a gslb server block.
 block_gslb() {
@@ -326,19 +369,23 @@ block_hosts() { # PORT METRICS_PORT
 }
 what="bare server blocks (bind and the plugin only)"
 ((${#plugins[@]})) && what="server blocks with ${plugins[*]}"
-{ echo "# The baseline: the stock hosts plugin of the same binary, $what."; block_hosts "$p_hosts" "$m_hosts"; } | sed '/^$/d' >"$conf/Corefile.hosts"
-{ echo "# gslb for bench/dns.sh: real-size databases, the generated node table, $what."; block_gslb "$p_gslb" "$m_gslb"; } | sed '/^$/d' >"$conf/Corefile.gslb"
-{ echo "# gslb cold: the same, on its own port."; block_gslb "$p_cold" "$m_cold"; } | sed '/^$/d' >"$conf/Corefile.gslb-cold"
+[[ $RECOMMENDED == 1 ]] && what="the recommended production layout (errors in the block, prometheus in a block of its own)"
+{ echo "# The baseline: the stock hosts plugin of the same binary, $what."; block_hosts "$p_hosts" "$m_hosts"; metrics_block "$p_hosts" "$m_hosts"; } | sed '/^$/d' >"$conf/Corefile.hosts"
+{ echo "# gslb for bench/dns.sh: real-size databases, the generated node table, $what."; block_gslb "$p_gslb" "$m_gslb"; metrics_block "$p_gslb" "$m_gslb"; } | sed '/^$/d' >"$conf/Corefile.gslb"
+{ echo "# gslb cold: the same, on its own port."; block_gslb "$p_cold" "$m_cold"; metrics_block "$p_cold" "$m_cold"; } | sed '/^$/d' >"$conf/Corefile.gslb-cold"
 {
 	echo "# One process: hosts and gslb side by side, $what, each on its own port."
 	block_hosts "$p_hosts1" "$m_one"
 	block_gslb "$p_gslb1" "$m_one"
+	metrics_block "$p_gslb1" "$m_one"
 } | sed '/^$/d' >"$conf/Corefile.one"
 {
 	echo "# The RSS run: a bare gslb block with an explicit cache_size; prometheus for the entry count."
+	echo "# precompute off: what the table places is not cached, and the cache is what this run fills."
 	saved=("${plugins[@]}")
 	plugins=(prometheus)
-	block_gslb "$p_rss" "$m_rss" "cache_size $RSS_CACHE"
+	block_gslb "$p_rss" "$m_rss" "cache_size $RSS_CACHE
+        precompute off"
 	plugins=("${saved[@]}")
 } | sed '/^$/d' >"$conf/Corefile.gslb-rss"
 
@@ -538,7 +585,7 @@ for ((r = 1; r <= ROUNDS; r++)); do
 done
 for p in "${procs[@]}"; do stop "$p"; done
 
-log "RSS run: a fresh gslb with cache_size $RSS_CACHE, $RSS_SEND distinct /24s, each once"
+log "RSS run: a fresh gslb with cache_size $RSS_CACHE and precompute off, $RSS_SEND distinct /24s, each once"
 entries="" rss_end=0
 if startp gslb-rss; then
 	sleep 1

@@ -40,7 +40,7 @@ func Parse(c *caddyfile.Dispenser, keys []string, root string, seen Unique) (*Op
 		Cooldown:      DefaultCooldown,
 		QualityMaxAge: DefaultQualityMaxAge,
 		Config: locate.Config{CacheSize: locate.DefaultCacheSize, CacheTTL: locate.DefaultCacheTTL,
-			Precompute: &locate.PrecomputeConfig{Off: true}},
+			Precompute: &locate.PrecomputeConfig{}},
 		MaxFileSize:   yamlfile.DefaultMaxSize,
 		SOA:           DefaultSOA(),
 		SpreadPrefix4: locate.DefaultSpreadPrefix4,

@@ -156,7 +156,7 @@ func TestParseSteeringOptions(t *testing.T) {
 		{"max_error_rate", "max_error_rate 0.1", func(o *Options) bool { return o.Params.MaxErrorRate == 0.1 }, ""},
 		{"max_error_rate bad", "max_error_rate 1.5", nil, `max_error_rate: "1.5" is not a number in 0..1`},
 		{"precompute default", "", func(o *Options) bool {
-			return o.Precompute != nil && *o.Precompute == locate.PrecomputeConfig{Off: true}
+			return o.Precompute != nil && *o.Precompute == locate.PrecomputeConfig{}
 		}, ""},
 		{"precompute off", "precompute off", func(o *Options) bool { return o.Precompute.Off }, ""},
 		{"precompute size", "precompute 16MiB", func(o *Options) bool { return o.Precompute.MaxBytes == 16<<20 && o.Precompute.MaxTime == 0 }, ""},

@@ -108,7 +108,7 @@ func TestBatcher(t *testing.T) {
 	testsupport.WaitFor(t, "the batch's publish", func() (bool, string) { return n.Load() == 4, fmt.Sprint(n.Load()) })
 }
 
-// TestWarmPaced: the paced warm-up prepares exactly what Warm does in one
+// TestWarmPaced: the sliced warm-up prepares exactly what Warm does in one
 // go (Warm then finds every decision held), keeps to its limit, and stops
 // when stop closes or the view is no longer current.
 func TestWarmPaced(t *testing.T) {
@@ -127,23 +127,22 @@ func TestWarmPaced(t *testing.T) {
 	}
 	always := func() bool { return true }
 	v := fresh()
-	var p pacer
-	n := p.warm(v, cls, policy.WarmMax, nil, always)
+	n := warmSliced(v, cls, policy.WarmMax, time.Time{}, nil, always)
 	if n == 0 {
 		t.Fatalf("Nothing warmed for %d clients", len(cls))
 	}
-	if again := v.Warm(cls, policy.WarmMax, nil, always); again != n {
+	if again := v.Warm(cls, policy.WarmMax, time.Time{}, nil, always); again != n {
 		t.Errorf("Paced warm-up held %d decisions, Warm then finds %d", n, again)
 	}
-	if got := p.warm(fresh(), cls, 3, nil, always); got != 3 {
+	if got := warmSliced(fresh(), cls, 3, time.Time{}, nil, always); got != 3 {
 		t.Errorf("Limit 3: %d", got)
 	}
 	stop := make(chan struct{})
 	close(stop)
-	if got := p.warm(fresh(), cls, policy.WarmMax, stop, always); got != 0 {
+	if got := warmSliced(fresh(), cls, policy.WarmMax, time.Time{}, stop, always); got != 0 {
 		t.Errorf("Stopped: %d", got)
 	}
-	if got := p.warm(fresh(), cls, policy.WarmMax, nil, func() bool { return false }); got != 0 {
+	if got := warmSliced(fresh(), cls, policy.WarmMax, time.Time{}, nil, func() bool { return false }); got != 0 {
 		t.Errorf("Not current: %d", got)
 	}
 }

@@ -454,10 +454,10 @@ func (c *Control) publish() {
 	v, step := policy.NewView(in)
 	c.view.Store(v)
 	c.published.Add(1)
-	c.warmer.poke()
 	if cstep := c.publishCanary(now); !cstep.IsZero() && (step.IsZero() || cstep.Before(step)) {
 		step = cstep
 	}
+	c.warmer.poke() // both views
 	if c.serving {
 		c.recordGauges(fresh, stale)
 	}

@@ -27,17 +27,18 @@ const (
 	warmGap       = 5 * time.Second
 )
 
-// pacer spaces and paces the warm-ups of one Control; one goroutine uses it.
+// pacer spaces the warm-ups of one Control; one goroutine uses it.
 type pacer struct {
-	last    time.Time     // the start of the last warm-up that prepared decisions
+	last    time.Time     // when the last warm-up was let start
 	started atomic.Uint64 // warm-ups let start
 }
 
-// spaced waits until warmGap has passed since the last warm-up's start,
-// and then takes a poke that came meanwhile: the warm-up about to start
-// reads the latest view. It returns false when stop closed.
-func (p *pacer) spaced(stop <-chan struct{}, signal chan struct{}) bool {
-	if d := warmGap - time.Since(p.last); !p.last.IsZero() && d > 0 {
+// spaced waits, when space says so (once the first table is warmed),
+// until warmGap has passed since the last warm-up's start, and then takes
+// a poke that came meanwhile: the warm-up about to start reads the latest
+// views. It returns false when stop closed.
+func (p *pacer) spaced(stop <-chan struct{}, signal chan struct{}, space bool) bool {
+	if d := warmGap - time.Since(p.last); space && d > 0 {
 		t := time.NewTimer(d)
 		select {
 		case <-stop:
@@ -50,26 +51,26 @@ func (p *pacer) spaced(stop <-chan struct{}, signal chan struct{}) bool {
 		default:
 		}
 	}
+	p.last = time.Now()
 	p.started.Add(1)
 	return true
 }
 
-// warm is v.Warm(clients, limit, stop, current) in slices, resting
-// between them; it returns how many decisions the cache holds for the
-// clients it went through.
-func (p *pacer) warm(v *policy.View, clients []scoring.Client, limit int, stop <-chan struct{}, current func() bool) int {
+// warmSliced is v.Warm(clients, limit, until, stop, current) in slices,
+// resting between them; it returns how many decisions the cache holds for
+// the clients it went through.
+func warmSliced(v *policy.View, clients []scoring.Client, limit int, until time.Time, stop <-chan struct{}, current func() bool) int {
 	per := max(1, paceDecisions/max(1, 2*len(v.Table.Names))) // a record's A and AAAA
 	n := 0
-	began := time.Now()
-	start := began
+	start := time.Now()
 	for i := 0; i < len(clients) && n < limit; i += per {
-		n += v.Warm(clients[i:min(i+per, len(clients))], limit-n, stop, current)
+		n += v.Warm(clients[i:min(i+per, len(clients))], limit-n, until, stop, current)
 		select {
 		case <-stop:
 			return n
 		default:
 		}
-		if !current() {
+		if !current() || !until.IsZero() && time.Now().After(until) {
 			return n
 		}
 		if worked := time.Since(start); worked >= paceSlice {
@@ -82,9 +83,6 @@ func (p *pacer) warm(v *policy.View, clients []scoring.Client, limit int, stop <
 			}
 			start = time.Now()
 		}
-	}
-	if n > 0 {
-		p.last = began
 	}
 	return n
 }

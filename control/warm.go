@@ -4,6 +4,7 @@ import (
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/coredns/coredns/plugin"
 
@@ -16,23 +17,34 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promauto"
 )
 
-// precomputedDecisions is how many decisions were prepared ahead for the
-// view served now.
-var precomputedDecisions = promauto.NewGauge(prometheus.GaugeOpts{
-	Namespace: plugin.Namespace,
-	Subsystem: "gslb",
-	Name:      "precomputed_decisions",
-	Help:      "Number of decisions prepared ahead, per record and family, for the locations of the precomputed IPv4 ranges under the current view.",
-})
+// precomputedDecisions is how many decisions the cache holds ready for
+// the view served now, and canaryDecisions for the canary's.
+var (
+	precomputedDecisions = promauto.NewGauge(prometheus.GaugeOpts{
+		Namespace: plugin.Namespace,
+		Subsystem: "gslb",
+		Name:      "precomputed_decisions",
+		Help:      "Number of decisions, per record and family, the decision cache holds ready for the view served now once its warm-up ended.",
+	})
+	canaryDecisions = promauto.NewGauge(prometheus.GaugeOpts{
+		Namespace: plugin.Namespace,
+		Subsystem: "gslb",
+		Name:      "canary_precomputed_decisions",
+		Help:      "Number of decisions, per record and family, the canary's decision cache holds ready for its view once its warm-up ended; 0 without a canary.",
+	})
+)
 
 // warmer prepares the decisions of the databases' locations for every
-// view the control plane publishes, in the background: a query of a
-// client never seen then picks from them instead of preparing one.
+// view the control plane publishes, the stable table's and the canary's,
+// in the background: a query of a client never seen then picks from them
+// instead of preparing one.
 type warmer struct {
 	signal chan struct{}
 	wg     sync.WaitGroup
-	// warmed is the last view warmed to the end (or its limit).
+	// warmed is the last view warmed to the end (or its limit), and
+	// canary the canary's.
 	warmed atomic.Pointer[policy.View]
+	canary atomic.Pointer[policy.View]
 	// ready: a view was warmed after the first table was built.
 	ready atomic.Bool
 	// order and clients: the last table's order and its clients.
@@ -40,7 +52,7 @@ type warmer struct {
 	clients []scoring.Client
 }
 
-// poke asks the warmer to catch up with the view; it never blocks.
+// poke asks the warmer to catch up with the views; it never blocks.
 func (w *warmer) poke() {
 	select {
 	case w.signal <- struct{}{}:
@@ -48,7 +60,8 @@ func (w *warmer) poke() {
 	}
 }
 
-// warm warms each new view until stop closes.
+// warm warms each new view until stop closes. The views are served while
+// they warm: the warm-up holds nothing a query waits on.
 func (c *Control) warm(stop <-chan struct{}) {
 	w := &c.warmer
 	defer w.wg.Done()
@@ -58,17 +71,29 @@ func (c *Control) warm(stop <-chan struct{}) {
 			return
 		case <-w.signal:
 		}
-		if !c.pace.spaced(stop, w.signal) { // pace.go
+		if !c.pace.spaced(stop, w.signal, w.ready.Load()) { // pace.go
 			return
 		}
 		tabled := c.locator.Tabled()
 		recovery.Do("precompute", func() {
-			v := c.view.Load()
 			clients, fresh := w.clientsOf(c.locator.Placed())
-			n := c.pace.warm(v, clients, policy.WarmMax, stop, func() bool { return c.view.Load() == v }) // pace.go
-			if c.view.Load() == v && len(clients) > 0 {
-				precomputedDecisions.Set(float64(n))
-				w.warmed.Store(v)
+			v := c.view.Load()
+			if fresh || w.warmed.Load() != v {
+				warmView(v, w.warmed.Load(), clients, c.decisions, time.Now().Add(policy.WarmTime), stop, func() bool { return c.view.Load() == v })
+				if c.view.Load() == v && len(clients) > 0 {
+					precomputedDecisions.Set(float64(v.Held()))
+					w.warmed.Store(v)
+				}
+			}
+			cn := c.canary.Load()
+			if cn == nil {
+				canaryDecisions.Set(0)
+			} else if cv := cn.View.Load(); cv != nil && (fresh || w.canary.Load() != cv) {
+				warmView(cv, w.canary.Load(), clients, cn.Cache, time.Now().Add(policy.WarmTime), stop, func() bool { return cn.View.Load() == cv && c.canary.Load() == cn })
+				if cn.View.Load() == cv && c.canary.Load() == cn && len(clients) > 0 {
+					canaryDecisions.Set(float64(cv.Held()))
+					w.canary.Store(cv)
+				}
 			}
 			if fresh {
 				debug.FreeOSMemory() // what the table's build and its clients' dedup freed
@@ -78,6 +103,20 @@ func (c *Control) warm(stop <-chan struct{}) {
 			w.ready.Store(true) // warmed, or nothing to warm (no table, carrier lists), or a panic
 		}
 	}
+}
+
+// warmView warms v, whose decisions live in cache: first the clients
+// whose decisions prev (the view it follows) held, those queries asked
+// for, then the table's clients, the most addresses first, within
+// policy.WarmBytes and until. The cache is sized for them first.
+func warmView(v, prev *policy.View, clients []scoring.Client, cache *policy.Cache, until time.Time, stop <-chan struct{}, current func() bool) {
+	if len(clients) == 0 || cache == nil {
+		return
+	}
+	recent := prev.Recent()
+	limit := cache.Reserve((len(recent)+len(clients))*v.PerClient(), policy.WarmBytes, v.DecisionBytes())
+	n := warmSliced(v, recent, limit, until, stop, current) // pace.go
+	warmSliced(v, clients, limit-n, until, stop, current)
 }
 
 // warmedOnce says whether the first table's view was warmed; true

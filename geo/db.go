@@ -159,6 +159,12 @@ const UnknownNet = 255
 // database cannot say how far its answer (or its absence) holds, and for
 // a special address.
 func (d *DB) CompareNet(addr netip.Addr) (Location, Other, uint8) {
+	return d.CompareNetWalk(addr, nil)
+}
+
+// CompareNetWalk is CompareNet for one of many addresses of a walk: w
+// (nil: none) keeps the records decoded, which recur over networks.
+func (d *DB) CompareNetWalk(addr netip.Addr, w *Walk) (Location, Other, uint8) {
 	addr = addr.Unmap()
 	if bits, ok := Special(addr); ok {
 		return Location{Special: true, Bits: uint8(bits)}, Other{}, UnknownNet
@@ -168,7 +174,11 @@ func (d *DB) CompareNet(addr netip.Addr) (Location, Other, uint8) {
 	var same uint8
 	for _, r := range d.layers {
 		var b uint8
-		loc, b = r.l.over(addr, loc)
+		if m, ok := r.l.(*mmdb); ok && w != nil {
+			loc, b = m.lookupWalk(addr, w)
+		} else {
+			loc, b = r.l.over(addr, loc)
+		}
 		same = max(same, b)
 		switch {
 		case r.f.Rank == 0:

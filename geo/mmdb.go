@@ -114,7 +114,10 @@ var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
 
 // lookup is what the MaxMind databases say of addr, and the length of the network in which both
 // databases have the records they have for addr.
-func (m *mmdb) lookup(addr netip.Addr) (Location, uint8) {
+func (m *mmdb) lookup(addr netip.Addr) (Location, uint8) { return m.lookupWalk(addr, nil) }
+
+// lookupWalk is lookup; with w, each record is decoded once per walk.
+func (m *mmdb) lookupWalk(addr netip.Addr, w *Walk) (Location, uint8) {
 	var loc Location
 	var same uint8
 	found := false
@@ -124,16 +127,22 @@ func (m *mmdb) lookup(addr netip.Addr) (Location, uint8) {
 	if m.city != nil {
 		res := m.city.Lookup(addr)
 		same = netBits(res, addr)
-		loc.Bits = m.cityWide.bits(addr, prefixBits(res, addr))
+		bits := m.cityWide.bits(addr, prefixBits(res, addr))
 		if res.Found() {
-			s.city = cityRecord{}
-			if err := res.Decode(&s.city); err == nil {
-				if loc.fillCity(&s.city) {
-					found = true
-					loc.SpreadBits = m.cityWide.unitBits(placeKey(&loc))
+			if c, ok := w.city(res.Offset()); ok {
+				loc, found = c.loc, c.found
+			} else {
+				s.city = cityRecord{}
+				if err := res.Decode(&s.city); err == nil {
+					if loc.fillCity(&s.city) {
+						found = true
+						loc.SpreadBits = m.cityWide.unitBits(placeKey(&loc))
+					}
 				}
+				w.setCity(res.Offset(), walked{loc, found})
 			}
 		}
+		loc.Bits = bits
 	}
 	// The networks of both databases bound the answer, matched or not: outside
 	// the ASN network the carrier (or its absence) may differ.
@@ -143,18 +152,25 @@ func (m *mmdb) lookup(addr netip.Addr) (Location, uint8) {
 		same = max(same, netBits(res, addr))
 		loc.Bits = max(loc.Bits, m.asnWide.bits(addr, prefixBits(res, addr)))
 		if res.Found() {
-			s.asn = asnRecord{}
-			if err := res.Decode(&s.asn); err == nil {
-				var a Location
-				if a.fillASN(&s.asn) {
-					found = true
-					loc.ASN, loc.ISP = a.ASN, a.ISP
-					u := m.asnWide.unitBits(placeKey(&a))
-					if m.city != nil {
-						u = bothUnits(loc.SpreadBits, u)
+			a, ok := w.asn(res.Offset())
+			if !ok {
+				s.asn = asnRecord{}
+				if err := res.Decode(&s.asn); err == nil {
+					a.found = a.loc.fillASN(&s.asn)
+					if a.found {
+						a.loc.SpreadBits = m.asnWide.unitBits(placeKey(&a.loc))
 					}
-					spread = u
 				}
+				w.setASN(res.Offset(), a)
+			}
+			if a.found {
+				found = true
+				loc.ASN, loc.ISP = a.loc.ASN, a.loc.ISP
+				u := a.loc.SpreadBits
+				if m.city != nil {
+					u = bothUnits(loc.SpreadBits, u)
+				}
+				spread = u
 			}
 		}
 		loc.SpreadBits = spread

@@ -7,13 +7,33 @@ import (
 )
 
 // cacheSource is the link after the overrides: the process's location
-// cache (CLOCK-evicted, see cache) of what the chain found before.
+// cache (CLOCK-evicted, see cache) of what the chain found before. An
+// address the precomputed table places for good (a province, or nothing
+// after the databases to refine it) is answered from the table here, as
+// the databases' link would, and not cached.
 type cacheSource struct{ l *Locator }
 
 // Name is "lru", the layer's label value since before the cache was CLOCK.
 func (s *cacheSource) Name() string { return "lru" }
 
 func (s *cacheSource) Locate(_ context.Context, q *Query) bool {
+	// What the precomputed table places for good needs neither the cache
+	// nor a place in it: a lookup without a lock, and no entry evicted.
+	// Written in place: q is on the heap, a Location on this frame would
+	// deepen every query's stack.
+	if s.l.dbs.normalizedAt(q.Addr, &q.Loc) {
+		if q.Loc.Province != "" || !s.l.refines {
+			q.normalized = true
+			precomputedHit.Inc()
+			if q.Loc.Province != "" {
+				dbHit.Inc()
+			} else {
+				dbMiss.Inc()
+			}
+			return true
+		}
+		q.Loc = geo.Location{}
+	}
 	loc, ok := s.l.cache.get(q.Key, s.l.nowNano(), q.tag)
 	if !ok {
 		cacheMiss.Inc()

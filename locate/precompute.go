@@ -1,12 +1,11 @@
 package locate
 
 import (
-	"cmp"
 	"encoding/binary"
+	"fmt"
 	"net/netip"
-	"slices"
+	"runtime"
 	"time"
-	"unsafe"
 
 	"github.com/gslbdns/gslb/geo"
 	"github.com/gslbdns/gslb/internal/recovery"
@@ -14,7 +13,7 @@ import (
 
 // Defaults of the precomputation's budget.
 const (
-	DefaultPrecomputeBytes = 64 << 20
+	DefaultPrecomputeBytes = 96 << 20
 	DefaultPrecomputeTime  = time.Minute
 )
 
@@ -25,175 +24,6 @@ type PrecomputeConfig struct {
 	Off      bool
 	MaxBytes int64         // 0 = DefaultPrecomputeBytes
 	MaxTime  time.Duration // 0 = DefaultPrecomputeTime
-}
-
-// noVal marks a range the table does not answer for: a special range, one
-// no database can bound, and everything past where the budget ran out.
-const noVal = ^uint32(0)
-
-// netTable is what the databases say of every IPv4 network, walked once
-// at load time, so that a query for a /24 never seen is a lookup without a
-// lock. Its ranges are the databases' networks (CompareNet's), adjacent
-// ones with the same answer joined, and split at every /16 so that a
-// lookup searches only its /16's ranges. Immutable.
-type netTable struct {
-	db    *geo.DB
-	dir   []uint32 // dir[h]..dir[h+1] are the ranges of /16 h
-	start []uint32 // each range's first address, sorted; it ends where the next starts
-	val   []uint32 // each range's value; noVal: not answered here
-	vals  []memoValue
-	// norm are vals' locations through carriers, for a chain that applies
-	// nothing after the databases; nil: the chain normalizes.
-	norm     []geo.Location
-	carriers *geo.Carriers
-	bytes    int64
-	// order is vals' indices, the most addresses first.
-	order []uint32
-	end   uint64 // the first address not walked; 1<<32: none
-}
-
-// find returns the value of the range that holds a.
-func (t *netTable) find(a uint32) (uint32, bool) {
-	h := a >> 16
-	lo, hi := t.dir[h], t.dir[h+1]
-	if lo == hi {
-		return 0, false
-	}
-	for hi-lo > 1 {
-		m := (lo + hi) / 2
-		if t.start[m] <= a {
-			lo = m
-		} else {
-			hi = m
-		}
-	}
-	v := t.val[lo]
-	return v, v != noVal
-}
-
-// tableBuild is a table being walked.
-type tableBuild struct {
-	t   *netTable
-	ids map[memoValue]uint32
-}
-
-// add appends the range from a with value v, joined to the last one when
-// they agree and a starts no /16.
-func (b *tableBuild) add(a, v uint32) {
-	t := b.t
-	if n := len(t.val); n > 0 && t.val[n-1] == v && a&0xffff != 0 {
-		return
-	}
-	t.start, t.val = append(t.start, a), append(t.val, v)
-}
-
-// id interns v.
-func (b *tableBuild) id(v memoValue) uint32 {
-	if id, ok := b.ids[v]; ok {
-		return id
-	}
-	id := uint32(len(b.t.vals))
-	b.t.vals = append(b.t.vals, v)
-	b.ids[v] = id
-	return id
-}
-
-// valueBytes is what a value costs once the table is normalized: its
-// copy, its carrier-mapped location and its place in the order; the
-// strings are shared with the databases.
-const valueBytes = int64(unsafe.Sizeof(memoValue{})) + int64(unsafe.Sizeof(geo.Location{})) + 4
-
-// dirBytes is the /16 directory's.
-const dirBytes = (1<<16 + 1) * 4
-
-// buildTable walks IPv4 through db within cfg's budget, stopping early
-// when stop closes. The part walked when the budget runs out is kept: the
-// rest goes the way of a table-less lookup.
-func buildTable(db *geo.DB, cfg PrecomputeConfig, stop <-chan struct{}) *netTable {
-	deadline := time.Now().Add(cfg.MaxTime)
-	b := &tableBuild{t: &netTable{db: db}, ids: make(map[memoValue]uint32)}
-	var a uint64
-walk:
-	for steps := 0; a < 1<<32; steps++ {
-		if steps&1023 == 1023 {
-			select {
-			case <-stop:
-				return nil
-			default:
-			}
-			if time.Now().After(deadline) {
-				break walk
-			}
-		}
-		if dirBytes+int64(len(b.t.start))*8+int64(len(b.t.vals))*valueBytes > cfg.MaxBytes {
-			break
-		}
-		var raw [4]byte
-		binary.BigEndian.PutUint32(raw[:], uint32(a))
-		addr := netip.AddrFrom4(raw)
-		n, v := KeyBits4, noVal
-		if bits, ok := geo.Special(addr); ok {
-			n = bits
-		} else if loc, other, nb := db.CompareNet(addr); nb <= 32 {
-			n, v = int(nb), b.id(memoValue{loc, other})
-		}
-		size := uint64(1) << (32 - n)
-		next := a&^(size-1) + size
-		// A network wider than a /16 starts a range in each.
-		for s := a; s < next; s = s&^0xffff + 0x10000 {
-			b.add(uint32(s), v)
-		}
-		a = next
-	}
-	t := b.t
-	t.end = a
-	if a < 1<<32 {
-		b.add(uint32(a), noVal)
-	}
-	t.dir = make([]uint32, 1<<16+1)
-	i := 0
-	for h := range 1 << 16 {
-		t.dir[h] = uint32(i)
-		for i < len(t.start) && t.start[i]>>16 == uint32(h) {
-			i++
-		}
-	}
-	t.dir[1<<16] = uint32(len(t.start))
-	t.start, t.val = t.start[:len(t.start):len(t.start)], t.val[:len(t.val):len(t.val)]
-	weight := make([]uint64, len(t.vals))
-	for i, v := range t.val {
-		if v != noVal {
-			end := uint64(1) << 32
-			if i+1 < len(t.start) {
-				end = uint64(t.start[i+1])
-			}
-			weight[v] += end - uint64(t.start[i])
-		}
-	}
-	t.order = make([]uint32, len(t.vals))
-	for i := range t.order {
-		t.order[i] = uint32(i)
-	}
-	slices.SortStableFunc(t.order, func(a, b uint32) int { return cmp.Compare(weight[b], weight[a]) })
-	t.bytes = dirBytes + int64(len(t.start))*8 + int64(len(t.vals))*(int64(unsafe.Sizeof(memoValue{}))+4)
-	return t
-}
-
-// normalized is t with its locations through c; t itself when they are.
-func (t *netTable) normalized(c *geo.Carriers) *netTable {
-	if t.carriers == c && t.norm != nil {
-		return t
-	}
-	n := *t
-	n.carriers = c
-	n.norm = make([]geo.Location, len(t.vals))
-	for i := range t.vals {
-		n.norm[i] = t.vals[i].loc
-		c.Apply(&n.norm[i])
-	}
-	loc := int64(unsafe.Sizeof(geo.Location{}))
-	n.bytes = t.bytes - int64(len(t.norm))*loc + int64(len(n.norm))*loc
-	return &n
 }
 
 // precompute builds the table of the databases the chain reads and of its
@@ -230,9 +60,7 @@ func (l *Locator) refreshTable(stop chan struct{}) {
 		if cur == nil {
 			return
 		}
-		log.Infof("Precomputed the locations of %d IPv4 ranges (%d distinct) in %s",
-			len(cur.start), len(cur.vals), time.Since(began).Round(time.Millisecond))
-		PrecomputeSeconds.Set(time.Since(began).Seconds())
+		logTable(cur, l.pcfg, time.Since(began))
 	}
 	if l.lists == nil {
 		cur = cur.normalized(l.carriers.Load())
@@ -240,6 +68,26 @@ func (l *Locator) refreshTable(stop chan struct{}) {
 	if l.dbs.db.Load() == db {
 		l.storeTable(cur)
 	}
+}
+
+// logTable says what a walk built, and warns when its budget stopped it.
+func logTable(t *netTable, cfg PrecomputeConfig, took time.Duration) {
+	PrecomputeSeconds.Set(took.Seconds())
+	log.Infof("Precomputed the locations of %d IPv4 ranges (%d distinct) in %s, %d bytes",
+		t.d.ranges(), len(t.d.vals), took.Round(time.Millisecond), t.bytes())
+	if t.end >= 1<<32 {
+		return
+	}
+	upTo := fmt.Sprintf("%d.%d.%d.%d", byte(t.end>>24), byte(t.end>>16), byte(t.end>>8), byte(t.end))
+	if t.past == "time" {
+		log.Warningf("precompute: the walk of IPv4 stopped at %s after %s (the budget's time); a longer one would cover the rest, which is walked per new network",
+			upTo, cfg.MaxTime)
+		return
+	}
+	// The rest of IPv4 as dense as the part walked: a rough figure.
+	need := float64(t.bytes()) * float64(uint64(1)<<32) / float64(max(t.end, 1))
+	log.Warningf("precompute: the walk of IPv4 stopped at %s, past the budget of %d bytes; about %.0fMiB would cover it all (the rest is walked per new network)",
+		upTo, cfg.MaxBytes, need/(1<<20)+1)
 }
 
 func (l *Locator) storeTable(t *netTable) {
@@ -253,8 +101,8 @@ func (l *Locator) storeTable(t *netTable) {
 		PrecomputedBytes.Set(0)
 		return
 	}
-	PrecomputedRanges.Set(float64(len(t.start)))
-	PrecomputedBytes.Set(float64(t.bytes))
+	PrecomputedRanges.Set(float64(t.d.ranges()))
+	PrecomputedBytes.Set(float64(t.bytes()))
 }
 
 // prebuild builds db's table in the caller, before db is swapped in (a
@@ -269,7 +117,7 @@ func (l *Locator) prebuild(db *geo.DB) {
 	recovery.Do("precompute", func() {
 		began := time.Now()
 		if t := buildTable(db, l.pcfg, stop); t != nil {
-			PrecomputeSeconds.Set(time.Since(began).Seconds())
+			logTable(t, l.pcfg, time.Since(began))
 			if l.lists == nil {
 				t = t.normalized(l.carriers.Load())
 			}
@@ -308,33 +156,83 @@ func (d *databases) fromTable(db *geo.DB, q *Query, other *geo.Other) bool {
 		return false
 	}
 	b := q.Addr.As4()
-	v, ok := t.find(binary.BigEndian.Uint32(b[:]))
+	v, bits, ok := t.d.find(binary.BigEndian.Uint32(b[:]))
 	if !ok {
 		precomputedMiss.Inc()
 		return false
 	}
 	precomputedHit.Inc()
-	*other = t.vals[v].other
+	tv := &t.d.vals[v]
+	*other = t.d.others[tv.other]
 	// MaxMind's view is compared with the raw answer: leave it to learn.
+	var isp *string
 	if t.norm != nil && t.carriers == d.l.carriers.Load() && !other.OK {
-		q.Loc, q.normalized = t.norm[v], true
-		return true
+		isp = &t.norm[tv.carrier]
+		q.normalized = true
 	}
-	q.Loc = t.vals[v].loc
+	q.Loc = t.d.location(v, bits, isp)
+	// The arrays are freed once t is unreachable: not before they are read.
+	runtime.KeepAlive(t)
+	return true
+}
+
+// normalizedAt sets loc to the table's location of a through the carrier
+// table, as the databases' link would answer it: false, loc untouched,
+// when the table does not place a, or when MaxMind's view is still to be
+// compared with it.
+func (d *databases) normalizedAt(a netip.Addr, loc *geo.Location) bool {
+	t := d.pre.Load()
+	if t == nil || t.norm == nil || !a.Is4() || t.db != d.db.Load() || t.carriers != d.l.carriers.Load() {
+		return false
+	}
+	b := a.As4()
+	v, bits, ok := t.d.find(binary.BigEndian.Uint32(b[:]))
+	if !ok {
+		return false
+	}
+	tv := &t.d.vals[v]
+	if t.d.others[tv.other].OK {
+		return false
+	}
+	*loc = t.d.location(v, bits, &t.norm[tv.carrier])
+	runtime.KeepAlive(t)
 	return true
 }
 
 // Placed are the locations the databases give IPv4 clients, through the
-// carrier table, and the order of their indices from the most addresses
-// to the fewest (two may be equal): those the table walked; nil without
-// one (or with carrier lists, which place clients per /24). The caller
-// must not change them.
+// carrier table, reduced to what a decision reads of them
+// (policy.ClientOf's fields) and each once, and the order of their
+// indices from the most addresses to the fewest (two may be equal): the
+// MaxPlaced of the most addresses the table walked; nil without one (or
+// with carrier lists, which place clients per /24). Built on the first
+// call for a table; the caller must not change them.
 func (l *Locator) Placed() (locs []geo.Location, order []uint32) {
-	t := l.dbs.pre.Load()
-	if t == nil || t.norm == nil || t.db != l.dbs.db.Load() || t.carriers != l.carriers.Load() || len(t.order) == 0 {
+	t := l.placedTable()
+	if t == nil {
 		return nil, nil
 	}
-	return t.norm, t.order
+	t.placed.once.Do(func() { t.placed.locs, t.placed.order = placedTop(t, MaxPlaced) })
+	return t.placed.locs, t.placed.order
+}
+
+// PlacedTop is Placed's n of the most addresses, built on every call.
+func (l *Locator) PlacedTop(n int) (locs []geo.Location, order []uint32) {
+	t := l.placedTable()
+	if t == nil {
+		return nil, nil
+	}
+	locs, order = placedTop(t, n)
+	runtime.KeepAlive(t)
+	return locs, order
+}
+
+// placedTable is the table Placed reads, nil when there is none.
+func (l *Locator) placedTable() *netTable {
+	t := l.dbs.pre.Load()
+	if t == nil || t.norm == nil || t.db != l.dbs.db.Load() || t.carriers != l.carriers.Load() || len(t.d.vals) == 0 {
+		return nil
+	}
+	return t
 }
 
 // SetOnTable has f called after every change of the precomputed table;

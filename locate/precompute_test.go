@@ -2,15 +2,23 @@ package locate
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	golog "log"
 	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
 	"net/netip"
+	"runtime"
+	"strings"
 	"testing"
 
 	"github.com/gslbdns/gslb/geo"
 	"github.com/gslbdns/gslb/geo/mmdbgen"
+	"github.com/gslbdns/gslb/internal/offheap"
 	"github.com/gslbdns/gslb/internal/testsupport"
 
+	clog "github.com/coredns/coredns/plugin/pkg/log"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
@@ -23,6 +31,16 @@ func waitTable(t *testing.T, l *Locator) *netTable {
 		return tb != nil && tb.db == l.DB() && tb.carriers == l.carriers.Load(), fmt.Sprint(tb != nil)
 	})
 	return tb
+}
+
+// sameAnswer: a and b place the client alike, and for as wide a scope. A
+// cached answer says it came from the cache; the table's, from the
+// databases.
+func sameAnswer(a, b Result) bool {
+	if a.Source == geo.SourceCache || b.Source == geo.SourceCache {
+		a.Source, b.Source = geo.SourceCache, geo.SourceCache
+	}
+	return a.Location == b.Location && a.Scope == b.Scope
 }
 
 // precomputeAddrs are the test database's networks, their edges, and
@@ -49,8 +67,8 @@ func TestPrecomputedIsExact(t *testing.T) {
 	pre := newLocator(t, Config{DB: db, CacheSize: 4099, Precompute: &PrecomputeConfig{}})
 	plain := newLocator(t, Config{DB: db, CacheSize: 4097})
 	tb := waitTable(t, pre)
-	if tb.bytes <= 0 || len(tb.start) == 0 || testutil.ToFloat64(PrecomputedRanges) == 0 || pre.PrecomputedUpTo().IsValid() {
-		t.Fatalf("Table of %d ranges, %d bytes; gauge %v", len(tb.start), tb.bytes, testutil.ToFloat64(PrecomputedRanges))
+	if tb.bytes() <= 0 || tb.d.ranges() == 0 || testutil.ToFloat64(PrecomputedRanges) == 0 || pre.PrecomputedUpTo().IsValid() {
+		t.Fatalf("Table of %d ranges, %d bytes; gauge %v", tb.d.ranges(), tb.bytes(), testutil.ToFloat64(PrecomputedRanges))
 	}
 	ctx := context.Background()
 	hits := testutil.ToFloat64(precomputedHit)
@@ -60,7 +78,7 @@ func TestPrecomputedIsExact(t *testing.T) {
 			fresh++
 		}
 		got, want := pre.Locate(ctx, a), plain.Locate(ctx, a)
-		if got.Location != want.Location || got.Scope != want.Scope {
+		if !sameAnswer(got, want) {
 			t.Fatalf("%s: precomputed %+v /%d\nwalked %+v /%d", a, got.Location, got.Scope, want.Location, want.Scope)
 		}
 	}
@@ -75,7 +93,7 @@ func TestPrecomputedIsExact(t *testing.T) {
 func TestPrecomputeBudget(t *testing.T) {
 	dir := t.TempDir()
 	var cities []mmdbgen.City
-	for i := range 600 { // more networks than the directory and 4 KiB hold
+	for i := range 600 { // more networks than the directory and 2 KiB hold
 		cities = append(cities, mmdbgen.City{Network: fmt.Sprintf("1.%d.%d.0/24", i/128, 2*(i%128)), Country: "CN", Province: []string{"ZJ", "BJ", "SH"}[i%3]})
 	}
 	city, _ := testsupport.WriteDBs(t, dir, cities, nil)
@@ -83,11 +101,19 @@ func TestPrecomputeBudget(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pre := newLocator(t, Config{DB: db, CacheSize: 4101, Precompute: &PrecomputeConfig{MaxBytes: dirBytes + 4<<10}})
+	var logs testsupport.LogBuffer
+	golog.SetOutput(&logs)
+	defer clog.Discard()
+	pre := newLocator(t, Config{DB: db, CacheSize: 4101, Precompute: &PrecomputeConfig{MaxBytes: dirBytes + 2<<10}})
 	plain := newLocator(t, Config{DB: db, CacheSize: 4103})
 	tb := waitTable(t, pre)
-	if n := tb.val[len(tb.val)-1]; n != noVal || len(tb.start) > 600 || !pre.PrecomputedUpTo().IsValid() {
-		t.Fatalf("A budget of 4 KiB past the directory: %d ranges, the last %d (want a partial table)", len(tb.start), n)
+	// The walk says where it stopped and what budget would cover it.
+	if out := logs.String(); !strings.Contains(out, "[WARNING] plugin/gslb: precompute: the walk of IPv4 stopped at "+pre.PrecomputedUpTo().String()) ||
+		!strings.Contains(out, "would cover it all") {
+		t.Errorf("No warning of the budget: %q", out)
+	}
+	if n := tb.d.val[len(tb.d.val)-1]; n != noVal || tb.d.ranges() > 600 || !pre.PrecomputedUpTo().IsValid() {
+		t.Fatalf("A budget of 2 KiB past the directory: %d ranges, the last %d (want a partial table)", tb.d.ranges(), n)
 	}
 	ctx := context.Background()
 	hits, misses := testutil.ToFloat64(precomputedHit), testutil.ToFloat64(precomputedMiss)
@@ -129,6 +155,17 @@ func TestPrecomputeFollowsReloads(t *testing.T) {
 	if testutil.ToFloat64(precomputedHit) != hits+1 {
 		t.Errorf("The query after the reload was not answered from the table")
 	}
+	// The old table's directory is unmapped once nothing holds the table.
+	dir := old.d.dir
+	if offheap.Mapped(dir) > 0 {
+		old = nil
+		testsupport.WaitFor(t, "the old table unmapped", func() (bool, string) {
+			runtime.GC()
+			return offheap.Mapped(dir) == 0, fmt.Sprint(offheap.Mapped(dir))
+		})
+	} else if runtime.GOOS == "linux" {
+		t.Errorf("The table's directory is not off the heap")
+	}
 
 	carriers, err := geo.DefaultCarriers().Extend(map[uint32]string{4134: "othernet"}, nil)
 	if err != nil {
@@ -141,5 +178,101 @@ func TestPrecomputeFollowsReloads(t *testing.T) {
 	}
 	if r := l.Locate(ctx, netip.MustParseAddr("1.0.1.11")); r.ISP != "othernet" {
 		t.Errorf("After the carrier change: ISP %q, want othernet", r.ISP)
+	}
+}
+
+// TestPlaced: the table's clients, each once, hold what every address is
+// placed at (reduced to what a decision reads), the most addresses first;
+// PlacedTop cuts the same order.
+func TestPlaced(t *testing.T) {
+	l := newLocator(t, Config{DB: testDB(t), CacheSize: 4107, Precompute: &PrecomputeConfig{}})
+	waitTable(t, l)
+	locs, order := l.Placed()
+	if len(order) == 0 || len(order) != len(locs) {
+		t.Fatalf("Placed: %d locations, %d in order", len(locs), len(order))
+	}
+	reduce := func(loc geo.Location) geo.Location {
+		return geo.Location{Country: loc.Country, Continent: loc.Continent, Province: loc.Province, ISP: loc.ISP,
+			HasCoords: loc.HasCoords, Lat: loc.Lat, Lon: loc.Lon, ProvinceCoords: loc.ProvinceCoords}
+	}
+	seen := map[geo.Location]int{}
+	for i, j := range order {
+		if _, dup := seen[locs[j]]; dup {
+			t.Fatalf("%+v twice", locs[j])
+		}
+		seen[locs[j]] = i
+	}
+	for _, a := range precomputeAddrs() {
+		if _, special := geo.Special(a); special {
+			continue
+		}
+		if r := l.Locate(context.Background(), a); r.Source == geo.SourceDB {
+			if _, ok := seen[reduce(r.Location)]; !ok {
+				t.Fatalf("%s: %+v not placed", a, r.Location)
+			}
+		}
+	}
+	// Nowhere (the unknown space) first; then the two /16s (the lower
+	// address first when equal), then the /24s.
+	if locs[order[0]] != (geo.Location{}) {
+		t.Errorf("Heaviest: %+v", locs[order[0]])
+	}
+	if us, cn := locs[order[1]], locs[order[2]]; us.Country != "US" || cn.Country != "CN" || cn.Province != "" || cn.ISP != "telecom" {
+		t.Errorf("Then: %+v, %+v", us, cn)
+	}
+	top, torder := l.PlacedTop(2)
+	if len(torder) != 2 || top[torder[0]] != locs[order[0]] || top[torder[1]] != locs[order[1]] {
+		t.Errorf("PlacedTop(2): %+v", top)
+	}
+}
+
+// TestTableAnswersAheadOfCache: an address the table places for good is
+// answered from it without a cache entry and without asking the cache,
+// as exactly as a walk; one a later source may refine is still cached,
+// and counted as before.
+func TestTableAnswersAheadOfCache(t *testing.T) {
+	db := testDB(t)
+	// Cache sizes of their own: locators of one size share a cache.
+	pre := newLocator(t, Config{DB: db, CacheSize: 4111, Precompute: &PrecomputeConfig{}})
+	plain := newLocator(t, Config{DB: db, CacheSize: 4113})
+	waitTable(t, pre)
+	ctx := context.Background()
+	for _, s := range []string{"1.0.1.9", "1.0.2.200", "8.8.8.8", "36.0.7.1"} {
+		a := netip.MustParseAddr(s)
+		for i := range 2 { // the second time as the first: never cached
+			c, hits := snapshot(), testutil.ToFloat64(precomputedHit)
+			got, want := pre.Locate(ctx, a), plain.Locate(ctx, a)
+			if !sameAnswer(got, want) || got.Source != geo.SourceDB {
+				t.Fatalf("%s: from the table %+v /%d\nwalked %+v /%d", a, got.Location, got.Scope, want.Location, want.Scope)
+			}
+			d := c.delta()
+			// plain asked its cache, and its databases the first time: pre
+			// only its databases' table.
+			if d["lru/hit"]+d["lru/miss"] != 1 || d["db/hit"]+d["db/miss"] != float64(2-i) || testutil.ToFloat64(precomputedHit)-hits != 1 {
+				t.Fatalf("%s: counters %v, %v table hits", a, d, testutil.ToFloat64(precomputedHit)-hits)
+			}
+		}
+	}
+	if n := pre.cache.len(); n != 0 {
+		t.Errorf("%d cache entries for addresses the table places", n)
+	}
+
+	// With the online API after the databases, a country-level answer may
+	// still be refined: it goes through the cache.
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		json.NewEncoder(w).Encode(map[string]any{"status": "fail", "message": "reserved range"})
+	}))
+	defer srv.Close()
+	ref := newLocator(t, Config{DB: db, CacheSize: 4117, Precompute: &PrecomputeConfig{},
+		Online: &OnlineConfig{URL: srv.URL + "/json/{ip}", Format: FormatIPAPI}})
+	waitTable(t, ref)
+	ref.Locate(ctx, netip.MustParseAddr("1.0.1.9"))
+	if n := ref.cache.len(); n != 0 {
+		t.Errorf("A province from the table cached: %d entries", n)
+	}
+	country := ref.Locate(ctx, netip.MustParseAddr("36.0.7.1"))
+	ref.idle(t)
+	if n := ref.cache.len(); n != 1 || country.Province != "" || country.Scope != KeyBits4 {
+		t.Errorf("Country level with a refining source: %d entries, %+v /%d", n, country.Location, country.Scope)
 	}
 }

@@ -3,7 +3,9 @@ package policy
 import (
 	"hash/maphash"
 	"math"
+	"math/bits"
 	"sync/atomic"
+	"time"
 
 	"github.com/gslbdns/gslb/scoring"
 	"github.com/gslbdns/gslb/table"
@@ -16,14 +18,25 @@ import (
 // location shares; a subnet then only picks among the contenders. An entry
 // holds for one view: a health, load, table or database change builds a
 // new view, and the old view's entries are no longer read. It is safe for
-// concurrent use, and reads take no lock.
+// concurrent use, and reads take no lock. Its slots are sized by Reserve
+// for the decisions warmed ahead, and swapped whole.
 type Cache struct {
-	slots []atomic.Pointer[cached]
+	slots atomic.Pointer[slotTable]
 	gen   atomic.Uint64
 }
 
-// cacheSlots bounds the cache: distinct locations times records seen in
-// one view.
+// slotTable is the slots, a power of two of them, and their mask.
+type slotTable struct {
+	mask uint64
+	s    []atomic.Pointer[cached]
+}
+
+func newSlots(n int) *slotTable {
+	return &slotTable{mask: uint64(n - 1), s: make([]atomic.Pointer[cached], n)}
+}
+
+// cacheSlots is the fewest slots: distinct locations times records seen
+// in one view, without a warm-up.
 const cacheSlots = 1 << 14
 
 type cached struct {
@@ -35,9 +48,39 @@ type cached struct {
 	prep   *scoring.Prepared
 }
 
-// NewCache returns an empty cache.
+// NewCache returns an empty cache of the fewest slots.
 func NewCache() *Cache {
-	return &Cache{slots: make([]atomic.Pointer[cached], cacheSlots)}
+	c := &Cache{}
+	c.slots.Store(newSlots(cacheSlots))
+	return c
+}
+
+// Slots is how many decisions the cache has room for.
+func (c *Cache) Slots() int { return len(c.slots.Load().s) }
+
+// DecisionBytes is what one prepared decision of v takes on the heap,
+// its slots and entry included: its contenders and order grow with the
+// nodes. Fit to `go run ./bench/gen precompute`: 1,339 bytes each with
+// the 93-node table and GeoLite2-City's clients, 2,579 with 930 nodes
+// and 1,000 records.
+func (v *View) DecisionBytes() int64 { return 1200 + 2*int64(len(v.Nodes)) }
+
+// Reserve gives the cache room for n decisions of each bytes within
+// maxBytes: twice as many slots, so that a key's probes find room, a power
+// of two, at least the fewest. A new size drops every entry (the warm-up
+// that asked refills them) and swaps in the slots without a lock. It
+// returns how many decisions are worth warming: half the slots.
+func (c *Cache) Reserve(n int, maxBytes, each int64) int {
+	fit := uint64(max(maxBytes/max(each, 1), 1))
+	most := max(cacheSlots, 1<<(bits.Len64(2*fit)-1)) // half of them ready within maxBytes
+	want := cacheSlots
+	for want < 2*n && want < most {
+		want *= 2
+	}
+	if want != c.Slots() {
+		c.slots.Store(newSlots(want))
+	}
+	return want / 2
 }
 
 // next starts a generation, for a new view.
@@ -75,8 +118,9 @@ func mixIn(h, x uint64) uint64 {
 const probes = 4
 
 func (c *Cache) get(gen, h uint64, rec *table.Record, qtype uint16, cl *scoring.Client) *scoring.Prepared {
+	t := c.slots.Load()
 	for k := range uint64(probes) {
-		e := c.slots[(h+k)&(cacheSlots-1)].Load()
+		e := t.s[(h+k)&t.mask].Load()
 		if e != nil && e.gen == gen && e.hash == h && e.rec == rec && e.qtype == qtype && e.client == *cl {
 			return e.prep
 		}
@@ -86,9 +130,10 @@ func (c *Cache) get(gen, h uint64, rec *table.Record, qtype uint16, cl *scoring.
 
 func (c *Cache) put(gen, h uint64, rec *table.Record, qtype uint16, cl *scoring.Client, p *scoring.Prepared) {
 	e := &cached{gen: gen, hash: h, rec: rec, qtype: qtype, client: *cl, prep: p}
-	victim := &c.slots[h&(cacheSlots-1)]
+	t := c.slots.Load()
+	victim := &t.s[h&t.mask]
 	for k := range uint64(probes) {
-		s := &c.slots[(h+k)&(cacheSlots-1)]
+		s := &t.s[(h+k)&t.mask]
 		if old := s.Load(); old == nil || old.gen != gen {
 			if s.CompareAndSwap(old, e) {
 				return
@@ -98,17 +143,75 @@ func (c *Cache) put(gen, h uint64, rec *table.Record, qtype uint16, cl *scoring.
 	victim.Store(e)
 }
 
-// WarmMax is the most decisions worth preparing ahead for one view: half
-// the cache, so that queries of other clients still find room.
+// WarmMax is the most decisions worth preparing ahead for one view in a
+// cache of the fewest slots: half of them, so that queries of other
+// clients still find room.
 const WarmMax = cacheSlots / 2
+
+// The bounds of one view's warm-up: the memory of the decisions it keeps
+// ready (Reserve's bound) and the time it takes.
+const (
+	WarmBytes = 32 << 20
+	WarmTime  = 10 * time.Second
+)
+
+// PerClient is how many decisions a client has in v: one per record and
+// family with a node of that family.
+func (v *View) PerClient() int {
+	n := 0
+	for _, rec := range v.Table.Records {
+		for _, qt := range [2]uint16{dns.TypeA, dns.TypeAAAA} {
+			if len(candidates(rec, qt)) > 0 {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// Recent are the distinct clients whose decisions v's generation of the
+// cache holds, the ones queries asked for among them: a later view's
+// warm-up prepares them first.
+func (v *View) Recent() []scoring.Client {
+	if v == nil || v.cache == nil {
+		return nil
+	}
+	seen := map[scoring.Client]bool{}
+	var out []scoring.Client
+	slots := v.cache.slots.Load().s
+	for i := range slots {
+		if e := slots[i].Load(); e != nil && e.gen == v.gen && !seen[e.client] {
+			seen[e.client] = true
+			out = append(out, e.client)
+		}
+	}
+	return out
+}
+
+// Held is how many decisions v's generation of the cache holds.
+func (v *View) Held() int {
+	if v.cache == nil {
+		return 0
+	}
+	n := 0
+	slots := v.cache.slots.Load().s
+	for i := range slots {
+		if e := slots[i].Load(); e != nil && e.gen == v.gen {
+			n++
+		}
+	}
+	return n
+}
 
 // Warm prepares the decisions of every record and family for clients, in
 // their order, into v's generation of the cache, until it has prepared
-// limit of them, stop closes or current says v is no longer served: a
-// query of such a client then picks from them. It returns how many of
-// them the cache holds, prepared now or before. Decisions that are made per subnet (a node shedding) are not
-// cached, and not prepared.
-func (v *View) Warm(clients []scoring.Client, limit int, stop <-chan struct{}, current func() bool) int {
+// limit of them, until passes (zero: no deadline), stop closes or current
+// says v is no longer served: a query of such a client then picks from
+// them. It returns how many of them the cache holds, prepared now or
+// before. Decisions that are made per subnet (a node shedding) are not
+// cached, and not prepared. It takes no lock: queries of v decide beside
+// it, and a query that prepares a decision first keeps it.
+func (v *View) Warm(clients []scoring.Client, limit int, until time.Time, stop <-chan struct{}, current func() bool) int {
 	if v.cache == nil {
 		return 0
 	}
@@ -124,7 +227,7 @@ func (v *View) Warm(clients []scoring.Client, limit int, stop <-chan struct{}, c
 						return n
 					default:
 					}
-					if !current() {
+					if !current() || !until.IsZero() && time.Now().After(until) {
 						return n
 					}
 				}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/gslbdns/gslb/health"
 	"github.com/gslbdns/gslb/scoring"
+	"github.com/gslbdns/gslb/table"
 
 	"github.com/miekg/dns"
 )
@@ -39,11 +40,11 @@ func TestWarmedDecisionsAreExact(t *testing.T) {
 		if v.cache.get(v.gen, hashKey(www, dns.TypeA, &cls[0]), www, dns.TypeA, &cls[0]) != nil {
 			t.Fatalf("Step %d: a new view reads the old one's decisions", step)
 		}
-		n := v.Warm(cls, WarmMax, nil, func() bool { return true })
+		n := v.Warm(cls, WarmMax, time.Time{}, nil, func() bool { return true })
 		if n == 0 {
 			t.Fatalf("Step %d: nothing warmed", step)
 		}
-		if again := v.Warm(cls, WarmMax, nil, func() bool { return true }); again != n {
+		if again := v.Warm(cls, WarmMax, time.Time{}, nil, func() bool { return true }); again != n {
 			t.Errorf("Step %d: warmed %d, then %d", step, n, again)
 		}
 		after := map[scoring.Client]*scoring.Prepared{}
@@ -103,19 +104,144 @@ func TestWarmStops(t *testing.T) {
 	}
 	p := scoring.DefaultParams
 	v, _ := NewView(Inputs{Table: tb, Snapshot: health.NewSnapshot(nil), Params: &p, Serial: 1, Now: time.Now(), Cache: NewCache()})
-	if n := v.Warm(cls, 10, nil, func() bool { return true }); n != 10 {
+	if n := v.Warm(cls, 10, time.Time{}, nil, func() bool { return true }); n != 10 {
 		t.Errorf("Limit 10: %d", n)
 	}
 	stop := make(chan struct{})
 	close(stop)
-	if n := v.Warm(cls, WarmMax, stop, func() bool { return true }); n != 0 {
+	if n := v.Warm(cls, WarmMax, time.Time{}, stop, func() bool { return true }); n != 0 {
 		t.Errorf("Stopped: %d", n)
 	}
-	if n := v.Warm(cls, WarmMax, nil, func() bool { return false }); n != 0 {
+	if n := v.Warm(cls, WarmMax, time.Time{}, nil, func() bool { return false }); n != 0 {
 		t.Errorf("Not current: %d", n)
 	}
 	nocache, _ := NewView(Inputs{Table: tb, Snapshot: health.NewSnapshot(nil), Params: &p, Serial: 1, Now: time.Now()})
-	if n := nocache.Warm(cls, WarmMax, nil, func() bool { return true }); n != 0 {
+	if n := nocache.Warm(cls, WarmMax, time.Time{}, nil, func() bool { return true }); n != 0 {
 		t.Errorf("No cache: %d", n)
+	}
+}
+
+// TestReserve: the cache is sized for twice the decisions asked, a power
+// of two, at least the fewest slots and at most what the bound holds;
+// a new size starts empty, the same size keeps its entries.
+func TestReserve(t *testing.T) {
+	const each = 1344
+	c := NewCache()
+	if got := c.Reserve(10, WarmBytes, each); got != cacheSlots/2 || c.Slots() != cacheSlots {
+		t.Errorf("10 decisions: limit %d, %d slots", got, c.Slots())
+	}
+	if got := c.Reserve(10000, 1<<30, each); got != 1<<14 || c.Slots() != 1<<15 {
+		t.Errorf("10,000 decisions: limit %d, %d slots", got, c.Slots())
+	}
+	limit := c.Reserve(1<<30, WarmBytes, each)
+	if int64(limit)*each > WarmBytes || int64(2*limit)*each <= WarmBytes {
+		t.Errorf("A billion decisions: limit %d, %d bytes under a bound of %d", limit, int64(limit)*each, WarmBytes)
+	}
+	if big := c.Reserve(1<<30, WarmBytes, 4*each); big >= limit {
+		t.Errorf("Decisions four times the size: limit %d, as many as %d", big, limit)
+	}
+	limit = c.Reserve(1<<30, WarmBytes, each)
+	tb := chinaTable(t)
+	p := scoring.DefaultParams
+	v, _ := NewView(Inputs{Table: tb, Snapshot: health.NewSnapshot(nil), Params: &p, Serial: 1, Now: time.Now(), Cache: c})
+	one, err := table.Parse("t.yaml", []byte("nodes:\n  - {id: a, ipv4: [192.0.2.1], country: CN, lat: 30, lon: 120}\nrecords:\n  - name: www.example.org\n"), zones, 60)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if small, _ := NewView(Inputs{Table: one, Snapshot: health.NewSnapshot(nil), Params: &p, Serial: 1, Now: time.Now()}); small.DecisionBytes() >= v.DecisionBytes() {
+		t.Errorf("Decisions over %d nodes counted at %d bytes, over %d at %d", len(small.Nodes), small.DecisionBytes(), len(v.Nodes), v.DecisionBytes())
+	}
+	cls := []scoring.Client{clients(rand.New(rand.NewPCG(7, 8)))}
+	n := v.Warm(cls, limit, time.Time{}, nil, func() bool { return true })
+	if n == 0 || v.Held() != n {
+		t.Fatalf("Warmed %d, held %d", n, v.Held())
+	}
+	if c.Reserve(1<<30, WarmBytes, each); v.Held() != n {
+		t.Errorf("The same size dropped entries: %d held of %d", v.Held(), n)
+	}
+	if c.Reserve(1, WarmBytes, each); v.Held() != 0 || c.Slots() != cacheSlots {
+		t.Errorf("A new size kept %d entries in %d slots", v.Held(), c.Slots())
+	}
+}
+
+// TestRecentFirst: the clients queries asked a view for are the next
+// view's warm set, and its warmed decisions for them are exact.
+func TestRecentFirst(t *testing.T) {
+	tb := chinaTable(t)
+	r := rand.New(rand.NewPCG(9, 10))
+	p := scoring.DefaultParams
+	cache := NewCache()
+	now := time.Now()
+	v1, _ := NewView(Inputs{Table: tb, Snapshot: health.NewSnapshot(nil), Params: &p, Serial: 1, Now: now, Cache: cache})
+	www := tb.Records["www.example.org."]
+	asked := map[scoring.Client]bool{}
+	for range 50 {
+		q := Query{Record: www, QType: dns.TypeA, Client: clients(r), Subnet: r.Uint64()}
+		v1.Decide(&q)
+		asked[q.Client] = true
+	}
+	recent := v1.Recent()
+	if len(recent) != len(asked) {
+		t.Fatalf("%d recent clients, %d asked", len(recent), len(asked))
+	}
+	for _, c := range recent {
+		if !asked[c] {
+			t.Fatalf("%+v is recent, and was never asked", c)
+		}
+	}
+	down := health.NewSnapshot(map[string]health.Status{"ZJ-telecom": {State: health.StateDown}})
+	v2, _ := NewView(Inputs{Table: tb, Snapshot: down, Params: &p, Serial: 1, Now: now, Cache: cache})
+	full, _ := NewView(Inputs{Table: tb, Snapshot: down, Params: &p, Serial: 1, Now: now})
+	if len(v2.Recent()) != 0 {
+		t.Fatalf("A new view holds %d clients' decisions", len(v2.Recent()))
+	}
+	v2.Warm(recent, WarmMax, time.Time{}, nil, func() bool { return true })
+	for _, c := range recent {
+		if v2.cache.get(v2.gen, hashKey(www, dns.TypeA, &c), www, dns.TypeA, &c) == nil {
+			t.Fatalf("%+v not warmed", c)
+		}
+		q := Query{Record: www, QType: dns.TypeA, Client: c, Subnet: r.Uint64()}
+		if got, want := v2.Decide(&q), full.Decide(&q); got != want {
+			t.Fatalf("%+v: warmed %+v\nfull %+v", c, got.Decision, want.Decision)
+		}
+	}
+}
+
+// TestWarmHoldsNothingQueriesWaitOn: while a view's warm-up is stopped
+// midway, queries of the view decide (and prepare what it has not), and
+// their decisions are exact.
+func TestWarmHoldsNothingQueriesWaitOn(t *testing.T) {
+	tb := chinaTable(t)
+	r := rand.New(rand.NewPCG(11, 12))
+	var cls []scoring.Client
+	for range 300 {
+		cls = append(cls, clients(r))
+	}
+	p := scoring.DefaultParams
+	v, _ := NewView(Inputs{Table: tb, Snapshot: health.NewSnapshot(nil), Params: &p, Serial: 1, Now: time.Now(), Cache: NewCache()})
+	full, _ := NewView(Inputs{Table: tb, Snapshot: health.NewSnapshot(nil), Params: &p, Serial: 1, Now: time.Now()})
+	paused, resume := make(chan struct{}), make(chan struct{})
+	calls := 0
+	done := make(chan int)
+	go func() {
+		done <- v.Warm(cls, WarmMax, time.Time{}, nil, func() bool {
+			if calls++; calls == 2 { // midway: hold the warm-up here
+				close(paused)
+				<-resume
+			}
+			return true
+		})
+	}()
+	<-paused
+	www := tb.Records["www.example.org."]
+	for i := range cls {
+		q := Query{Record: www, QType: dns.TypeA, Client: cls[i], Subnet: r.Uint64()}
+		if got, want := v.Decide(&q), full.Decide(&q); got != want {
+			t.Fatalf("%+v during the warm-up: %+v\nfull %+v", cls[i], got.Decision, want.Decision)
+		}
+	}
+	close(resume)
+	if n := <-done; n == 0 {
+		t.Errorf("Nothing warmed")
 	}
 }

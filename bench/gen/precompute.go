@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"time"
 
 	"github.com/gslbdns/gslb/geo"
@@ -27,6 +28,7 @@ func cmdPrecompute(args []string) error {
 	fs := flag.NewFlagSet("precompute", flag.ExitOnError)
 	city := fs.String("city", "", "City mmdb (with -asn); empty: the synthetic Chinese databases of scopes")
 	asn := fs.String("asn", "", "ASN mmdb")
+	ipdbPath := fs.String("ipdb", "", "IPIP.net ipdb laid over the MaxMind databases (with -city)")
 	scale := fs.Int("scale", 1, "node table: 93 nodes times this")
 	records := fs.Int("records", 1, "records, each served by every node")
 	budget := fs.Int64("budget", locate.DefaultPrecomputeBytes, "the precompute SIZE in bytes")
@@ -42,7 +44,11 @@ func cmdPrecompute(args []string) error {
 			return err
 		}
 	}
-	db, err := geo.Open(*city, *asn)
+	files := geo.Files{"city": {*city}, "asn": {*asn}}
+	if *ipdbPath != "" {
+		files["ipdb"] = []string{*ipdbPath}
+	}
+	db, err := geo.OpenFiles(files)
 	if err != nil {
 		return err
 	}
@@ -57,6 +63,8 @@ func cmdPrecompute(args []string) error {
 		return m.HeapAlloc
 	}
 	h0 := heap()
+	debug.FreeOSMemory()
+	r0 := rss()
 	l, err := locate.New(locate.Config{DB: db, Carriers: tb.Carriers, CacheSize: 1000, Precompute: &locate.PrecomputeConfig{MaxBytes: *budget, MaxTime: time.Hour}})
 	if err != nil {
 		return err
@@ -64,8 +72,7 @@ func cmdPrecompute(args []string) error {
 	began := time.Now()
 	l.Start()
 	defer l.Close()
-	locs, order := l.Placed()
-	for ; order == nil; locs, order = l.Placed() {
+	for !l.Tabled() {
 		if time.Since(began) > time.Hour {
 			return fmt.Errorf("no table after an hour")
 		}
@@ -73,9 +80,17 @@ func cmdPrecompute(args []string) error {
 	}
 	took := time.Since(began)
 	h1 := heap()
-	fmt.Printf("locations: %s, %.0f ranges, %d distinct locations, %.1f MB (table's own count), heap +%.1f MB, walked up to %v (invalid IP: all)\n",
-		took.Round(time.Millisecond), testutil.ToFloat64(locate.PrecomputedRanges), len(order),
-		testutil.ToFloat64(locate.PrecomputedBytes)/1e6, float64(int64(h1)-int64(h0))/1e6, l.PrecomputedUpTo())
+	debug.FreeOSMemory()
+	r1 := rss()
+	fmt.Printf("locations: %s, %.0f ranges, %.1f MB (table's own count), heap +%.1f MB, RSS +%.1f MB, walked up to %v (invalid IP: all)\n",
+		took.Round(time.Millisecond), testutil.ToFloat64(locate.PrecomputedRanges),
+		testutil.ToFloat64(locate.PrecomputedBytes)/1e6, float64(int64(h1)-int64(h0))/1e6, float64(r1-r0)/1e6, l.PrecomputedUpTo())
+	began = time.Now()
+	locs, order := l.Placed()
+	took = time.Since(began)
+	h1b := heap()
+	fmt.Printf("placed: %d distinct clients in %s, heap +%.1f MB\n", len(order), took.Round(time.Millisecond), float64(int64(h1b)-int64(h1))/1e6)
+	h1 = h1b
 
 	seen := map[scoring.Client]bool{}
 	var cls []scoring.Client
@@ -86,15 +101,30 @@ func cmdPrecompute(args []string) error {
 		}
 	}
 	p := scoring.DefaultParams
-	v, _ := policy.NewView(policy.Inputs{Table: tb, Snapshot: health.NewSnapshot(nil), Params: &p, Now: time.Now(), Cache: policy.NewCache()})
+	cache := policy.NewCache()
+	v, _ := policy.NewView(policy.Inputs{Table: tb, Snapshot: health.NewSnapshot(nil), Params: &p, Now: time.Now(), Cache: cache})
+	// As the control plane's warm-up: the cache sized within its bound.
 	began = time.Now()
-	n := v.Warm(cls, policy.WarmMax, nil, func() bool { return true })
+	limit := cache.Reserve(len(cls)*v.PerClient(), policy.WarmBytes, v.DecisionBytes())
+	n := v.Warm(cls, limit, began.Add(policy.WarmTime), nil, func() bool { return true })
 	took = time.Since(began)
 	h2 := heap()
-	fmt.Printf("decisions: %d nodes, %d records, %d clients: %d prepared (limit %d) in %s, heap +%.1f MB\n",
-		len(tb.Nodes), len(tb.Names), len(cls), n, policy.WarmMax, took.Round(time.Millisecond), float64(int64(h2)-int64(h1))/1e6)
+	fmt.Printf("decisions: %d nodes, %d records, %d clients: %d prepared (limit %d, %d slots, within %d MiB and %s) in %s, heap +%.1f MB (%.0f B each)\n",
+		len(tb.Nodes), len(tb.Names), len(cls), n, limit, cache.Slots(), policy.WarmBytes>>20, policy.WarmTime,
+		took.Round(time.Millisecond), float64(int64(h2)-int64(h1))/1e6, float64(int64(h2)-int64(h1))/float64(max(n, 1)))
 	runtime.KeepAlive(v)
 	return nil
+}
+
+// rss is the process's resident set in bytes, 0 where /proc has none.
+func rss() int64 {
+	b, err := os.ReadFile("/proc/self/statm")
+	if err != nil {
+		return 0
+	}
+	var size, res int64
+	fmt.Sscan(string(b), &size, &res)
+	return res * int64(os.Getpagesize())
 }
 
 // scaledTable is the 93-node table scale times over (each copy a little
