@@ -35,7 +35,7 @@
 #   --offline        OFFLINE=1         no npm fetch: use bench/data/ as is, else demo/
 #   --quick          QUICK=1           smoke run: 1 round, 3 s runs, small samples, no waiting for quiet
 #   COREDNS=PATH     use this CoreDNS binary instead of building ./cmd/coredns (A/B runs)
-#   BASE_PORT=15300 (servers on BASE_PORT+1..+8, metrics on BASE_PORT+21..+25, 127.0.0.1 only); QUIET_MAX=25 (% of the
+#   BASE_PORT=15300 (servers on BASE_PORT+1..+8, metrics on BASE_PORT+21..+25, a gslb block's ready on its port+40, 127.0.0.1 only); QUIET_MAX=25 (% of the
 #   machine busy with other processes tolerated before a run; waits up to QUIET_WAIT=60 s);
 #   NOISE_MAX=25 (% of a CPU used by other processes during a run that makes it noisy: it is
 #   repeated up to RETRIES=1 times, and flagged in the table if still noisy).
@@ -346,6 +346,7 @@ block_gslb() {
 	cat <<-EOF2
 		example.org:$1 {
 		    bind 127.0.0.1
+		    ready 127.0.0.1:$(($1 + 40))
 		$(extra_plugins "$2")
 		    gslb {
 		        geoip $geoip
@@ -443,8 +444,20 @@ fi
 
 # startp PROCESS: starts a process with its command, waiting on its probe port.
 startp() {
+	local c rp i
 	# shellcheck disable=SC2086 # cmd is a word list
-	start "$1" "${pport[$1]}" ${cmd[$1]}
+	start "$1" "${pport[$1]}" ${cmd[$1]} || return 1
+	# A gslb block is measured once ready, as a deployment puts it in rotation: its table of the
+	# databases' networks built and its first view warmed.
+	c=${cmd[$1]#*-conf } c=${c%% *}
+	rp=$(sed -n 's/^ *ready 127.0.0.1:\([0-9]*\)$/\1/p' "$c" 2>/dev/null | head -n1)
+	[[ -n $rp ]] || return 0
+	for ((i = 0; i < 600; i++)); do
+		curl -fs -o /dev/null "http://127.0.0.1:$rp/ready" && return 0
+		kill -0 "${PID[$1]}" 2>/dev/null || break
+		sleep 0.2
+	done
+	warn "$1 was not ready after 120 s (127.0.0.1:$rp/ready)"
 }
 
 # --- verification --------------------------------------------------------------------------------
@@ -663,7 +676,7 @@ target() {
 		sfx="" name="separate processes"
 		[[ $m == one ]] && sfx=/1p name="one process"
 		target "gslb warm ÷ hosts, $name" "$(div "$(medq "gslb-warm$sfx")" "$(medq "hosts$sfx")")" ">=" 1.00
-		target "gslb cold ÷ hosts, $name" "$(div "$(medq "gslb-cold$sfx")" "$(medq "hosts$sfx")")" ">=" 0.85
+		target "gslb cold ÷ hosts, $name" "$(div "$(medq "gslb-cold$sfx")" "$(medq "hosts$sfx")")" ">=" 0.95
 		target "p99 @ $((RATE / 1000))k qps, gslb warm ÷ hosts, $name" "$(div "$(medp99 "gslb-warm$sfx")" "$(medp99 "hosts$sfx")")" "<=" 1.10
 	done
 	# The peers run in processes of their own: compared with gslb in its own process too.
