@@ -116,8 +116,8 @@ func (d *databases) Reopen() error {
 	if err != nil {
 		return err
 	}
-	// Beside the old one: queries keep the old table until the swap.
-	d.l.prebuild(db)
+	// At once: the new data answers from the swap on, walked per new
+	// network until its table, built in the background, is ready.
 	d.l.SetDB(db)
 	return nil
 }

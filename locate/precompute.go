@@ -105,27 +105,6 @@ func (l *Locator) storeTable(t *netTable) {
 	PrecomputedBytes.Set(float64(t.bytes()))
 }
 
-// prebuild builds db's table in the caller, before db is swapped in (a
-// reload's), when the precomputation runs; the table is read once db is.
-func (l *Locator) prebuild(db *geo.DB) {
-	l.mu.Lock()
-	stop := l.stopPre
-	l.mu.Unlock()
-	if stop == nil {
-		return
-	}
-	recovery.Do("precompute", func() {
-		began := time.Now()
-		if t := buildTable(db, l.pcfg, stop); t != nil {
-			logTable(t, l.pcfg, time.Since(began))
-			if l.lists == nil {
-				t = t.normalized(l.carriers.Load())
-			}
-			l.storeTable(t)
-		}
-	})
-}
-
 // signalPrecompute asks the precomputation to catch up; it never blocks.
 func (l *Locator) signalPrecompute() {
 	if l.repre == nil {

@@ -129,8 +129,8 @@ func TestPrecomputeBudget(t *testing.T) {
 	}
 }
 
-// TestPrecomputeFollowsReloads: a database reload builds the new table
-// beside the old one and swaps them; a carrier table change renormalizes
+// TestPrecomputeFollowsReloads: a database reload swaps the databases at
+// once and builds their table after; a carrier table change renormalizes
 // it.
 func TestPrecomputeFollowsReloads(t *testing.T) {
 	write, _, _, files, db := provinceDBs(t)
@@ -144,16 +144,19 @@ func TestPrecomputeFollowsReloads(t *testing.T) {
 	if err := l.Reopen(); err != nil {
 		t.Fatal(err)
 	}
-	// Built before the swap: the new databases come with their table.
-	if tb := l.dbs.pre.Load(); tb == nil || tb == old || tb.db != l.DB() {
-		t.Fatalf("After the reload the table is not the new databases'")
+	// The new databases answer at once, before their table is built.
+	if r := l.Locate(ctx, netip.MustParseAddr("1.0.1.10")); r.Province != "BJ" {
+		t.Errorf("Right after the reload: %+v, want BJ", r.Location)
+	}
+	if tb := waitTable(t, l); tb == old {
+		t.Fatalf("After the reload the table is the old one")
 	}
 	hits := testutil.ToFloat64(precomputedHit)
-	if r := l.Locate(ctx, netip.MustParseAddr("1.0.1.10")); r.Province != "BJ" {
+	if r := l.Locate(ctx, netip.MustParseAddr("1.0.1.11")); r.Province != "BJ" {
 		t.Errorf("After the reload: %+v, want BJ", r.Location)
 	}
 	if testutil.ToFloat64(precomputedHit) != hits+1 {
-		t.Errorf("The query after the reload was not answered from the table")
+		t.Errorf("The query after the new table was not answered from it")
 	}
 	// The old table's directory is unmapped once nothing holds the table.
 	dir := old.d.dir
