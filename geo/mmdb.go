@@ -123,13 +123,14 @@ func (m *mmdb) lookupWalk(addr netip.Addr, w *Walk) (Location, uint8) {
 	found := false
 	s := scratchPool.Get().(*scratch)
 	defer scratchPool.Put(s)
+	cities, asns := w.memos()
 
 	if m.city != nil {
 		res := m.city.Lookup(addr)
 		same = netBits(res, addr)
 		bits := m.cityWide.bits(addr, prefixBits(res, addr))
 		if res.Found() {
-			if c, ok := w.city(res.Offset()); ok {
+			if c, ok := cities.get(res.Offset()); ok {
 				loc, found = c.loc, c.found
 			} else {
 				s.city = cityRecord{}
@@ -139,7 +140,7 @@ func (m *mmdb) lookupWalk(addr netip.Addr, w *Walk) (Location, uint8) {
 						loc.SpreadBits = m.cityWide.unitBits(placeKey(&loc))
 					}
 				}
-				w.setCity(res.Offset(), walked{loc, found})
+				cities.put(res.Offset(), walked{loc, found})
 			}
 		}
 		loc.Bits = bits
@@ -152,7 +153,7 @@ func (m *mmdb) lookupWalk(addr netip.Addr, w *Walk) (Location, uint8) {
 		same = max(same, netBits(res, addr))
 		loc.Bits = max(loc.Bits, m.asnWide.bits(addr, prefixBits(res, addr)))
 		if res.Found() {
-			a, ok := w.asn(res.Offset())
+			a, ok := asns.get(res.Offset())
 			if !ok {
 				s.asn = asnRecord{}
 				if err := res.Decode(&s.asn); err == nil {
@@ -161,7 +162,7 @@ func (m *mmdb) lookupWalk(addr netip.Addr, w *Walk) (Location, uint8) {
 						a.loc.SpreadBits = m.asnWide.unitBits(placeKey(&a.loc))
 					}
 				}
-				w.setASN(res.Offset(), a)
+				asns.put(res.Offset(), a)
 			}
 			if a.found {
 				found = true

@@ -4,12 +4,10 @@ package geo
 // by their offset in the database: neighbouring networks mostly share
 // them, and decoding is most of a lookup's cost. One walk's, of one DB;
 // not safe for concurrent use.
-type Walk struct {
-	cities, asns map[uintptr]walked
-}
+type Walk struct{ cities, asns walkMemo }
 
-// walkMax bounds each of a Walk's maps (about 170 bytes an entry): past
-// it, a map starts over; neighbours share records, far networks rarely.
+// walkMax bounds each of a Walk's memos (about 170 bytes an entry): past
+// it, a memo starts over; neighbours share records, far networks rarely.
 const walkMax = 1 << 16
 
 // walked is what a record gave: the fields it fills, its spread units.
@@ -18,41 +16,31 @@ type walked struct {
 	found bool
 }
 
+// walkMemo is one database's records by offset; nil remembers nothing.
+type walkMemo map[uintptr]walked
+
+func (m walkMemo) get(off uintptr) (walked, bool) {
+	r, ok := m[off]
+	return r, ok
+}
+
+func (m walkMemo) put(off uintptr, r walked) {
+	if m == nil {
+		return
+	}
+	if len(m) >= walkMax {
+		clear(m)
+	}
+	m[off] = r
+}
+
 // NewWalk starts a walk.
-func NewWalk() *Walk {
-	return &Walk{cities: map[uintptr]walked{}, asns: map[uintptr]walked{}}
-}
+func NewWalk() *Walk { return &Walk{cities: walkMemo{}, asns: walkMemo{}} }
 
-func (w *Walk) city(off uintptr) (walked, bool) {
+// memos are w's memos; none without a walk.
+func (w *Walk) memos() (cities, asns walkMemo) {
 	if w == nil {
-		return walked{}, false
+		return nil, nil
 	}
-	c, ok := w.cities[off]
-	return c, ok
-}
-
-func (w *Walk) setCity(off uintptr, c walked) {
-	if w != nil {
-		if len(w.cities) >= walkMax {
-			clear(w.cities)
-		}
-		w.cities[off] = c
-	}
-}
-
-func (w *Walk) asn(off uintptr) (walked, bool) {
-	if w == nil {
-		return walked{}, false
-	}
-	a, ok := w.asns[off]
-	return a, ok
-}
-
-func (w *Walk) setASN(off uintptr, a walked) {
-	if w != nil {
-		if len(w.asns) >= walkMax {
-			clear(w.asns)
-		}
-		w.asns[off] = a
-	}
+	return w.cities, w.asns
 }
