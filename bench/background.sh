@@ -81,9 +81,8 @@ stamp=$(date -u +%Y%m%dT%H%M%SZ)
 res=$here/results/background-$stamp
 raw=$res/raw conf=$res/conf
 mkdir -p "$raw" "$conf" "$here/bin" "$here/data/gen"
-log() { printf '[%s] %s\n' "$(date +%H:%M:%S)" "$*" | tee -a "$res/log.txt" >&2; }
-warn() { log "WARNING: $*"; warnings+=("$*"); }
-warnings=()
+# shellcheck source=bench/lib.sh
+. "$here/lib.sh" # log, warn, all_busy, wait_quiet
 
 pin_load=() pin_srv=()
 if command -v taskset >/dev/null && (($(nproc) >= 2)); then
@@ -108,22 +107,7 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 proc_cpu() { awk '{sub(/.*\) /, ""); print $12 + $13}' "/proc/$1/stat" 2>/dev/null || echo 0; } # utime + stime
-all_busy() { awk '/^cpu /{print $2 + $3 + $4; exit}' /proc/stat; }
 
-# wait_quiet: as in bench/dns.sh.
-wait_quiet() {
-	local t a b busy waited=0
-	for ((t = 0; t < QUIET_WAIT; t++)); do
-		a=$(awk '/^cpu /{print $2+$3+$4+$7+$8, $2+$3+$4+$5+$6+$7+$8+$9}' /proc/stat)
-		sleep 1
-		b=$(awk '/^cpu /{print $2+$3+$4+$7+$8, $2+$3+$4+$5+$6+$7+$8+$9}' /proc/stat)
-		busy=$(awk -v a="$a" -v b="$b" 'BEGIN{split(a,x," "); split(b,y," "); d=y[2]-x[2]; print (d>0 ? int(100*(y[1]-x[1])/d) : 0)}')
-		((busy < QUIET_MAX)) && { ((waited)) && log "  machine quiet again after ${waited}s (busy $busy%)"; return 0; }
-		((waited)) || log "  other processes keep the machine $busy% busy: waiting up to ${QUIET_WAIT}s"
-		waited=$((waited + 1))
-	done
-	warn "measuring although other processes keep the machine ${busy}% busy"
-}
 
 # --- data and builds -----------------------------------------------------------------------------
 log "gslb background benchmark: $settings; $pinning; results in ${res#"$root"/}"

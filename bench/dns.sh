@@ -121,9 +121,8 @@ res=$here/results/$stamp
 raw=$res/raw
 conf=$res/conf
 mkdir -p "$raw" "$conf" "$here/bin" "$here/data/gen"
-log() { printf '[%s] %s\n' "$(date +%H:%M:%S)" "$*" | tee -a "$res/log.txt" >&2; }
-warn() { log "WARNING: $*"; warnings+=("$*"); }
-warnings=()
+# shellcheck source=bench/lib.sh
+. "$here/lib.sh" # log, warn, all_busy, wait_quiet
 
 # Pinning: dnsperf on CPU 0, the server on CPU 1.
 pin_load=() pin_srv=()
@@ -188,23 +187,8 @@ stop() {
 
 rss_kb() { awk '/^VmRSS/{print $2}' "/proc/$1/status" 2>/dev/null || echo 0; }
 proc_cpu() { awk '{sub(/.*\) /, ""); print $12, $13}' "/proc/$1/stat" 2>/dev/null || echo 0 0; } # utime stime
-all_busy() { awk '/^cpu /{print $2 + $3 + $4; exit}' /proc/stat; }                                   # user+nice+system
 rcvbuf_errors() { awk '/^Udp:/{n++} /^Udp:/ && n==2{print $6}' /proc/net/snmp; }
 
-# wait_quiet: waits (at most QUIET_WAIT s) until other processes use < QUIET_MAX % of the machine.
-wait_quiet() {
-	local t a b busy waited=0
-	for ((t = 0; t < QUIET_WAIT; t++)); do
-		a=$(awk '/^cpu /{print $2+$3+$4+$7+$8, $2+$3+$4+$5+$6+$7+$8+$9}' /proc/stat)
-		sleep 1
-		b=$(awk '/^cpu /{print $2+$3+$4+$7+$8, $2+$3+$4+$5+$6+$7+$8+$9}' /proc/stat)
-		busy=$(awk -v a="$a" -v b="$b" 'BEGIN{split(a,x," "); split(b,y," "); d=y[2]-x[2]; print (d>0 ? int(100*(y[1]-x[1])/d) : 0)}')
-		((busy < QUIET_MAX)) && { ((waited)) && log "  machine quiet again after ${waited}s (busy $busy%)"; return 0; }
-		((waited)) || log "  other processes keep the machine $busy% busy: waiting up to ${QUIET_WAIT}s"
-		waited=$((waited + 1))
-	done
-	warn "measuring although other processes keep the machine ${busy}% busy"
-}
 
 # dnsperf_run NAME OUT ARGS...: runs dnsperf (pinned) against server NAME; sets QPS SENT LOST OTHER RCVERR.
 # OTHER is the CPU (user + system, irq and softirq excluded) used by processes other than the

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"hash/maphash"
 	"net/netip"
+	"runtime"
 	"slices"
 	"sync"
 	"time"
@@ -103,7 +104,17 @@ func (d *tableData) find(a uint32) (uint32, uint8, bool) {
 		}
 	}
 	v := d.val[lo]
+	// The arrays are freed once d is unreachable: not before they are read.
+	runtime.KeepAlive(d)
 	return v >> 8, uint8(v), v != noVal
+}
+
+// value is value v's MaxMind view and carrier id.
+func (d *tableData) value(v uint32) (geo.Other, uint32) {
+	tv := &d.vals[v]
+	other, carrier := d.others[tv.other], tv.carrier
+	runtime.KeepAlive(d)
+	return other, carrier
 }
 
 // location materializes value v with Bits bits, its carrier's name isp
@@ -115,7 +126,7 @@ func (d *tableData) location(v uint32, bits uint8, isp *string) geo.Location {
 	if isp != nil {
 		name = *isp
 	}
-	return geo.Location{
+	loc := geo.Location{
 		Country:        d.strs[p.country],
 		Continent:      d.strs[p.continent],
 		Province:       d.strs[p.province],
@@ -131,6 +142,8 @@ func (d *tableData) location(v uint32, bits uint8, isp *string) geo.Location {
 		SpreadBits:     p.spread,
 		Source:         p.source,
 	}
+	runtime.KeepAlive(d)
+	return loc
 }
 
 // encoder interns a walk's values.

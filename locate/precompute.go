@@ -2,9 +2,7 @@ package locate
 
 import (
 	"encoding/binary"
-	"fmt"
 	"net/netip"
-	"runtime"
 	"time"
 
 	"github.com/gslbdns/gslb/geo"
@@ -55,6 +53,9 @@ func (l *Locator) refreshTable(stop chan struct{}) {
 		return
 	}
 	if cur == nil || cur.db != db {
+		// Nothing reads a table of other databases: let it and them go
+		// before the walk, not after.
+		l.dbs.pre.Store(nil)
 		began := time.Now()
 		cur = buildTable(db, l.pcfg, stop)
 		if cur == nil {
@@ -78,7 +79,7 @@ func logTable(t *netTable, cfg PrecomputeConfig, took time.Duration) {
 	if t.end >= 1<<32 {
 		return
 	}
-	upTo := fmt.Sprintf("%d.%d.%d.%d", byte(t.end>>24), byte(t.end>>16), byte(t.end>>8), byte(t.end))
+	upTo := t.upTo()
 	if t.past == "time" {
 		log.Warningf("precompute: the walk of IPv4 stopped at %s after %s (the budget's time); a longer one would cover the rest, which is walked per new network",
 			upTo, cfg.MaxTime)
@@ -127,31 +128,39 @@ func (c PrecomputeConfig) withDefaults() PrecomputeConfig {
 	return c
 }
 
+// tableAt is the table of db and its range holding a: t nil when there
+// is none, found false when the table does not answer for a.
+func (d *databases) tableAt(db *geo.DB, a netip.Addr) (t *netTable, v uint32, bits uint8, found bool) {
+	t = d.pre.Load()
+	if t == nil || t.db != db || !a.Is4() {
+		return nil, 0, 0, false
+	}
+	b := a.As4()
+	v, bits, found = t.d.find(binary.BigEndian.Uint32(b[:]))
+	return t, v, bits, found
+}
+
 // fromTable sets q's location and other from the table of db, when it
 // walked q's address: what a walk of db would say.
 func (d *databases) fromTable(db *geo.DB, q *Query, other *geo.Other) bool {
-	t := d.pre.Load()
-	if t == nil || t.db != db || !q.Addr.Is4() {
+	t, v, bits, ok := d.tableAt(db, q.Addr)
+	if t == nil {
 		return false
 	}
-	b := q.Addr.As4()
-	v, bits, ok := t.d.find(binary.BigEndian.Uint32(b[:]))
 	if !ok {
 		precomputedMiss.Inc()
 		return false
 	}
 	precomputedHit.Inc()
-	tv := &t.d.vals[v]
-	*other = t.d.others[tv.other]
+	var carrier uint32
+	*other, carrier = t.d.value(v)
 	// MaxMind's view is compared with the raw answer: leave it to learn.
 	var isp *string
 	if t.norm != nil && t.carriers == d.l.carriers.Load() && !other.OK {
-		isp = &t.norm[tv.carrier]
+		isp = &t.norm[carrier]
 		q.normalized = true
 	}
 	q.Loc = t.d.location(v, bits, isp)
-	// The arrays are freed once t is unreachable: not before they are read.
-	runtime.KeepAlive(t)
 	return true
 }
 
@@ -160,21 +169,15 @@ func (d *databases) fromTable(db *geo.DB, q *Query, other *geo.Other) bool {
 // when the table does not place a, or when MaxMind's view is still to be
 // compared with it.
 func (d *databases) normalizedAt(a netip.Addr, loc *geo.Location) bool {
-	t := d.pre.Load()
-	if t == nil || t.norm == nil || !a.Is4() || t.db != d.db.Load() || t.carriers != d.l.carriers.Load() {
+	t, v, bits, ok := d.tableAt(d.db.Load(), a)
+	if !ok || t.norm == nil || t.carriers != d.l.carriers.Load() {
 		return false
 	}
-	b := a.As4()
-	v, bits, ok := t.d.find(binary.BigEndian.Uint32(b[:]))
-	if !ok {
+	other, carrier := t.d.value(v)
+	if other.OK {
 		return false
 	}
-	tv := &t.d.vals[v]
-	if t.d.others[tv.other].OK {
-		return false
-	}
-	*loc = t.d.location(v, bits, &t.norm[tv.carrier])
-	runtime.KeepAlive(t)
+	*loc = t.d.location(v, bits, &t.norm[carrier])
 	return true
 }
 
@@ -192,17 +195,6 @@ func (l *Locator) Placed() (locs []geo.Location, order []uint32) {
 	}
 	t.placed.once.Do(func() { t.placed.locs, t.placed.order = placedTop(t, MaxPlaced) })
 	return t.placed.locs, t.placed.order
-}
-
-// PlacedTop is Placed's n of the most addresses, built on every call.
-func (l *Locator) PlacedTop(n int) (locs []geo.Location, order []uint32) {
-	t := l.placedTable()
-	if t == nil {
-		return nil, nil
-	}
-	locs, order = placedTop(t, n)
-	runtime.KeepAlive(t)
-	return locs, order
 }
 
 // placedTable is the table Placed reads, nil when there is none.
@@ -225,6 +217,11 @@ func (l *Locator) PrecomputedUpTo() netip.Addr {
 	if t == nil || t.end >= 1<<32 {
 		return netip.Addr{}
 	}
+	return t.upTo()
+}
+
+// upTo is the first address t did not walk.
+func (t *netTable) upTo() netip.Addr {
 	var b [4]byte
 	binary.BigEndian.PutUint32(b[:], uint32(t.end))
 	return netip.AddrFrom4(b)

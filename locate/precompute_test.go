@@ -186,7 +186,7 @@ func TestPrecomputeFollowsReloads(t *testing.T) {
 
 // TestPlaced: the table's clients, each once, hold what every address is
 // placed at (reduced to what a decision reads), the most addresses first;
-// PlacedTop cuts the same order.
+// placedTop cuts the same order.
 func TestPlaced(t *testing.T) {
 	l := newLocator(t, Config{DB: testDB(t), CacheSize: 4107, Precompute: &PrecomputeConfig{}})
 	waitTable(t, l)
@@ -223,9 +223,9 @@ func TestPlaced(t *testing.T) {
 	if us, cn := locs[order[1]], locs[order[2]]; us.Country != "US" || cn.Country != "CN" || cn.Province != "" || cn.ISP != "telecom" {
 		t.Errorf("Then: %+v, %+v", us, cn)
 	}
-	top, torder := l.PlacedTop(2)
+	top, torder := placedTop(l.placedTable(), 2)
 	if len(torder) != 2 || top[torder[0]] != locs[order[0]] || top[torder[1]] != locs[order[1]] {
-		t.Errorf("PlacedTop(2): %+v", top)
+		t.Errorf("placedTop(2): %+v", top)
 	}
 }
 
