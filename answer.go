@@ -36,10 +36,9 @@ type answer struct {
 	rec *metrics.Recorder
 	// The reply, held for flush: a message, or bytes in a pooled buffer
 	// with what the recorder is to count less than their length.
-	msg   *dns.Msg
-	bytes []byte
-	bp    *[]byte
-	less  int
+	msg  *dns.Msg
+	held wire
+	less int
 }
 
 // reply is one answer's message with the parts it points to, so that a
@@ -229,11 +228,10 @@ func (a *answer) flush() {
 		a.w.WriteMsg(m)
 		return
 	}
-	b := a.bytes
+	b := a.held.b
 	if b == nil {
 		return
 	}
-	a.bytes = nil
 	rec, n := a.rec, 0
 	if rec != nil {
 		n = rec.Len
@@ -246,8 +244,8 @@ func (a *answer) flush() {
 		rec.Rcode = int(b[3] & 0xf)
 		rec.Len = n + len(b) - a.less
 	}
-	wr := wire{bp: a.bp, b: b}
-	wr.release()
+	a.held.release()
+	a.held = wire{}
 }
 
 // ns lists the node table's name servers for the zone apex.

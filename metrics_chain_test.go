@@ -94,6 +94,7 @@ func TestWireMetricsThroughCoreDNS(t *testing.T) {
 		{"www.example.org", dns.TypeTXT, "", dns.RcodeSuccess},
 	}
 	deltas := map[bool]map[string]float64{}
+	t.Cleanup(func() { messageOnly.Store(false) })
 	for _, message := range []bool{false, true} {
 		messageOnly.Store(message)
 		maddr := freeLoopback(t)

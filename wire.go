@@ -247,7 +247,7 @@ func (a *answer) finish(wr *wire, an, ns int, scope uint8) bool {
 	}
 	// The recorder counts the message we would have written: before the
 	// scrubbing writer adds the OPT the query has and the message has not.
-	a.bytes, a.bp, a.less = b, wr.bp, 0
+	a.held, a.less = wire{bp: wr.bp, b: b}, 0
 	if ar == 1 && a.ecs == nil {
 		a.less = optLen
 	}
