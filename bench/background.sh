@@ -82,7 +82,7 @@ res=$here/results/background-$stamp
 raw=$res/raw conf=$res/conf
 mkdir -p "$raw" "$conf" "$here/bin" "$here/data/gen"
 # shellcheck source=bench/lib.sh
-. "$here/lib.sh" # log, warn, all_busy, wait_quiet
+. "$here/lib.sh" # log, warn, all_busy, wait_quiet, wait_ready
 
 pin_load=() pin_srv=()
 if command -v taskset >/dev/null && (($(nproc) >= 2)); then
@@ -192,11 +192,7 @@ for ((i = 0; i < 150; i++)); do
 done
 ((up)) || { cat "$srvlog" >&2; echo "background.sh: the server did not answer on 127.0.0.1:$port" >&2; exit 1; }
 # Ready: gslb's precomputation walked and its first view warmed.
-for ((i = 0; i < 600; i++)); do
-	curl -fs -o /dev/null "http://127.0.0.1:$rport/ready" && break
-	sleep 0.2
-done
-curl -fs -o /dev/null "http://127.0.0.1:$rport/ready" || warn "the server was not ready after 120 s"
+wait_ready "$rport" "$srv_pid" || warn "the server was not ready after 120 s"
 log "  sample: 202.101.172.0/24 (ZJ telecom) -> $(dig @127.0.0.1 -p "$port" www.example.org A +subnet=202.101.172.0/24 +short | paste -sd, -)"
 
 reloads() { grep -c 'Reloaded node table' "$srvlog" || true; }

@@ -122,7 +122,7 @@ raw=$res/raw
 conf=$res/conf
 mkdir -p "$raw" "$conf" "$here/bin" "$here/data/gen"
 # shellcheck source=bench/lib.sh
-. "$here/lib.sh" # log, warn, all_busy, wait_quiet
+. "$here/lib.sh" # log, warn, all_busy, wait_quiet, wait_ready
 
 # Pinning: dnsperf on CPU 0, the server on CPU 1.
 pin_load=() pin_srv=()
@@ -375,15 +375,15 @@ what="bare server blocks (bind and the plugin only)"
 } | sed '/^$/d' >"$conf/Corefile.gslb-rss"
 
 servers=()
-declare -A label=() cmd=() pport=()
+declare -A label=() cmd=() pport=() rport=() # rport: a gslb process's ready port (block_gslb's)
 # In separate mode each server is its own process; gslb-cold is started afresh for every run.
 if [[ " ${modes[*]} " == *" sep "* ]]; then
 	servers+=(hosts gslb-warm gslb-cold)
 	PROC[hosts]=hosts PROC[gslb-warm]=gslb-warm PROC[gslb-cold]=gslb-cold
 	PORT[hosts]=$p_hosts PORT[gslb-warm]=$p_gslb PORT[gslb-cold]=$p_cold
 	cmd[hosts]="$coredns -conf $conf/Corefile.hosts -quiet" pport[hosts]=$p_hosts
-	cmd[gslb-warm]="$coredns -conf $conf/Corefile.gslb -quiet" pport[gslb-warm]=$p_gslb
-	cmd[gslb-cold]="$coredns -conf $conf/Corefile.gslb-cold -quiet" pport[gslb-cold]=$p_cold
+	cmd[gslb-warm]="$coredns -conf $conf/Corefile.gslb -quiet" pport[gslb-warm]=$p_gslb rport[gslb-warm]=$((p_gslb + 40))
+	cmd[gslb-cold]="$coredns -conf $conf/Corefile.gslb-cold -quiet" pport[gslb-cold]=$p_cold rport[gslb-cold]=$((p_cold + 40))
 fi
 # In one process mode hosts/1p and gslb-warm/1p share process "one"; gslb-cold/1p is its gslb
 # block in a freshly started "one", which is started again after the cold run.
@@ -391,10 +391,10 @@ if [[ " ${modes[*]} " == *" one "* ]]; then
 	servers+=(hosts/1p gslb-warm/1p gslb-cold/1p)
 	PROC[hosts/1p]=one PROC[gslb-warm/1p]=one PROC[gslb-cold/1p]=one
 	PORT[hosts/1p]=$p_hosts1 PORT[gslb-warm/1p]=$p_gslb1 PORT[gslb-cold/1p]=$p_gslb1
-	cmd[one]="$coredns -conf $conf/Corefile.one -quiet" pport[one]=$p_gslb1
+	cmd[one]="$coredns -conf $conf/Corefile.one -quiet" pport[one]=$p_gslb1 rport[one]=$((p_gslb1 + 40))
 fi
 PROC[gslb-rss]=gslb-rss PORT[gslb-rss]=$p_rss
-cmd[gslb-rss]="$coredns -conf $conf/Corefile.gslb-rss -quiet" pport[gslb-rss]=$p_rss
+cmd[gslb-rss]="$coredns -conf $conf/Corefile.gslb-rss -quiet" pport[gslb-rss]=$p_rss rport[gslb-rss]=$((p_rss + 40))
 label=(
 	[hosts]="CoreDNS hosts (baseline)"
 	[gslb-warm]="gslb warm ($WARM /24s cycling)"
@@ -428,20 +428,12 @@ fi
 
 # startp PROCESS: starts a process with its command, waiting on its probe port.
 startp() {
-	local c rp i
 	# shellcheck disable=SC2086 # cmd is a word list
 	start "$1" "${pport[$1]}" ${cmd[$1]} || return 1
 	# A gslb block is measured once ready, as a deployment puts it in rotation: its table of the
 	# databases' networks built and its first view warmed.
-	c=${cmd[$1]#*-conf } c=${c%% *}
-	rp=$(sed -n 's/^ *ready 127.0.0.1:\([0-9]*\)$/\1/p' "$c" 2>/dev/null | head -n1)
-	[[ -n $rp ]] || return 0
-	for ((i = 0; i < 600; i++)); do
-		curl -fs -o /dev/null "http://127.0.0.1:$rp/ready" && return 0
-		kill -0 "${PID[$1]}" 2>/dev/null || break
-		sleep 0.2
-	done
-	warn "$1 was not ready after 120 s (127.0.0.1:$rp/ready)"
+	[[ -n ${rport[$1]:-} ]] || return 0
+	wait_ready "${rport[$1]}" "${PID[$1]}" || warn "$1 was not ready after 120 s (127.0.0.1:${rport[$1]}/ready)"
 }
 
 # --- verification --------------------------------------------------------------------------------
