@@ -127,22 +127,22 @@ func TestWarmPaced(t *testing.T) {
 	}
 	always := func() bool { return true }
 	v := fresh()
-	n := warmSliced(v, cls, policy.WarmMax, time.Time{}, nil, always)
+	n := warmSliced(v, cls, policy.WarmMax, nil, always)
 	if n == 0 {
 		t.Fatalf("Nothing warmed for %d clients", len(cls))
 	}
-	if again := v.Warm(cls, policy.WarmMax, time.Time{}, nil, always); again != n {
+	if again := v.Warm(cls, policy.WarmMax, nil, always); again != n {
 		t.Errorf("Paced warm-up held %d decisions, Warm then finds %d", n, again)
 	}
-	if got := warmSliced(fresh(), cls, 3, time.Time{}, nil, always); got != 3 {
+	if got := warmSliced(fresh(), cls, 3, nil, always); got != 3 {
 		t.Errorf("Limit 3: %d", got)
 	}
 	stop := make(chan struct{})
 	close(stop)
-	if got := warmSliced(fresh(), cls, policy.WarmMax, time.Time{}, stop, always); got != 0 {
+	if got := warmSliced(fresh(), cls, policy.WarmMax, stop, always); got != 0 {
 		t.Errorf("Stopped: %d", got)
 	}
-	if got := warmSliced(fresh(), cls, policy.WarmMax, time.Time{}, nil, func() bool { return false }); got != 0 {
+	if got := warmSliced(fresh(), cls, policy.WarmMax, nil, func() bool { return false }); got != 0 {
 		t.Errorf("Not current: %d", got)
 	}
 }

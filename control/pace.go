@@ -56,30 +56,29 @@ func (p *pacer) spaced(stop <-chan struct{}, signal chan struct{}, space bool) b
 	return true
 }
 
-// warmSliced is v.Warm(clients, limit, until, stop, current) in slices,
+// warmSliced is v.Warm(clients, limit, stop, current) in slices,
 // resting between them; it returns how many decisions the cache holds for
 // the clients it went through.
-func warmSliced(v *policy.View, clients []scoring.Client, limit int, until time.Time, stop <-chan struct{}, current func() bool) int {
+func warmSliced(v *policy.View, clients []scoring.Client, limit int, stop <-chan struct{}, current func() bool) int {
 	per := max(1, paceDecisions/max(1, 2*len(v.Table.Names))) // a record's A and AAAA
 	n := 0
+	var rest *time.Timer
 	start := time.Now()
-	for i := 0; i < len(clients) && n < limit; i += per {
-		n += v.Warm(clients[i:min(i+per, len(clients))], limit-n, until, stop, current)
-		select {
-		case <-stop:
-			return n
-		default:
-		}
-		if !current() || !until.IsZero() && time.Now().After(until) {
-			return n
-		}
+	// Warm itself stops at once when stop closed or current says no.
+	for i := 0; i < len(clients) && n < limit && current(); i += per {
+		n += v.Warm(clients[i:min(i+per, len(clients))], limit-n, stop, current)
 		if worked := time.Since(start); worked >= paceSlice {
-			t := time.NewTimer(time.Duration(float64(worked) * (1 - paceShare) / paceShare))
+			d := time.Duration(float64(worked) * (1 - paceShare) / paceShare)
+			if rest == nil {
+				rest = time.NewTimer(d)
+				defer rest.Stop()
+			} else {
+				rest.Reset(d)
+			}
 			select {
 			case <-stop:
-				t.Stop()
 				return n
-			case <-t.C:
+			case <-rest.C:
 			}
 			start = time.Now()
 		}

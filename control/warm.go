@@ -77,23 +77,14 @@ func (c *Control) warm(stop <-chan struct{}) {
 		tabled := c.locator.Tabled()
 		recovery.Do("precompute", func() {
 			clients, fresh := w.clientsOf(c.locator.Placed())
-			v := c.view.Load()
-			if fresh || w.warmed.Load() != v {
-				warmView(v, w.warmed.Load(), clients, c.decisions, time.Now().Add(policy.WarmTime), stop, func() bool { return c.view.Load() == v })
-				if c.view.Load() == v && len(clients) > 0 {
-					precomputedDecisions.Set(float64(v.Held()))
-					w.warmed.Store(v)
-				}
+			if v := c.view.Load(); fresh || w.warmed.Load() != v {
+				warmOne(v, &w.warmed, clients, c.decisions, precomputedDecisions, stop, func() bool { return c.view.Load() == v })
 			}
 			cn := c.canary.Load()
 			if cn == nil {
 				canaryDecisions.Set(0)
 			} else if cv := cn.View.Load(); cv != nil && (fresh || w.canary.Load() != cv) {
-				warmView(cv, w.canary.Load(), clients, cn.Cache, time.Now().Add(policy.WarmTime), stop, func() bool { return cn.View.Load() == cv && c.canary.Load() == cn })
-				if cn.View.Load() == cv && c.canary.Load() == cn && len(clients) > 0 {
-					canaryDecisions.Set(float64(cv.Held()))
-					w.canary.Store(cv)
-				}
+				warmOne(cv, &w.canary, clients, cn.Cache, canaryDecisions, stop, func() bool { return cn.View.Load() == cv && c.canary.Load() == cn })
 			}
 			if fresh {
 				debug.FreeOSMemory() // what the table's build and its clients' dedup freed
@@ -105,18 +96,31 @@ func (c *Control) warm(stop <-chan struct{}) {
 	}
 }
 
+// warmOne warms v, served while current says so, into cache for at most
+// policy.WarmTime; once warmed while still served, v is last and gauge
+// counts what cache holds of it.
+func warmOne(v *policy.View, last *atomic.Pointer[policy.View], clients []scoring.Client, cache *policy.Cache, gauge prometheus.Gauge, stop <-chan struct{}, current func() bool) {
+	until := time.Now().Add(policy.WarmTime)
+	warmView(v, last.Load(), clients, cache, stop, func() bool { return current() && time.Now().Before(until) })
+	if current() && len(clients) > 0 {
+		gauge.Set(float64(v.Held()))
+		last.Store(v)
+	}
+}
+
 // warmView warms v, whose decisions live in cache: first the clients
 // whose decisions prev (the view it follows) held, those queries asked
 // for, then the table's clients, the most addresses first, within
-// policy.WarmBytes and until. The cache is sized for them first.
-func warmView(v, prev *policy.View, clients []scoring.Client, cache *policy.Cache, until time.Time, stop <-chan struct{}, current func() bool) {
+// policy.WarmBytes and while current says so. The cache is sized for
+// them first.
+func warmView(v, prev *policy.View, clients []scoring.Client, cache *policy.Cache, stop <-chan struct{}, current func() bool) {
 	if len(clients) == 0 || cache == nil {
 		return
 	}
 	recent := prev.Recent()
 	limit := cache.Reserve((len(recent)+len(clients))*v.PerClient(), policy.WarmBytes, v.DecisionBytes())
-	n := warmSliced(v, recent, limit, until, stop, current) // pace.go
-	warmSliced(v, clients, limit-n, until, stop, current)
+	n := warmSliced(v, recent, limit, stop, current) // pace.go
+	warmSliced(v, clients, limit-n, stop, current)
 }
 
 // warmedOnce says whether the first table's view was warmed; true

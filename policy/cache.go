@@ -205,13 +205,13 @@ func (v *View) Held() int {
 
 // Warm prepares the decisions of every record and family for clients, in
 // their order, into v's generation of the cache, until it has prepared
-// limit of them, until passes (zero: no deadline), stop closes or current
-// says v is no longer served: a query of such a client then picks from
+// limit of them, stop closes or current says no (v is no longer served,
+// or its warm-up's time is up): a query of such a client then picks from
 // them. It returns how many of them the cache holds, prepared now or
 // before. Decisions that are made per subnet (a node shedding) are not
 // cached, and not prepared. It takes no lock: queries of v decide beside
 // it, and a query that prepares a decision first keeps it.
-func (v *View) Warm(clients []scoring.Client, limit int, until time.Time, stop <-chan struct{}, current func() bool) int {
+func (v *View) Warm(clients []scoring.Client, limit int, stop <-chan struct{}, current func() bool) int {
 	if v.cache == nil {
 		return 0
 	}
@@ -227,7 +227,7 @@ func (v *View) Warm(clients []scoring.Client, limit int, until time.Time, stop <
 						return n
 					default:
 					}
-					if !current() || !until.IsZero() && time.Now().After(until) {
+					if !current() {
 						return n
 					}
 				}

@@ -40,11 +40,11 @@ func TestWarmedDecisionsAreExact(t *testing.T) {
 		if v.cache.get(v.gen, hashKey(www, dns.TypeA, &cls[0]), www, dns.TypeA, &cls[0]) != nil {
 			t.Fatalf("Step %d: a new view reads the old one's decisions", step)
 		}
-		n := v.Warm(cls, WarmMax, time.Time{}, nil, func() bool { return true })
+		n := v.Warm(cls, WarmMax, nil, func() bool { return true })
 		if n == 0 {
 			t.Fatalf("Step %d: nothing warmed", step)
 		}
-		if again := v.Warm(cls, WarmMax, time.Time{}, nil, func() bool { return true }); again != n {
+		if again := v.Warm(cls, WarmMax, nil, func() bool { return true }); again != n {
 			t.Errorf("Step %d: warmed %d, then %d", step, n, again)
 		}
 		after := map[scoring.Client]*scoring.Prepared{}
@@ -104,19 +104,19 @@ func TestWarmStops(t *testing.T) {
 	}
 	p := scoring.DefaultParams
 	v, _ := NewView(Inputs{Table: tb, Snapshot: health.NewSnapshot(nil), Params: &p, Serial: 1, Now: time.Now(), Cache: NewCache()})
-	if n := v.Warm(cls, 10, time.Time{}, nil, func() bool { return true }); n != 10 {
+	if n := v.Warm(cls, 10, nil, func() bool { return true }); n != 10 {
 		t.Errorf("Limit 10: %d", n)
 	}
 	stop := make(chan struct{})
 	close(stop)
-	if n := v.Warm(cls, WarmMax, time.Time{}, stop, func() bool { return true }); n != 0 {
+	if n := v.Warm(cls, WarmMax, stop, func() bool { return true }); n != 0 {
 		t.Errorf("Stopped: %d", n)
 	}
-	if n := v.Warm(cls, WarmMax, time.Time{}, nil, func() bool { return false }); n != 0 {
+	if n := v.Warm(cls, WarmMax, nil, func() bool { return false }); n != 0 {
 		t.Errorf("Not current: %d", n)
 	}
 	nocache, _ := NewView(Inputs{Table: tb, Snapshot: health.NewSnapshot(nil), Params: &p, Serial: 1, Now: time.Now()})
-	if n := nocache.Warm(cls, WarmMax, time.Time{}, nil, func() bool { return true }); n != 0 {
+	if n := nocache.Warm(cls, WarmMax, nil, func() bool { return true }); n != 0 {
 		t.Errorf("No cache: %d", n)
 	}
 }
@@ -152,7 +152,7 @@ func TestReserve(t *testing.T) {
 		t.Errorf("Decisions over %d nodes counted at %d bytes, over %d at %d", len(small.Nodes), small.DecisionBytes(), len(v.Nodes), v.DecisionBytes())
 	}
 	cls := []scoring.Client{clients(rand.New(rand.NewPCG(7, 8)))}
-	n := v.Warm(cls, limit, time.Time{}, nil, func() bool { return true })
+	n := v.Warm(cls, limit, nil, func() bool { return true })
 	if n == 0 || v.Held() != n {
 		t.Fatalf("Warmed %d, held %d", n, v.Held())
 	}
@@ -195,7 +195,7 @@ func TestRecentFirst(t *testing.T) {
 	if len(v2.Recent()) != 0 {
 		t.Fatalf("A new view holds %d clients' decisions", len(v2.Recent()))
 	}
-	v2.Warm(recent, WarmMax, time.Time{}, nil, func() bool { return true })
+	v2.Warm(recent, WarmMax, nil, func() bool { return true })
 	for _, c := range recent {
 		if v2.cache.get(v2.gen, hashKey(www, dns.TypeA, &c), www, dns.TypeA, &c) == nil {
 			t.Fatalf("%+v not warmed", c)
@@ -224,7 +224,7 @@ func TestWarmHoldsNothingQueriesWaitOn(t *testing.T) {
 	calls := 0
 	done := make(chan int)
 	go func() {
-		done <- v.Warm(cls, WarmMax, time.Time{}, nil, func() bool {
+		done <- v.Warm(cls, WarmMax, nil, func() bool {
 			if calls++; calls == 2 { // midway: hold the warm-up here
 				close(paused)
 				<-resume

@@ -106,7 +106,8 @@ func cmdPrecompute(args []string) error {
 	// As the control plane's warm-up: the cache sized within its bound.
 	began = time.Now()
 	limit := cache.Reserve(len(cls)*v.PerClient(), policy.WarmBytes, v.DecisionBytes())
-	n := v.Warm(cls, limit, began.Add(policy.WarmTime), nil, func() bool { return true })
+	until := began.Add(policy.WarmTime)
+	n := v.Warm(cls, limit, nil, func() bool { return time.Now().Before(until) })
 	took = time.Since(began)
 	h2 := heap()
 	fmt.Printf("decisions: %d nodes, %d records, %d clients: %d prepared (limit %d, %d slots, within %d MiB and %s) in %s, heap +%.1f MB (%.0f B each)\n",
