@@ -46,6 +46,7 @@ type cached struct {
 	qtype  uint16
 	client scoring.Client
 	prep   *scoring.Prepared
+	ahead  bool // prepared by a warm-up, not for a query
 }
 
 // NewCache returns an empty cache of the fewest slots.
@@ -128,8 +129,8 @@ func (c *Cache) get(gen, h uint64, rec *table.Record, qtype uint16, cl *scoring.
 	return nil
 }
 
-func (c *Cache) put(gen, h uint64, rec *table.Record, qtype uint16, cl *scoring.Client, p *scoring.Prepared) {
-	e := &cached{gen: gen, hash: h, rec: rec, qtype: qtype, client: *cl, prep: p}
+func (c *Cache) put(gen, h uint64, rec *table.Record, qtype uint16, cl *scoring.Client, p *scoring.Prepared, ahead bool) {
+	e := &cached{gen: gen, hash: h, rec: rec, qtype: qtype, client: *cl, prep: p, ahead: ahead}
 	t := c.slots.Load()
 	victim := &t.s[h&t.mask]
 	for k := range uint64(probes) {
@@ -170,8 +171,8 @@ func (v *View) PerClient() int {
 }
 
 // Recent are the distinct clients whose decisions v's generation of the
-// cache holds, the ones queries asked for among them: a later view's
-// warm-up prepares them first.
+// cache holds because queries asked for them (not a warm-up): a later
+// view's warm-up prepares them first.
 func (v *View) Recent() []scoring.Client {
 	if v == nil || v.cache == nil {
 		return nil
@@ -180,7 +181,7 @@ func (v *View) Recent() []scoring.Client {
 	var out []scoring.Client
 	slots := v.cache.slots.Load().s
 	for i := range slots {
-		if e := slots[i].Load(); e != nil && e.gen == v.gen && !seen[e.client] {
+		if e := slots[i].Load(); e != nil && e.gen == v.gen && !e.ahead && !seen[e.client] {
 			seen[e.client] = true
 			out = append(out, e.client)
 		}
@@ -240,7 +241,7 @@ func (v *View) Warm(clients []scoring.Client, limit int, stop <-chan struct{}, c
 					continue
 				}
 				h := hashKey(rec, qt, cl)
-				if v.cache.get(v.gen, h, rec, qt, cl) == nil && v.prepare(&q, cand, h).PerSubnet() {
+				if v.cache.get(v.gen, h, rec, qt, cl) == nil && v.prepare(&q, cand, h, true).PerSubnet() {
 					continue
 				}
 				n++

@@ -169,7 +169,7 @@ func (v *View) decide(q *Query, cand []int, d *scoring.Decision) {
 	h := hashKey(q.Record, q.QType, &q.Client)
 	p := v.cache.get(v.gen, h, q.Record, q.QType, &q.Client)
 	if p == nil {
-		p = v.prepare(q, cand, h)
+		p = v.prepare(q, cand, h, false)
 	}
 	p.PickInto(q.Subnet, d)
 }
@@ -185,10 +185,10 @@ func (v *View) full(q *Query, cand []int, d *scoring.Decision) {
 // stack frame (a query's goroutine grows its stack by copying it).
 //
 //go:noinline
-func (v *View) prepare(q *Query, cand []int, h uint64) *scoring.Prepared {
+func (v *View) prepare(q *Query, cand []int, h uint64, ahead bool) *scoring.Prepared {
 	p := scoring.Prepare(v.input(q, cand))
 	if !p.PerSubnet() {
-		v.cache.put(v.gen, h, q.Record, q.QType, &q.Client, p)
+		v.cache.put(v.gen, h, q.Record, q.QType, &q.Client, p, ahead)
 	}
 	return p
 }
