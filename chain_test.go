@@ -106,20 +106,13 @@ const ownBlock = "\x00"
 // chainMu serializes caddy.Start: caddy's controller state is global.
 var chainMu sync.Mutex
 
-// corefileInput is a Corefile string as caddy input.
-type corefileInput string
-
-func (i corefileInput) Body() []byte       { return []byte(i) }
-func (i corefileInput) Path() string       { return "Corefile" }
-func (i corefileInput) ServerType() string { return "dns" }
-
 // startCoreDNS starts CoreDNS from corefile, and stops it (shutdown
 // callbacks first, as on a signal) when the test ends.
 func startCoreDNS(t testing.TB, corefile string) *caddy.Instance {
 	t.Helper()
 	chainMu.Lock()
 	caddy.Quiet, dnsserver.Quiet = true, true
-	inst, err := caddy.Start(corefileInput(corefile))
+	inst, err := caddy.Start(caddy.CaddyfileInput{Contents: []byte(corefile), Filepath: "Corefile", ServerTypeName: "dns"})
 	chainMu.Unlock()
 	if err != nil {
 		t.Fatalf("Cannot start CoreDNS: %v\n%s", err, corefile)
