@@ -113,13 +113,16 @@ func TestBatcher(t *testing.T) {
 // when stop closes or the view is no longer current.
 func TestWarmPaced(t *testing.T) {
 	g := newFixtureControl(t, fixtureNodes, "precompute 64MiB\n")
-	var w warmer
 	var cls []scoring.Client
 	testsupport.WaitFor(t, "the precomputed locations", func() (bool, string) {
-		c, _ := w.clientsOf(g.locator.Placed())
-		cls = c
-		return len(c) > 0, "none yet"
+		return g.locator.Placed().Len() > 0, "none yet"
 	})
+	places := g.locator.Placed()
+	for i := range places.Len() {
+		loc := places.At(i)
+		cls = append(cls, policy.ClientOf(&loc))
+	}
+	at := func(i int) scoring.Client { return cls[i] }
 	fresh := func() *policy.View {
 		v, _ := policy.NewView(policy.Inputs{Table: g.Table(), Snapshot: health.NewSnapshot(nil), Params: &g.opts.Params,
 			Now: time.Now(), Cache: policy.NewCache()})
@@ -127,22 +130,22 @@ func TestWarmPaced(t *testing.T) {
 	}
 	always := func() bool { return true }
 	v := fresh()
-	n := warmSliced(v, cls, policy.WarmMax, nil, always)
+	n := warmSliced(v, len(cls), at, policy.WarmMax, nil, always)
 	if n == 0 {
 		t.Fatalf("Nothing warmed for %d clients", len(cls))
 	}
 	if again := v.Warm(cls, policy.WarmMax, nil, always); again != n {
 		t.Errorf("Paced warm-up held %d decisions, Warm then finds %d", n, again)
 	}
-	if got := warmSliced(fresh(), cls, 3, nil, always); got != 3 {
+	if got := warmSliced(fresh(), len(cls), at, 3, nil, always); got != 3 {
 		t.Errorf("Limit 3: %d", got)
 	}
 	stop := make(chan struct{})
 	close(stop)
-	if got := warmSliced(fresh(), cls, policy.WarmMax, stop, always); got != 0 {
+	if got := warmSliced(fresh(), len(cls), at, policy.WarmMax, stop, always); got != 0 {
 		t.Errorf("Stopped: %d", got)
 	}
-	if got := warmSliced(fresh(), cls, policy.WarmMax, nil, func() bool { return false }); got != 0 {
+	if got := warmSliced(fresh(), len(cls), at, policy.WarmMax, nil, func() bool { return false }); got != 0 {
 		t.Errorf("Not current: %d", got)
 	}
 }

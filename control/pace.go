@@ -56,17 +56,22 @@ func (p *pacer) spaced(stop <-chan struct{}, signal chan struct{}, space bool) b
 	return true
 }
 
-// warmSliced is v.Warm(clients, limit, stop, current) in slices,
-// resting between them; it returns how many decisions the cache holds for
-// the clients it went through.
-func warmSliced(v *policy.View, clients []scoring.Client, limit int, stop <-chan struct{}, current func() bool) int {
+// warmSliced is v.Warm of the count clients at(0), at(1), ... with limit,
+// stop and current, in slices, resting between them; it returns how many
+// decisions the cache holds for the clients it went through.
+func warmSliced(v *policy.View, count int, at func(i int) scoring.Client, limit int, stop <-chan struct{}, current func() bool) int {
 	per := max(1, paceDecisions/max(1, 2*len(v.Table.Names))) // a record's A and AAAA
+	buf := make([]scoring.Client, per)
 	n := 0
 	var rest *time.Timer
 	start := time.Now()
 	// Warm itself stops at once when stop closed or current says no.
-	for i := 0; i < len(clients) && n < limit && current(); i += per {
-		n += v.Warm(clients[i:min(i+per, len(clients))], limit-n, stop, current)
+	for i := 0; i < count && n < limit && current(); i += per {
+		k := min(per, count-i)
+		for j := range k {
+			buf[j] = at(i + j)
+		}
+		n += v.Warm(buf[:k], limit-n, stop, current)
 		if worked := time.Since(start); worked >= paceSlice {
 			d := time.Duration(float64(worked) * (1 - paceShare) / paceShare)
 			if rest == nil {

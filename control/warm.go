@@ -8,8 +8,8 @@ import (
 
 	"github.com/coredns/coredns/plugin"
 
-	"github.com/gslbdns/gslb/geo"
 	"github.com/gslbdns/gslb/internal/recovery"
+	"github.com/gslbdns/gslb/locate"
 	"github.com/gslbdns/gslb/policy"
 	"github.com/gslbdns/gslb/scoring"
 
@@ -47,9 +47,8 @@ type warmer struct {
 	canary atomic.Pointer[policy.View]
 	// ready: a view was warmed after the first table was built.
 	ready atomic.Bool
-	// order and clients: the last table's order and its clients.
-	order   []uint32
-	clients []scoring.Client
+	// places are the last table's clients.
+	places *locate.Places
 }
 
 // poke asks the warmer to catch up with the views; it never blocks.
@@ -76,7 +75,9 @@ func (c *Control) warm(stop <-chan struct{}) {
 		}
 		tabled := c.locator.Tabled()
 		recovery.Do("precompute", func() {
-			clients, fresh := w.clientsOf(c.locator.Placed())
+			clients := c.locator.Placed()
+			fresh := clients.Len() > 0 && clients != w.places
+			w.places = clients
 			if v := c.view.Load(); fresh || w.warmed.Load() != v {
 				warmOne(v, &w.warmed, clients, c.decisions, precomputedDecisions, stop, func() bool { return c.view.Load() == v })
 			}
@@ -99,10 +100,10 @@ func (c *Control) warm(stop <-chan struct{}) {
 // warmOne warms v, served while current says so, into cache for at most
 // policy.WarmTime; once warmed while still served, v is last and gauge
 // counts what cache holds of it.
-func warmOne(v *policy.View, last *atomic.Pointer[policy.View], clients []scoring.Client, cache *policy.Cache, gauge prometheus.Gauge, stop <-chan struct{}, current func() bool) {
+func warmOne(v *policy.View, last *atomic.Pointer[policy.View], clients *locate.Places, cache *policy.Cache, gauge prometheus.Gauge, stop <-chan struct{}, current func() bool) {
 	until := time.Now().Add(policy.WarmTime)
 	warmView(v, last.Load(), clients, cache, stop, func() bool { return current() && time.Now().Before(until) })
-	if current() && len(clients) > 0 {
+	if current() && clients.Len() > 0 {
 		gauge.Set(float64(v.Held()))
 		last.Store(v)
 	}
@@ -113,38 +114,16 @@ func warmOne(v *policy.View, last *atomic.Pointer[policy.View], clients []scorin
 // for, then the table's clients, the most addresses first, within
 // policy.WarmBytes and while current says so. The cache is sized for
 // them first.
-func warmView(v, prev *policy.View, clients []scoring.Client, cache *policy.Cache, stop <-chan struct{}, current func() bool) {
-	if len(clients) == 0 || cache == nil {
+func warmView(v, prev *policy.View, clients *locate.Places, cache *policy.Cache, stop <-chan struct{}, current func() bool) {
+	if clients.Len() == 0 || cache == nil {
 		return
 	}
 	recent := prev.Recent()
-	limit := cache.Reserve((len(recent)+len(clients))*v.PerClient(), policy.WarmBytes, v.DecisionBytes())
-	n := warmSliced(v, recent, limit, stop, current) // pace.go
-	warmSliced(v, clients, limit-n, stop, current)
+	limit := cache.Reserve((len(recent)+clients.Len())*v.PerClient(), policy.WarmBytes, v.DecisionBytes())
+	n := warmSliced(v, len(recent), func(i int) scoring.Client { return recent[i] }, limit, stop, current) // pace.go
+	warmSliced(v, clients.Len(), func(i int) scoring.Client { loc := clients.At(i); return policy.ClientOf(&loc) }, limit-n, stop, current)
 }
 
 // warmedOnce says whether the first table's view was warmed; true
 // without a precomputation.
 func (w *warmer) warmedOnce() bool { return w.signal == nil || w.ready.Load() }
-
-// clientsOf is what the ladder sees of locs, in order, each once; fresh
-// when they are a new table's.
-func (w *warmer) clientsOf(locs []geo.Location, order []uint32) (clients []scoring.Client, fresh bool) {
-	if len(order) == 0 {
-		return nil, false
-	}
-	if len(w.order) == len(order) && &w.order[0] == &order[0] {
-		return w.clients, false
-	}
-	seen := make(map[scoring.Client]bool, len(order))
-	var out []scoring.Client
-	for _, i := range order {
-		cl := policy.ClientOf(&locs[i])
-		if !seen[cl] {
-			seen[cl] = true
-			out = append(out, cl)
-		}
-	}
-	w.order, w.clients = order, out
-	return out, true
-}

@@ -176,7 +176,7 @@ func coldLoop(b *testing.B, l *Locator) {
 func BenchmarkColdMissPrecomputed(b *testing.B) {
 	db := coldDB(b)
 	l := newLocator(b, Config{DB: db, CacheSize: 1<<20 + 1, Precompute: &PrecomputeConfig{}})
-	for deadline := time.Now().Add(time.Minute); func() bool { _, o := l.Placed(); return o == nil }(); time.Sleep(time.Millisecond) {
+	for deadline := time.Now().Add(time.Minute); l.Placed() == nil; time.Sleep(time.Millisecond) {
 		if time.Now().After(deadline) {
 			b.Fatal("No table within a minute")
 		}
@@ -190,7 +190,7 @@ func BenchmarkColdMissPrecomputed(b *testing.B) {
 func BenchmarkWarmPrecomputed(b *testing.B) {
 	db := coldDB(b)
 	l := newLocator(b, Config{DB: db, CacheSize: 1<<20 + 3, Precompute: &PrecomputeConfig{}})
-	for deadline := time.Now().Add(time.Minute); func() bool { _, o := l.Placed(); return o == nil }(); time.Sleep(time.Millisecond) {
+	for deadline := time.Now().Add(time.Minute); l.Placed() == nil; time.Sleep(time.Millisecond) {
 		if time.Now().After(deadline) {
 			b.Fatal("No table within a minute")
 		}

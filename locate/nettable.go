@@ -398,29 +398,53 @@ func (t *netTable) normalized(c *geo.Carriers) *netTable {
 	return &n
 }
 
-// MaxPlaced bounds Placed: the clients of the most addresses, about 120
-// bytes each on the heap (GeoLite2-City with ASN has 589,925 in all).
+// MaxPlaced bounds Placed: the clients of the most addresses, 40 bytes
+// each (GeoLite2-City with ASN has 589,925 in all).
 const MaxPlaced = 1 << 17
 
 // placed are the distinct clients of a normalized table, by weight;
 // built on the first call of Placed.
 type placed struct {
-	once  sync.Once
-	locs  []geo.Location
-	order []uint32
+	once   sync.Once
+	places *Places
 }
 
-// clientKey is what a decision reads of a location (policy.ClientOf).
-type clientKey struct {
-	lat, lon                     float64
-	country, continent, province uint32
-	flags                        uint8
-	isp                          string
+// Places are the distinct clients of a table, by what a decision reads of
+// a location (policy.ClientOf's fields), from the most addresses to the
+// fewest. The records hold no pointer: the collector, which marks on the
+// query's CPU, does not scan them.
+type Places struct {
+	strs []string // the table's strings
+	isps []string // the normalized carriers, each once
+	recs []placeRec
+}
+
+type placeRec struct {
+	lat, lon                          float64
+	country, continent, province, isp uint32
+	flags                             uint8
+}
+
+// Len is how many clients p holds; 0 for nil.
+func (p *Places) Len() int {
+	if p == nil {
+		return 0
+	}
+	return len(p.recs)
+}
+
+// At is the i-th client's location, reduced to what a decision reads: no
+// allocation, the strings are the table's.
+func (p *Places) At(i int) geo.Location {
+	r := &p.recs[i]
+	return geo.Location{Country: p.strs[r.country], Continent: p.strs[r.continent], Province: p.strs[r.province],
+		ISP: p.isps[r.isp], HasCoords: r.flags&flagCoords != 0, Lat: r.lat, Lon: r.lon,
+		ProvinceCoords: r.flags&flagProvinceCoords != 0}
 }
 
 // placedTop is t's values' locations, reduced to what a decision reads
 // and each once, the n of the most addresses in that order.
-func placedTop(t *netTable, n int) (locs []geo.Location, order []uint32) {
+func placedTop(t *netTable, n int) *Places {
 	d := t.d
 	weight := make([]uint64, len(d.vals))
 	for h := range 1 << 16 {
@@ -436,13 +460,26 @@ func placedTop(t *netTable, n int) (locs []geo.Location, order []uint32) {
 			weight[w>>8] += end - (uint64(h)<<16 | uint64(d.lo[i]))
 		}
 	}
-	ids := map[clientKey]uint32{}
-	var keys []clientKey
+	// Carriers that normalize alike are one client's.
+	out := &Places{strs: d.strs}
+	ispOf := make([]uint32, len(t.norm))
+	ispIDs := map[string]uint32{}
+	for i, name := range t.norm {
+		id, ok := ispIDs[name]
+		if !ok {
+			id = uint32(len(out.isps))
+			ispIDs[name] = id
+			out.isps = append(out.isps, name)
+		}
+		ispOf[i] = id
+	}
+	ids := map[placeRec]uint32{}
+	var keys []placeRec
 	var cw []uint64
 	for v, tv := range d.vals {
 		pl := &d.places[tv.place]
-		k := clientKey{lat: pl.lat, lon: pl.lon, country: pl.country, continent: pl.continent, province: pl.province,
-			flags: pl.flags, isp: t.norm[tv.carrier]}
+		k := placeRec{lat: pl.lat, lon: pl.lon, country: pl.country, continent: pl.continent, province: pl.province,
+			flags: pl.flags & (flagCoords | flagProvinceCoords), isp: ispOf[tv.carrier]}
 		id, ok := ids[k]
 		if !ok {
 			id = uint32(len(keys))
@@ -458,12 +495,9 @@ func placedTop(t *netTable, n int) (locs []geo.Location, order []uint32) {
 	}
 	slices.SortStableFunc(byWeight, func(a, b uint32) int { return cmp.Compare(cw[b], cw[a]) })
 	byWeight = byWeight[:min(n, len(byWeight))]
-	locs, order = make([]geo.Location, len(byWeight)), make([]uint32, len(byWeight))
+	out.recs = make([]placeRec, len(byWeight))
 	for i, id := range byWeight {
-		k := &keys[id]
-		locs[i] = geo.Location{Country: d.strs[k.country], Continent: d.strs[k.continent], Province: d.strs[k.province],
-			ISP: k.isp, HasCoords: k.flags&flagCoords != 0, Lat: k.lat, Lon: k.lon, ProvinceCoords: k.flags&flagProvinceCoords != 0}
-		order[i] = uint32(i)
+		out.recs[i] = keys[id]
 	}
-	return locs, order
+	return out
 }

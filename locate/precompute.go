@@ -181,20 +181,18 @@ func (d *databases) normalizedAt(a netip.Addr, loc *geo.Location) bool {
 	return true
 }
 
-// Placed are the locations the databases give IPv4 clients, through the
-// carrier table, reduced to what a decision reads of them
-// (policy.ClientOf's fields) and each once, and the order of their
-// indices from the most addresses to the fewest (two may be equal): the
-// MaxPlaced of the most addresses the table walked; nil without one (or
-// with carrier lists, which place clients per /24). Built on the first
-// call for a table; the caller must not change them.
-func (l *Locator) Placed() (locs []geo.Location, order []uint32) {
+// Placed are the clients the databases give IPv4 addresses, through the
+// carrier table, each once, from the most addresses to the fewest (two
+// may be equal): the MaxPlaced of the most addresses the table walked;
+// nil without one (or with carrier lists, which place clients per /24).
+// Built on the first call for a table; the caller must not change them.
+func (l *Locator) Placed() *Places {
 	t := l.placedTable()
 	if t == nil {
-		return nil, nil
+		return nil
 	}
-	t.placed.once.Do(func() { t.placed.locs, t.placed.order = placedTop(t, MaxPlaced) })
-	return t.placed.locs, t.placed.order
+	t.placed.once.Do(func() { t.placed.places = placedTop(t, MaxPlaced) })
+	return t.placed.places
 }
 
 // placedTable is the table Placed reads, nil when there is none.

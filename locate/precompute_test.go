@@ -190,20 +190,24 @@ func TestPrecomputeFollowsReloads(t *testing.T) {
 func TestPlaced(t *testing.T) {
 	l := newLocator(t, Config{DB: testDB(t), CacheSize: 4107, Precompute: &PrecomputeConfig{}})
 	waitTable(t, l)
-	locs, order := l.Placed()
-	if len(order) == 0 || len(order) != len(locs) {
-		t.Fatalf("Placed: %d locations, %d in order", len(locs), len(order))
+	places := l.Placed()
+	if places.Len() == 0 {
+		t.Fatal("Placed: none")
+	}
+	locs := make([]geo.Location, places.Len())
+	for i := range locs {
+		locs[i] = places.At(i)
 	}
 	reduce := func(loc geo.Location) geo.Location {
 		return geo.Location{Country: loc.Country, Continent: loc.Continent, Province: loc.Province, ISP: loc.ISP,
 			HasCoords: loc.HasCoords, Lat: loc.Lat, Lon: loc.Lon, ProvinceCoords: loc.ProvinceCoords}
 	}
 	seen := map[geo.Location]int{}
-	for i, j := range order {
-		if _, dup := seen[locs[j]]; dup {
-			t.Fatalf("%+v twice", locs[j])
+	for i, loc := range locs {
+		if _, dup := seen[loc]; dup {
+			t.Fatalf("%+v twice", loc)
 		}
-		seen[locs[j]] = i
+		seen[loc] = i
 	}
 	for _, a := range precomputeAddrs() {
 		if _, special := geo.Special(a); special {
@@ -217,15 +221,15 @@ func TestPlaced(t *testing.T) {
 	}
 	// Nowhere (the unknown space) first; then the two /16s (the lower
 	// address first when equal), then the /24s.
-	if locs[order[0]] != (geo.Location{}) {
-		t.Errorf("Heaviest: %+v", locs[order[0]])
+	if locs[0] != (geo.Location{}) {
+		t.Errorf("Heaviest: %+v", locs[0])
 	}
-	if us, cn := locs[order[1]], locs[order[2]]; us.Country != "US" || cn.Country != "CN" || cn.Province != "" || cn.ISP != "telecom" {
+	if us, cn := locs[1], locs[2]; us.Country != "US" || cn.Country != "CN" || cn.Province != "" || cn.ISP != "telecom" {
 		t.Errorf("Then: %+v, %+v", us, cn)
 	}
-	top, torder := placedTop(l.placedTable(), 2)
-	if len(torder) != 2 || top[torder[0]] != locs[order[0]] || top[torder[1]] != locs[order[1]] {
-		t.Errorf("placedTop(2): %+v", top)
+	top := placedTop(l.placedTable(), 2)
+	if top.Len() != 2 || top.At(0) != locs[0] || top.At(1) != locs[1] {
+		t.Errorf("placedTop(2): %+v", top.recs)
 	}
 }
 

@@ -86,19 +86,16 @@ func cmdPrecompute(args []string) error {
 		took.Round(time.Millisecond), testutil.ToFloat64(locate.PrecomputedRanges),
 		testutil.ToFloat64(locate.PrecomputedBytes)/1e6, float64(int64(h1)-int64(h0))/1e6, float64(r1-r0)/1e6, l.PrecomputedUpTo())
 	began = time.Now()
-	locs, order := l.Placed()
+	places := l.Placed()
 	took = time.Since(began)
 	h1b := heap()
-	fmt.Printf("placed: %d distinct clients in %s, heap +%.1f MB\n", len(order), took.Round(time.Millisecond), float64(int64(h1b)-int64(h1))/1e6)
+	fmt.Printf("placed: %d distinct clients in %s, heap +%.1f MB\n", places.Len(), took.Round(time.Millisecond), float64(int64(h1b)-int64(h1))/1e6)
 	h1 = h1b
 
-	seen := map[scoring.Client]bool{}
-	var cls []scoring.Client
-	for _, i := range order {
-		if c := policy.ClientOf(&locs[i]); !seen[c] {
-			seen[c] = true
-			cls = append(cls, c)
-		}
+	cls := make([]scoring.Client, places.Len())
+	for i := range cls {
+		loc := places.At(i)
+		cls[i] = policy.ClientOf(&loc)
 	}
 	p := scoring.DefaultParams
 	cache := policy.NewCache()
