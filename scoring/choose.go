@@ -106,7 +106,7 @@ func prepare(in *Input, buf []scored) Prepared {
 		return out
 	}
 	// Pass 2: score that tier's usable nodes; keep those near the best.
-	ch.s = scorer{c: ch.lc.c, w: &pp.Weights, withDist: ch.lc.c != nil && ch.lc.c.HasCoords, maxCost: maxCost, quality: in.Quality}
+	ch.s = newScorer(ch.lc.c, &pp.Weights, maxCost, in.Quality)
 	out.d.Tier, out.d.Candidates = tier, count
 	out.spread = pp.Spread > 0
 	floor := func(best float64) float64 {

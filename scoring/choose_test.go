@@ -3,6 +3,7 @@ package scoring
 import (
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"slices"
 	"testing"
 )
@@ -369,5 +370,31 @@ func TestChooseProvinceLevelCoords(t *testing.T) {
 	c.ProvinceLevel = false
 	if d := Choose(&c, nodes, []int{0}, nil, nil, 1); d.DistanceKm < 200 {
 		t.Errorf("City-level: %v km, want the distance to Wenzhou", d.DistanceKm)
+	}
+}
+
+// TestHaversineToTheBit: the scorer's haversine, with the client's cosine
+// taken once, gives the textbook formula's distance to the bit, so that
+// no score, and no pick, moves.
+func TestHaversineToTheBit(t *testing.T) {
+	textbook := func(lat1, lon1, lat2, lon2 float64) float64 {
+		const r, rad = 6371.0, math.Pi / 180
+		dphi, dlmb := (lat2-lat1)*rad, (lon2-lon1)*rad
+		a := math.Sin(dphi/2)*math.Sin(dphi/2) +
+			math.Cos(lat1*rad)*math.Cos(lat2*rad)*math.Sin(dlmb/2)*math.Sin(dlmb/2)
+		return 2 * r * math.Atan2(math.Sqrt(a), math.Sqrt(1-a))
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for range 100000 {
+		lat1, lon1 := rng.Float64()*180-90, rng.Float64()*360-180
+		lat2, lon2 := rng.Float64()*180-90, rng.Float64()*360-180
+		want := textbook(lat1, lon1, lat2, lon2)
+		s := newScorer(&Client{HasCoords: true, Lat: lat1, Lon: lon1}, &DefaultParams.Weights, 0, nil)
+		if got := haversine(lat1, s.cosLat, lon1, lat2, lon2); math.Float64bits(got) != math.Float64bits(want) {
+			t.Fatalf("(%v,%v)-(%v,%v): %v, textbook %v", lat1, lon1, lat2, lon2, got, want)
+		}
+		if got := Haversine(lat1, lon1, lat2, lon2); math.Float64bits(got) != math.Float64bits(want) {
+			t.Fatalf("Haversine (%v,%v)-(%v,%v): %v, textbook %v", lat1, lon1, lat2, lon2, got, want)
+		}
 	}
 }

@@ -43,7 +43,7 @@ func Trace(in *Input) []NodeTrace {
 	}
 	for k := range traces {
 		t := &traces[k]
-		s := scorer{c: ch.lc.c, w: &p.Weights, withDist: ch.lc.c != nil && ch.lc.c.HasCoords, maxCost: maxCost[t.Tier], quality: in.Quality}
+		s := newScorer(ch.lc.c, &p.Weights, maxCost[t.Tier], in.Quality)
 		t.DistanceKm = s.values(t.Node, &in.Nodes[t.Node], &t.Terms)
 		t.Score, t.RTTMs = s.w.dot(&t.Terms), s.rtt
 	}

@@ -39,6 +39,15 @@ type scorer struct {
 	maxCost  float64 // the tier's highest cost
 	quality  *Links  // nil: no matrix
 	rtt      float64 // the last node's round trip, -1 without a row
+	cosLat   float64 // the cosine of the client's latitude, once per client
+}
+
+func newScorer(c *Client, w *Weights, maxCost float64, quality *Links) scorer {
+	s := scorer{c: c, w: w, withDist: c != nil && c.HasCoords, maxCost: maxCost, quality: quality}
+	if s.withDist {
+		s.cosLat = math.Cos(c.Lat * rad)
+	}
+	return s
 }
 
 // values puts each term's value for node i, in 0..1, into v; a term that
@@ -51,7 +60,7 @@ func (s *scorer) values(i int, n *Node, v *[NumTerms]float64) float64 {
 		if s.c.ProvinceLevel && n.Province == s.c.Province && n.Country == s.c.Country {
 			km = 0
 		} else {
-			km = Haversine(s.c.Lat, s.c.Lon, n.Lat, n.Lon)
+			km = haversine(s.c.Lat, s.cosLat, s.c.Lon, n.Lat, n.Lon)
 		}
 		v[Distance] = 1 / (1 + km/100)
 	}
@@ -84,10 +93,19 @@ func (w *Weights) dot(v *[NumTerms]float64) float64 {
 // Haversine returns the great-circle distance in km between two points
 // given in degrees (R = 6371 km).
 func Haversine(lat1, lon1, lat2, lon2 float64) float64 {
-	const r, rad = 6371.0, math.Pi / 180
+	return haversine(lat1, math.Cos(lat1*rad), lon1, lat2, lon2)
+}
+
+const rad = math.Pi / 180
+
+// haversine is Haversine given cos1, the cosine of lat1: a scorer takes it
+// once per client. Each sine is taken once; the result is the same to the
+// bit.
+func haversine(lat1, cos1, lon1, lat2, lon2 float64) float64 {
+	const r = 6371.0
 	dphi := (lat2 - lat1) * rad
 	dlmb := (lon2 - lon1) * rad
-	a := math.Sin(dphi/2)*math.Sin(dphi/2) +
-		math.Cos(lat1*rad)*math.Cos(lat2*rad)*math.Sin(dlmb/2)*math.Sin(dlmb/2)
+	sp, sl := math.Sin(dphi/2), math.Sin(dlmb/2)
+	a := sp*sp + cos1*math.Cos(lat2*rad)*sl*sl
 	return 2 * r * math.Atan2(math.Sqrt(a), math.Sqrt(1-a))
 }
