@@ -23,6 +23,8 @@
 #   --quick             QUICK=1            smoke run: 1 round of 5 s, small samples, no waiting for quiet
 #   COREDNS=PATH        use this CoreDNS binary instead of building ./cmd/coredns (A/B runs)
 #   GCTRACE=1           run the server with GODEBUG=gctrace=1 (in raw/server.log)
+#   PROFILE=1           serve pprof on BASE_PORT+3 and save a CPU profile and an execution trace of
+#                       every run, and the heap after each (raw/PHASE-rN.{cpu,trace,heap})
 #   BASE_PORT=17400 (the server on BASE_PORT+1, its ready endpoint on +2, the backends on BASE_PORT+100.., 127.0.0.1 only);
 #   QUIET_MAX=25, QUIET_WAIT=60, NOISE_MAX=25, RETRIES=1: as in bench/dns.sh.
 # Needs: go, dnsperf, dig, curl; taskset to pin (dnsperf, the backends and the rewrites on CPU 0, the
@@ -62,7 +64,7 @@ fi
 ROUNDS=${ROUNDS:-3} LAT_SECS=${LAT_SECS:-20} RATE=${RATE:-20000} NODES=${NODES:-100}
 PROBE_INTERVAL=${PROBE_INTERVAL:-1s} RELOAD=${RELOAD:-1s} WARM=${WARM:-20000} PRECOMPUTE=${PRECOMPUTE:-}
 CLIENTS=${CLIENTS:-4} OUTSTANDING=${OUTSTANDING:-100} SEED=${SEED:-1}
-OFFLINE=${OFFLINE:-0} BASE_PORT=${BASE_PORT:-17400} GCTRACE=${GCTRACE:-0}
+OFFLINE=${OFFLINE:-0} BASE_PORT=${BASE_PORT:-17400} GCTRACE=${GCTRACE:-0} PROFILE=${PROFILE:-0}
 QUIET_MAX=${QUIET_MAX:-25} QUIET_WAIT=${QUIET_WAIT:-60} NOISE_MAX=${NOISE_MAX:-25} RETRIES=${RETRIES:-1}
 [[ $cmdline == "bench/background.sh " ]] && cmdline="bench/background.sh"
 for v in ROUNDS LAT_SECS RATE NODES WARM CLIENTS OUTSTANDING SEED BASE_PORT QUIET_MAX QUIET_WAIT NOISE_MAX RETRIES; do
@@ -143,7 +145,7 @@ g=$data/gen/$datamode-s$SEED
 queries=$g-warm-$WARM.bin
 [[ -s $queries ]] || "$gen" queries -subnets "$g-warm-$WARM.txt" -mode warm -distinct "$WARM" -out "$queries" 2>&1 | tee -a "$res/log.txt" >&2
 
-port=$((BASE_PORT + 1)) rport=$((BASE_PORT + 2)) bport=$((BASE_PORT + 100))
+port=$((BASE_PORT + 1)) rport=$((BASE_PORT + 2)) pport=$((BASE_PORT + 3)) bport=$((BASE_PORT + 100))
 nodes=$conf/nodes.yaml
 # table VARIANT [probed]: writes the node table beside the serving one and renames it into place.
 table() {
@@ -156,7 +158,7 @@ cat >"$conf/Corefile" <<EOF
 # bench/background.sh: gslb over the generated $NODES-node table, reloaded every $RELOAD.
 example.org:$port {
     bind 127.0.0.1
-    ready 127.0.0.1:$rport
+    ready 127.0.0.1:$rport$( ((PROFILE)) && printf '\n    pprof 127.0.0.1:%s' "$pport" || true)
     gslb {
         geoip $geoip
         asn $asn
@@ -168,7 +170,7 @@ example.org:$port {
 EOF
 
 # --- processes -------------------------------------------------------------------------------------
-for p in "$port" "$rport" $(seq "$bport" $((bport + NODES - 1))); do
+for p in "$port" "$rport" "$pport" $(seq "$bport" $((bport + NODES - 1))); do
 	if ss -Hltun "sport = :$p" 2>/dev/null | grep -q .; then
 		echo "background.sh: port $p is in use (BASE_PORT=$BASE_PORT)" >&2
 		exit 1
@@ -245,8 +247,20 @@ run() {
 		((a)) && out=$raw/$ph-r$r.retry$a.txt
 		n0=$(reloads) s0=$(proc_cpu "$srv_pid") b0=$(proc_cpu "$back_pid") u0=$(all_busy)
 		echo "dnsperf -s 127.0.0.1 -p $port -B -d $queries -l $LAT_SECS -Q $RATE -c $CLIENTS -q $OUTSTANDING -v" >"$out.cmd"
+		prof_pid=""
+		if ((PROFILE)); then
+			{
+				curl -s -o "$out.cpu" "http://127.0.0.1:$pport/debug/pprof/profile?seconds=$((LAT_SECS > 3 ? LAT_SECS - 2 : 1))"
+				curl -s -o "$out.trace" "http://127.0.0.1:$pport/debug/pprof/trace?seconds=1"
+			} &
+			prof_pid=$!
+		fi
 		"${timer[@]}" "${pin_load[@]}" dnsperf -s 127.0.0.1 -p "$port" -B -d "$queries" -l "$LAT_SECS" -Q "$RATE" -c "$CLIENTS" -q "$OUTSTANDING" -v >"$out.v" 2>"$out.stderr" || true
 		n1=$(reloads) s1=$(proc_cpu "$srv_pid") b1=$(proc_cpu "$back_pid") u1=$(all_busy)
+		if [[ -n $prof_pid ]]; then
+			wait "$prof_pid" || true
+			curl -s -o "$out.heap" "http://127.0.0.1:$pport/debug/pprof/heap"
+		fi
 		if [[ -n $writer_pid ]]; then
 			kill "$writer_pid" 2>/dev/null || true
 			wait "$writer_pid" 2>/dev/null || true
