@@ -25,6 +25,7 @@ import (
 	"github.com/gslbdns/gslb/geo"
 	"github.com/gslbdns/gslb/health"
 	"github.com/gslbdns/gslb/internal/recovery"
+	"github.com/gslbdns/gslb/internal/yield"
 	"github.com/gslbdns/gslb/locate"
 	"github.com/gslbdns/gslb/overrides"
 	"github.com/gslbdns/gslb/policy"
@@ -735,6 +736,9 @@ func (c *Control) Reload() {
 	t, _ := reloadText(c.files, c.opts.Nodes, func(data []byte) (*table.Table, error) {
 		return table.Parse(c.opts.Nodes, data, c.zones, c.opts.TTL)
 	})
+	if t != nil {
+		yield.Now() // between the parse and the next: see package yield
+	}
 	var ov *overrides.Table
 	if c.opts.Overrides != "" && !c.stopping() {
 		ov, _ = reloadText(c.files, c.opts.Overrides, func(data []byte) (*overrides.Table, error) {
@@ -783,6 +787,7 @@ func (c *Control) Reload() {
 	if t == nil && ov == nil && qm == nil && db == nil && cn == nil {
 		return
 	}
+	yield.Now()
 	var changed []string
 	if cn != nil {
 		old := c.swapCanary(cn)

@@ -21,6 +21,7 @@ import (
 
 	"github.com/gslbdns/gslb/internal/atomicfile"
 	"github.com/gslbdns/gslb/internal/suggest"
+	"github.com/gslbdns/gslb/internal/yield"
 )
 
 // DefaultMaxSize is the size limit of a YAML file (Corefile max_file_size).
@@ -64,7 +65,8 @@ type Lines map[string][]int
 // path of the entry, e.g. `line 4: nodes[0].probe: unknown key "kind"`.
 func Decode(data []byte, v any) (Lines, error) {
 	var root yaml.Node
-	dec := yaml.NewDecoder(bytes.NewReader(data))
+	// A large file is parsed in pieces the queries pass between (yield).
+	dec := yaml.NewDecoder(yield.Reader(bytes.NewReader(data)))
 	if err := dec.Decode(&root); err != nil {
 		if errors.Is(err, io.EOF) {
 			return nil, ErrEmpty
@@ -88,14 +90,24 @@ func Decode(data []byte, v any) (Lines, error) {
 		return nil, ErrEmpty
 	}
 	doc := root.Content[0]
+	large := len(data) >= yield.Every
+	if large {
+		yield.Now()
+	}
 	if err := noAliases(doc); err != nil {
 		return nil, err
 	}
 	if err := knownKeys(doc, reflect.TypeOf(v), ""); err != nil {
 		return nil, err
 	}
+	if large {
+		yield.Now()
+	}
 	if err := doc.Decode(v); err != nil {
 		return nil, decodeError(doc, v, err)
+	}
+	if large {
+		yield.Now()
 	}
 	lines := Lines{}
 	if doc.Kind == yaml.MappingNode {
