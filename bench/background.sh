@@ -250,8 +250,9 @@ run() {
 		prof_pid=""
 		if ((PROFILE)); then
 			{
-				curl -s -o "$out.cpu" "http://127.0.0.1:$pport/debug/pprof/profile?seconds=$((LAT_SECS > 3 ? LAT_SECS - 2 : 1))"
-				curl -s -o "$out.trace" "http://127.0.0.1:$pport/debug/pprof/trace?seconds=1"
+				tr=$((LAT_SECS >= 8 ? 3 : 1))
+				curl -s -o "$out.cpu" "http://127.0.0.1:$pport/debug/pprof/profile?seconds=$((LAT_SECS > tr + 2 ? LAT_SECS - tr - 1 : 1))"
+				curl -s -o "$out.trace" "http://127.0.0.1:$pport/debug/pprof/trace?seconds=$tr"
 			} &
 			prof_pid=$!
 		fi
