@@ -733,12 +733,11 @@ func untilOrHour(t time.Time) time.Duration {
 // Reload loads the files that changed and settled, outside the lock, and
 // swaps them in. A bad file is rejected and the previous one keeps serving.
 func (c *Control) Reload() {
+	y := yield.New() // see package yield
 	t, _ := reloadText(c.files, c.opts.Nodes, func(data []byte) (*table.Table, error) {
 		return table.Parse(c.opts.Nodes, data, c.zones, c.opts.TTL)
 	})
-	if t != nil {
-		yield.Now() // between the parse and the next: see package yield
-	}
+	y.Point()
 	var ov *overrides.Table
 	if c.opts.Overrides != "" && !c.stopping() {
 		ov, _ = reloadText(c.files, c.opts.Overrides, func(data []byte) (*overrides.Table, error) {
@@ -787,7 +786,7 @@ func (c *Control) Reload() {
 	if t == nil && ov == nil && qm == nil && db == nil && cn == nil {
 		return
 	}
-	yield.Now()
+	y.Point()
 	var changed []string
 	if cn != nil {
 		old := c.swapCanary(cn)

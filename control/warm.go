@@ -77,7 +77,9 @@ func (c *Control) warm(stop <-chan struct{}) {
 		recovery.Do("precompute", func() {
 			clients := c.locator.Placed()
 			fresh := clients.Len() > 0 && clients != w.places
-			w.places = clients
+			if fresh {
+				w.places = clients
+			}
 			if v := c.view.Load(); fresh || w.warmed.Load() != v {
 				warmOne(v, &w.warmed, clients, c.decisions, precomputedDecisions, stop, func() bool { return c.view.Load() == v })
 			}
@@ -88,7 +90,7 @@ func (c *Control) warm(stop <-chan struct{}) {
 				warmOne(cv, &w.canary, clients, cn.Cache, canaryDecisions, stop, func() bool { return cn.View.Load() == cv && c.canary.Load() == cn })
 			}
 			if fresh {
-				debug.FreeOSMemory() // what the table's build and its clients' dedup freed
+				debug.FreeOSMemory() // what the table's build and Placed freed
 			}
 		})
 		if tabled {

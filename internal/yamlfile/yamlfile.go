@@ -65,8 +65,9 @@ type Lines map[string][]int
 // path of the entry, e.g. `line 4: nodes[0].probe: unknown key "kind"`.
 func Decode(data []byte, v any) (Lines, error) {
 	var root yaml.Node
-	// A large file is parsed in pieces the queries pass between (yield).
-	dec := yaml.NewDecoder(yield.Reader(bytes.NewReader(data)))
+	// A large file is parsed in slices the queries pass between.
+	y := yield.New()
+	dec := yaml.NewDecoder(y.Reader(bytes.NewReader(data)))
 	if err := dec.Decode(&root); err != nil {
 		if errors.Is(err, io.EOF) {
 			return nil, ErrEmpty
@@ -90,25 +91,18 @@ func Decode(data []byte, v any) (Lines, error) {
 		return nil, ErrEmpty
 	}
 	doc := root.Content[0]
-	large := len(data) >= yield.Every
-	if large {
-		yield.Now()
-	}
+	y.Point()
 	if err := noAliases(doc); err != nil {
 		return nil, err
 	}
 	if err := knownKeys(doc, reflect.TypeOf(v), ""); err != nil {
 		return nil, err
 	}
-	if large {
-		yield.Now()
-	}
+	y.Point()
 	if err := doc.Decode(v); err != nil {
 		return nil, decodeError(doc, v, err)
 	}
-	if large {
-		yield.Now()
-	}
+	y.Point()
 	lines := Lines{}
 	if doc.Kind == yaml.MappingNode {
 		for i := 0; i+1 < len(doc.Content); i += 2 {

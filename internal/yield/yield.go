@@ -11,36 +11,80 @@ package yield
 
 import (
 	"io"
+	"runtime"
 	"time"
 )
 
-// Pause is how long Now sleeps: longer than the scheduler takes to reach
-// the network poll, short beside a query's latency.
-const Pause = 20 * time.Microsecond
+const (
+	// Slice is the work between two yields: about what a query may wait.
+	Slice = 500 * time.Microsecond
+	// Pause is a yield's sleep: longer than the scheduler takes to reach
+	// the network poll, short beside a query's latency.
+	Pause = 20 * time.Microsecond
+	// maxSlice bounds the back-off of an idle server's yields.
+	maxSlice = 64 * time.Millisecond
+)
 
-// Now lets the goroutines waiting for the processor, and the network
-// poll, run before the caller goes on.
-func Now() { time.Sleep(Pause) }
-
-// Every is how much input a Reader passes between two yields: about half
-// a millisecond of YAML parsing.
-const Every = 4 << 10
-
-// Reader is r that yields (Now) every Every bytes read: a parser reading
-// a large file through it stops that often.
-func Reader(r io.Reader) io.Reader { return &reader{r: r} }
-
-type reader struct {
-	r     io.Reader
-	since int
+// A Yielder yields to the queries every Slice of its owner's work, with
+// one processor only (with more, the queries run beside it). A sleep
+// that overruns Pause many times over says nothing else wanted the
+// processor (an idle processor waits for the network in steps of a
+// millisecond): it then yields less often, down to once per maxSlice, so
+// that a large file on an idle server is not parsed at half speed. One
+// goroutine uses it.
+type Yielder struct {
+	on    bool
+	last  time.Time
+	slice time.Duration
 }
 
-func (y *reader) Read(p []byte) (int, error) {
-	if y.since >= Every {
-		y.since = 0
-		Now()
+// New starts a Yielder's first slice now.
+func New() *Yielder {
+	return &Yielder{on: runtime.GOMAXPROCS(0) == 1, last: time.Now(), slice: Slice}
+}
+
+// Point yields when the slice since the last yield is over.
+func (y *Yielder) Point() {
+	if !y.on {
+		return
 	}
-	n, err := y.r.Read(p[:min(len(p), Every-y.since)])
-	y.since += n
-	return n, err
+	start := time.Now()
+	if start.Sub(y.last) < y.slice {
+		return
+	}
+	time.Sleep(Pause)
+	y.last = time.Now()
+	if y.last.Sub(start) > 10*Pause {
+		y.slice = min(2*y.slice, maxSlice)
+	} else {
+		y.slice = Slice
+	}
+}
+
+// Now yields once, whatever the slice: between the steps of a piece of
+// background work.
+func (y *Yielder) Now() {
+	y.last = time.Time{}
+	y.Point()
+}
+
+// Reader is r through y: a parser reading a large input through it yields
+// between its reads (of at most Every bytes).
+func (y *Yielder) Reader(r io.Reader) io.Reader { return &reader{r: r, y: y} }
+
+// Every bounds a Reader's reads: a parser works on at most that much
+// between two chances to yield.
+const Every = 4 << 10
+
+type reader struct {
+	r io.Reader
+	y *Yielder
+}
+
+func (r *reader) Read(p []byte) (int, error) {
+	if len(p) == 0 {
+		return r.r.Read(p)
+	}
+	r.y.Point()
+	return r.r.Read(p[:min(len(p), Every)])
 }

@@ -8,16 +8,17 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"go.yaml.in/yaml/v3"
 )
 
 // TestQueriesPassAParse: on one processor, a goroutine waiting for a
-// datagram reads it while a large YAML document read through Reader is
-// still being parsed, after the parser has read a few yields' worth of
-// it: without yielding it would wait for the parse to end, or for the
-// runtime's preemption of a long stretch (10 ms, tens of kilobytes of
-// YAML).
+// datagram reads it while a large YAML document read through a Yielder's
+// Reader is still being parsed, after the parser has read a few slices'
+// worth of it: without yielding it would wait for the parse to end, or
+// for the runtime's preemption of a long stretch (10 ms, tens of
+// kilobytes of YAML).
 func TestQueriesPassAParse(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
 	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
@@ -25,6 +26,9 @@ func TestQueriesPassAParse(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer pc.Close()
+	if err := pc.SetReadDeadline(time.Now().Add(time.Minute)); err != nil {
+		t.Fatal(err)
+	}
 	var doc strings.Builder
 	doc.WriteString("nodes:\n")
 	for i := 0; doc.Len() < 1<<20; i++ {
@@ -53,8 +57,12 @@ func TestQueriesPassAParse(t *testing.T) {
 		t.Fatal(err)
 	}
 	var out struct{ Nodes []map[string]any }
-	if err := yaml.NewDecoder(Reader(src)).Decode(&out); err != nil {
+	y := New()
+	if err := yaml.NewDecoder(y.Reader(src)).Decode(&out); err != nil {
 		t.Fatal(err)
+	}
+	if y.slice < Slice || y.slice > maxSlice {
+		t.Errorf("Slice %v, want within %v..%v", y.slice, Slice, maxSlice)
 	}
 	at, ok := <-seenAt
 	if !ok {
@@ -79,12 +87,19 @@ func (c *counting) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// TestReaderPassesEverything: what Reader reads is r's, whole, in the
-// same order, whatever the size of the reads.
+// TestReaderPassesEverything: what a Reader reads is r's, whole, in the
+// same order, whatever the size of the reads, yielding or not.
 func TestReaderPassesEverything(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
 	data := bytes.Repeat([]byte("0123456789abcdef"), 3*Every/16+5)
-	for _, size := range []int{1, 7, 512, Every, 3 * Every} {
-		r := Reader(bytes.NewReader(data))
+	for _, size := range []int{0, 1, 7, 512, Every, 3 * Every} {
+		if size == 0 {
+			if n, err := New().Reader(bytes.NewReader(data)).Read(nil); n != 0 || err != nil {
+				t.Errorf("An empty read: %d, %v", n, err)
+			}
+			continue
+		}
+		r := New().Reader(bytes.NewReader(data))
 		var got []byte
 		buf := make([]byte, size)
 		for {
