@@ -21,17 +21,19 @@ const (
 	// Pause is a yield's sleep: longer than the scheduler takes to reach
 	// the network poll, short beside a query's latency.
 	Pause = 20 * time.Microsecond
-	// maxSlice bounds the back-off of an idle server's yields.
-	maxSlice = 64 * time.Millisecond
+	// maxSlice bounds the back-off of an idle server's yields: what a query
+	// arriving on a lightly loaded one may wait.
+	maxSlice = 4 * time.Millisecond
 )
 
 // A Yielder yields to the queries every Slice of its owner's work, with
 // one processor only (with more, the queries run beside it). A sleep
-// that overruns Pause many times over says nothing else wanted the
-// processor (an idle processor waits for the network in steps of a
-// millisecond): it then yields less often, down to once per maxSlice, so
-// that a large file on an idle server is not parsed at half speed. One
-// goroutine uses it.
+// that overran Pause many times over while the process took next to no
+// CPU says nothing else wanted the processor (an idle processor waits
+// for the network in steps of a millisecond): it then yields less often,
+// down to once per maxSlice, so that a large file on an idle server is
+// not parsed at half speed. A sleep the queries filled keeps the slice.
+// One goroutine uses it.
 type Yielder struct {
 	on    bool
 	last  time.Time
@@ -52,9 +54,11 @@ func (y *Yielder) Point() {
 	if start.Sub(y.last) < y.slice {
 		return
 	}
+	cpu0, known := cpuTime()
 	time.Sleep(Pause)
 	y.last = time.Now()
-	if y.last.Sub(start) > 10*Pause {
+	slept := y.last.Sub(start)
+	if cpu1, _ := cpuTime(); known && slept > 10*Pause && cpu1-cpu0 < slept/4 {
 		y.slice = min(2*y.slice, maxSlice)
 	} else {
 		y.slice = Slice
