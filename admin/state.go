@@ -84,7 +84,8 @@ func LoadState(path string, limit int64, known func(id string) bool) (*State, er
 
 func parseState(data []byte, known func(id string) bool) (s *State, dropped []string, err error) {
 	s = &State{}
-	doc, err := yamlfile.Decode(data, s)
+	// The state is checked under the control plane's lock (roundTrip).
+	doc, err := yamlfile.DecodeHeld(data, s)
 	if err != nil {
 		if errors.Is(err, yamlfile.ErrEmpty) {
 			return &State{}, nil, nil

@@ -64,9 +64,16 @@ type Lines map[string][]int
 // lines of the top-level lists' entries. An error names the line and the
 // path of the entry, e.g. `line 4: nodes[0].probe: unknown key "kind"`.
 func Decode(data []byte, v any) (Lines, error) {
-	var root yaml.Node
 	// A large file is parsed in slices the queries pass between.
-	y := yield.New()
+	return decode(data, v, yield.New())
+}
+
+// DecodeHeld is Decode for a caller that holds a lock others wait on: it
+// never yields.
+func DecodeHeld(data []byte, v any) (Lines, error) { return decode(data, v, nil) }
+
+func decode(data []byte, v any, y *yield.Yielder) (Lines, error) {
+	var root yaml.Node
 	dec := yaml.NewDecoder(y.Reader(bytes.NewReader(data)))
 	if err := dec.Decode(&root); err != nil {
 		if errors.Is(err, io.EOF) {

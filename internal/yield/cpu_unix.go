@@ -1,4 +1,4 @@
-//go:build unix
+//go:build linux || darwin || freebsd
 
 package yield
 
@@ -7,7 +7,8 @@ import (
 	"time"
 )
 
-// cpuTime is the CPU time the process has used, and whether it is known.
+// cpuTime is the CPU time the process has used, and whether it is known:
+// where it is counted per thread and to the nanosecond, not per tick.
 func cpuTime() (time.Duration, bool) {
 	var ru syscall.Rusage
 	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {

@@ -32,8 +32,8 @@ const (
 // CPU says nothing else wanted the processor (an idle processor waits
 // for the network in steps of a millisecond): it then yields less often,
 // down to once per maxSlice, so that a large file on an idle server is
-// not parsed at half speed. A sleep the queries filled keeps the slice.
-// One goroutine uses it.
+// not parsed at half speed. A sleep the queries filled resets the slice
+// to Slice. One goroutine uses it; a nil Yielder never yields.
 type Yielder struct {
 	on    bool
 	last  time.Time
@@ -47,7 +47,7 @@ func New() *Yielder {
 
 // Point yields when the slice since the last yield is over.
 func (y *Yielder) Point() {
-	if !y.on {
+	if y == nil || !y.on {
 		return
 	}
 	start := time.Now()
@@ -58,18 +58,11 @@ func (y *Yielder) Point() {
 	time.Sleep(Pause)
 	y.last = time.Now()
 	slept := y.last.Sub(start)
-	if cpu1, _ := cpuTime(); known && slept > 10*Pause && cpu1-cpu0 < slept/4 {
+	if cpu1, ok := cpuTime(); known && ok && slept > 10*Pause && cpu1-cpu0 < slept/4 {
 		y.slice = min(2*y.slice, maxSlice)
 	} else {
 		y.slice = Slice
 	}
-}
-
-// Now yields once, whatever the slice: between the steps of a piece of
-// background work.
-func (y *Yielder) Now() {
-	y.last = time.Time{}
-	y.Point()
 }
 
 // Reader is r through y: a parser reading a large input through it yields

@@ -46,7 +46,10 @@ func TestQueriesPassAParse(t *testing.T) {
 	}()
 	// The reader parks in the network poller before the datagram comes.
 	stacks := make([]byte, 1<<20)
-	for runtime.Gosched(); !bytes.Contains(stacks[:runtime.Stack(stacks, true)], []byte("ReadFrom")); runtime.Gosched() {
+	for deadline := time.Now().Add(time.Minute); !bytes.Contains(stacks[:runtime.Stack(stacks, true)], []byte("ReadFrom")); runtime.Gosched() {
+		if time.Now().After(deadline) {
+			t.Fatal("The reader never waited for the datagram")
+		}
 	}
 	c, err := net.Dial("udp", pc.LocalAddr().String())
 	if err != nil {
@@ -61,15 +64,15 @@ func TestQueriesPassAParse(t *testing.T) {
 	if err := yaml.NewDecoder(y.Reader(src)).Decode(&out); err != nil {
 		t.Fatal(err)
 	}
-	if y.slice < Slice || y.slice > maxSlice {
-		t.Errorf("Slice %v, want within %v..%v", y.slice, Slice, maxSlice)
-	}
 	at, ok := <-seenAt
 	if !ok {
 		t.Fatal("The datagram was not read")
 	}
-	if at > 4*Every {
-		t.Errorf("The datagram was read after %d of %d bytes parsed, want within %d", at, doc.Len(), 4*Every)
+	// A slice's worth of YAML is 3 KB on the development machine (the
+	// runtime's preemption came after 88 KB there): a CPU several times
+	// faster still passes.
+	if at > 48<<10 {
+		t.Errorf("The datagram was read after %d of %d bytes parsed, want within %d", at, doc.Len(), 48<<10)
 	}
 	if len(out.Nodes) == 0 {
 		t.Error("Nothing parsed")
