@@ -225,6 +225,7 @@ func (a *answer) sendSigned(p *reply, scope uint8, sign bool) (int, error) {
 func (a *answer) flush() {
 	if m := a.msg; m != nil {
 		a.msg = nil
+		a.mx.reply(a.zone, m.Rcode) // before the write: a scrape after the reply sees it
 		a.w.WriteMsg(m)
 		return
 	}
@@ -232,6 +233,7 @@ func (a *answer) flush() {
 	if b == nil {
 		return
 	}
+	a.mx.reply(a.zone, int(b[3]&0xf))
 	rec, n := a.rec, 0
 	if rec != nil {
 		n = rec.Len

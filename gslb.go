@@ -85,8 +85,12 @@ func (g *GSLB) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.Msg) (
 		rc, err = g.serveHTTPS(ctx, q)
 	}
 	q.a.flush()
-	if q.own && g.rrl != nil && !plugin.ClientWrite(rc) && g.limitedError(ctx, w, r) {
-		rc = dns.RcodeSuccess // nothing written: dropped, or slipped
+	if q.own && !plugin.ClientWrite(rc) {
+		if g.rrl != nil && g.limitedError(ctx, w, r) {
+			rc = dns.RcodeSuccess // nothing written: dropped, or slipped
+		} else {
+			q.mx.reply(q.zone, rc) // the server writes it
+		}
 	}
 	// Not cleared: route and the decision set every field a query reads,
 	// and clearing would pay the write barrier on every pointer. What it
@@ -104,6 +108,7 @@ type inflight struct {
 	asked string // the question's name as the wire gave it
 	rec   *table.Record
 	mx    *serverMetrics
+	zone  string // the zone of an owned question
 	// decide: what route left to decide on the short stack.
 	decide uint8
 	own    bool // the reply is gslb's, not the next plugin's
@@ -135,6 +140,8 @@ func (g *GSLB) route(ctx context.Context, w dns.ResponseWriter, r *dns.Msg, q *i
 	if zone == "" {
 		return plugin.NextOrFailure(g.Name(), g.Next, ctx, w, r)
 	}
+	mx := g.metrics.of(metrics.WithServer(ctx))
+	q.mx, q.zone = mx, zone
 	if r.Opcode != dns.OpcodeQuery {
 		// NOTIFY, UPDATE and the rest: the answers are computed, not stored.
 		return dns.RcodeNotImplemented, nil
@@ -153,8 +160,6 @@ func (g *GSLB) route(ctx context.Context, w dns.ResponseWriter, r *dns.Msg, q *i
 	if qtype == dns.TypeAXFR || qtype == dns.TypeIXFR {
 		return dns.RcodeRefused, nil
 	}
-	mx := g.metrics.of(metrics.WithServer(ctx))
-
 	ecs, err := parseECS(r)
 	if err != nil {
 		mx.invalid.Inc()
@@ -180,7 +185,7 @@ func (g *GSLB) route(ctx context.Context, w dns.ResponseWriter, r *dns.Msg, q *i
 		q.decide = decideNone
 		return a.nonAddress(qname, rec != nil, qtype)
 	}
-	q.asked, q.rec, q.mx = asked, rec, mx
+	q.asked, q.rec = asked, rec
 	dq := &q.q
 	dq.View, dq.Record, dq.QType, dq.Remote, dq.ECS, dq.Beacon = v, rec, qtype, w.RemoteAddr(), ecs, beacon
 	return 0, nil

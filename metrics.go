@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/coredns/coredns/plugin"
+	"github.com/coredns/coredns/plugin/pkg/rcode"
 
 	"github.com/gslbdns/gslb/canary"
 	"github.com/gslbdns/gslb/decide"
@@ -66,6 +67,13 @@ var (
 		Name:      "dnssec_denials_total",
 		Help:      "Counter of signed negative answers by proof (nsec, nsec3, black_lie) and result (nxdomain, nodata).",
 	}, []string{"server", "proof", "result"})
+
+	responses = promauto.NewCounterVec(prometheus.CounterOpts{
+		Namespace: plugin.Namespace,
+		Subsystem: "gslb",
+		Name:      "responses_total",
+		Help:      "Counter of the replies of gslb's zones, by zone and rcode: those gslb writes, and the error rcodes it returns for the server to write.",
+	}, []string{"server", "zone", "rcode"})
 
 	rrlLimited = promauto.NewCounterVec(prometheus.CounterOpts{
 		Namespace: plugin.Namespace,
@@ -130,6 +138,27 @@ type serverMetrics struct {
 	// tables are the counters of the last two node tables answered from
 	// (the stable's and a canary's), newest first.
 	tables atomic.Pointer[[]*nodeCounters]
+	// replies are the rcode counters of each zone, each resolved on its
+	// first reply.
+	replies atomic.Pointer[map[string]*rcodeCounters]
+}
+
+type rcodeCounters [16]atomic.Pointer[prometheus.Counter]
+
+// reply counts a reply of zone with rcode.
+func (m *serverMetrics) reply(zone string, rc int) {
+	cs := loadOrAdd(&m.replies, zone, func() *rcodeCounters { return new(rcodeCounters) })
+	if rc < 0 || rc >= len(cs) {
+		responses.WithLabelValues(m.server, zone, rcode.ToString(rc)).Inc()
+		return
+	}
+	c := cs[rc].Load()
+	if c == nil {
+		n := responses.WithLabelValues(m.server, zone, rcode.ToString(rc))
+		cs[rc].Store(&n)
+		c = &n
+	}
+	(*c).Inc()
 }
 
 // nodeCounters are the answers counters of one table's nodes by index,
@@ -289,7 +318,7 @@ func (mc *metricsCache) reset() { mc.m.Store(nil) }
 
 // Collectors are the package's metrics, for tests that list them.
 var Collectors = []prometheus.Collector{decisions, nodeAnswers, provinceMatch, ecsTotal, decisionDuration,
-	policyDecisions, policyProvinceMatch, dnssecDenials, rrlLimited}
+	policyDecisions, policyProvinceMatch, dnssecDenials, rrlLimited, responses}
 
 // denied counts a signed negative answer: a denial of a name that exists
 // (NODATA) or not (NXDOMAIN, which black lies answer as a NODATA).

@@ -184,14 +184,15 @@ func TestWireMetricsThroughCoreDNS(t *testing.T) {
 
 // TestMetricsFromAnotherBlock: prometheus in a server block of its own
 // (a zone nobody asks for, on gslb's port) serves gslb's metrics, which
-// count gslb's queries, while gslb's block, without prometheus, adds
-// nothing to CoreDNS's per-reply series.
+// count gslb's queries and its replies by rcode (those it writes, and the
+// errors it has the server write), while gslb's block, without
+// prometheus, adds nothing to CoreDNS's per-reply series.
 func TestMetricsFromAnotherBlock(t *testing.T) {
 	dir := fixture(t, fixtureNodes)
 	maddr := freeLoopback(t)
 	inst := startCoreDNS(t, "example.org:0 {\nbind 127.0.0.1\nroot "+dir+"\nerrors\n"+fmt.Sprintf(fixtureBlock, "rrl off\n")+"\n}\n"+
 		"metrics.invalid:0 {\nbind 127.0.0.1\nprometheus "+maddr+"\n}\n")
-	series := append([]string{"coredns_gslb_decisions_total", "coredns_gslb_ecs_total"}, replySeries...)
+	series := append([]string{"coredns_gslb_decisions_total", "coredns_gslb_ecs_total", "coredns_gslb_responses_total"}, replySeries...)
 	before := scrape(t, maddr, series...)
 	c := &dns.Client{Timeout: 10 * time.Second}
 	const n = 5
@@ -201,6 +202,20 @@ func TestMetricsFromAnotherBlock(t *testing.T) {
 			t.Fatalf("Exchange: %v, %v", r, err)
 		}
 	}
+	ask := func(m *dns.Msg, rcode int) {
+		t.Helper()
+		r, _, err := c.Exchange(m, inst.Servers()[0].LocalAddr().String())
+		if err != nil || r.Rcode != rcode {
+			t.Fatalf("Exchange %s: %v, %v, want %s", m.Question[0].String(), r, err, dns.RcodeToString[rcode])
+		}
+	}
+	for range 3 {
+		ask(query("nothere.example.org", dns.TypeA, nil), dns.RcodeNameError)
+	}
+	ask(query("example.org", dns.TypeAXFR, nil), dns.RcodeRefused)
+	notify := query("example.org", dns.TypeSOA, nil)
+	notify.Opcode = dns.OpcodeNotify
+	ask(notify, dns.RcodeNotImplemented)
 	// gslb counts before it writes: the counts are there with the replies.
 	after := scrape(t, maddr, series...)
 	got := map[string]float64{}
@@ -213,6 +228,12 @@ func TestMetricsFromAnotherBlock(t *testing.T) {
 	for _, name := range []string{"coredns_gslb_decisions_total", "coredns_gslb_ecs_total"} {
 		if got[name] != n {
 			t.Errorf("%s counted %v of %d queries", name, got[name], n)
+		}
+	}
+	for rc, want := range map[string]float64{"NOERROR": n, "NXDOMAIN": 3, "REFUSED": 1, "NOTIMP": 1} {
+		k := `coredns_gslb_responses_total{rcode="` + rc + `",zone="example.org."}`
+		if d := after[k] - before[k]; d != want {
+			t.Errorf("%s counted %v, want %v (series: %v)", k, d, want, after)
 		}
 	}
 	for name, d := range got {
