@@ -66,12 +66,8 @@ func (y *Yielder) Point() {
 }
 
 // Reader is r through y: a parser reading a large input through it yields
-// between its reads (of at most Every bytes).
+// between its reads (yaml's are of 512 bytes).
 func (y *Yielder) Reader(r io.Reader) io.Reader { return &reader{r: r, y: y} }
-
-// Every bounds a Reader's reads: a parser works on at most that much
-// between two chances to yield.
-const Every = 4 << 10
 
 type reader struct {
 	r io.Reader
@@ -79,9 +75,8 @@ type reader struct {
 }
 
 func (r *reader) Read(p []byte) (int, error) {
-	if len(p) == 0 {
-		return r.r.Read(p)
+	if len(p) > 0 {
+		r.y.Point()
 	}
-	r.y.Point()
-	return r.r.Read(p[:min(len(p), Every)])
+	return r.r.Read(p)
 }

@@ -94,8 +94,8 @@ func (c *counting) Read(p []byte) (int, error) {
 // same order, whatever the size of the reads, yielding or not.
 func TestReaderPassesEverything(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
-	data := bytes.Repeat([]byte("0123456789abcdef"), 3*Every/16+5)
-	for _, size := range []int{0, 1, 7, 512, Every, 3 * Every} {
+	data := bytes.Repeat([]byte("0123456789abcdef"), 3*(4<<10)/16+5)
+	for _, size := range []int{0, 1, 7, 512, 4 << 10, 12 << 10} {
 		if size == 0 {
 			if n, err := New().Reader(bytes.NewReader(data)).Read(nil); n != 0 || err != nil {
 				t.Errorf("An empty read: %d, %v", n, err)
