@@ -39,6 +39,8 @@ type answer struct {
 	msg  *dns.Msg
 	held wire
 	less int
+	// build is wireAddresses' reply under construction.
+	build wire
 }
 
 // reply is one answer's message with the parts it points to, so that a
@@ -140,6 +142,14 @@ func (a *answer) addresses(name string, out *decide.Outcome) (int, error) {
 	if a.wireAddresses(out) {
 		return dns.RcodeSuccess, nil
 	}
+	return a.msgAddresses(name, out)
+}
+
+// msgAddresses is addresses as a message, out of line: its frame would
+// deepen the wire path's.
+//
+//go:noinline
+func (a *answer) msgAddresses(name string, out *decide.Outcome) (int, error) {
 	p := newReply(a.r)
 	hdr := dns.RR_Header{Name: name, Rrtype: out.QType, Class: dns.ClassINET, Ttl: out.TTL}
 	rrs := p.rrs[:0]

@@ -95,3 +95,31 @@ func FuzzCorefile(f *testing.F) {
 		}
 	})
 }
+
+// FuzzPackName: packName packs what it takes exactly as the DNS library
+// does, and leaves the rest to it.
+func FuzzPackName(f *testing.F) {
+	if _, ok := packName("www.example.org.", make([]byte, 64), 12); !ok {
+		f.Fatal("packName left a plain name to the DNS library")
+	}
+	for _, s := range []string{".", "www.example.org.", "WwW.Example.ORG.", "a..b.", "a.b", `a\.b.`, `a\065.`,
+		strings.Repeat("a", 63) + ".", strings.Repeat("a", 64) + ".", strings.Repeat("abcdefg.", 31) + "x.", strings.Repeat("abcdefg.", 32), "-._.*."} {
+		f.Add(s, 12)
+	}
+	f.Fuzz(func(t *testing.T, name string, off int) {
+		off &= 0x1ff
+		got := make([]byte, 600)
+		end, ok := packName(name, got, off)
+		if !ok {
+			return
+		}
+		want := make([]byte, 600)
+		wend, err := dns.PackDomainName(name, want, off, nil, false)
+		if err != nil {
+			t.Fatalf("%q: packName took it, the DNS library refuses it: %v", name, err)
+		}
+		if end != wend || string(got[off:end]) != string(want[off:wend]) {
+			t.Fatalf("%q: packName % x, the DNS library % x", name, got[off:end], want[off:wend])
+		}
+	})
+}

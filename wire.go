@@ -172,15 +172,57 @@ func (a *answer) start(wr *wire, rcode int) bool {
 	clear(b[4:12])
 	q := &r.Question[0]
 	wr.b = b
-	off, err := dns.PackDomainName(q.Name, b[:cap(b)], 12, nil, false)
-	if err != nil {
-		wr.release()
-		return false
+	off, ok := packName(q.Name, b[:cap(b)], 12)
+	if !ok {
+		var err error
+		if off, err = dns.PackDomainName(q.Name, b[:cap(b)], 12, nil, false); err != nil {
+			wr.release()
+			return false
+		}
 	}
 	wr.name = b[12:off]
 	b = binary.BigEndian.AppendUint16(b[:off], q.Qtype)
 	wr.b = binary.BigEndian.AppendUint16(b, q.Qclass)
 	return true
+}
+
+// packName packs name, fully qualified and without escapes, at off in
+// msg as dns.PackDomainName does, and returns where it ends; false, for
+// PackDomainName to take it, when the name has an escape, a label out of
+// bounds or does not fit. A question's name is packed on every reply:
+// PackDomainName's frames would deepen the query's stack past its next
+// size.
+func packName(name string, msg []byte, off int) (int, bool) {
+	if len(name) == 0 || len(name) > 255 || name[len(name)-1] != '.' || off+len(name)+1 > len(msg) {
+		return 0, false
+	}
+	if name == "." {
+		msg[off] = 0
+		return off + 1, true
+	}
+	start := off
+	for i := 0; i < len(name); {
+		j := i
+		for j < len(name) && name[j] != '.' {
+			if name[j] == '\\' {
+				return 0, false
+			}
+			j++
+		}
+		n := j - i
+		if n == 0 || n > 63 {
+			return 0, false
+		}
+		msg[off] = byte(n)
+		copy(msg[off+1:], name[i:j])
+		off += 1 + n
+		i = j + 1
+	}
+	msg[off] = 0
+	if off+1-start > 255 {
+		return 0, false
+	}
+	return off + 1, true
 }
 
 // release returns the buffer to the pool, unless it grew past a bound.
@@ -290,22 +332,27 @@ func (a *answer) wireAddresses(out *decide.Outcome) bool {
 	if !a.conn() {
 		return false
 	}
-	var wr wire
-	if !a.start(&wr, dns.RcodeSuccess) {
+	// Built in a, not on this frame, and without the iterator: both would
+	// deepen the query's stack past its next size. start sets every field.
+	wr := &a.build
+	if !a.start(wr, dns.RcodeSuccess) {
 		return false
 	}
 	n := 0
-	for _, addr := range out.Addresses() {
-		if out.QType == dns.TypeA {
-			ip := addr.As4()
-			wr.rr(dns.TypeA, out.TTL, ip[:])
-		} else {
-			ip := addr.As16()
-			wr.rr(dns.TypeAAAA, out.TTL, ip[:])
+	for k := range out.Decision.NOrder {
+		_, addrs := out.Answered(k)
+		for _, addr := range addrs {
+			if out.QType == dns.TypeA {
+				ip := addr.As4()
+				wr.rr(dns.TypeA, out.TTL, ip[:])
+			} else {
+				ip := addr.As16()
+				wr.rr(dns.TypeAAAA, out.TTL, ip[:])
+			}
+			n++
 		}
-		n++
 	}
-	return a.finish(&wr, n, 0, out.Scope)
+	return a.finish(wr, n, 0, out.Scope)
 }
 
 // wireCNAME writes cname's reply as bytes; false: take the message path.

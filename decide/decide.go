@@ -72,11 +72,12 @@ type Decider struct {
 	// pops is the source's resolver map: the server's decisions feed it,
 	// and with Population its populations decide; nil: none.
 	pops *resolvers.Map
+	memo *memo
 }
 
 // New returns a Decider over src.
 func New(src Source, o Options) *Decider {
-	d := &Decider{src: src}
+	d := &Decider{src: src, memo: new(memo)}
 	if m, ok := src.(Mapper); ok {
 		d.pops = m.Resolvers()
 	}
@@ -139,6 +140,11 @@ type Outcome struct {
 	// Located: answered, and the client's province is known: it counts
 	// for the cross-province ratio. Same: and the node is in it.
 	Located, Same bool
+	// pq is the question to the policy (policyQuery); tok the locator's
+	// Token before the location, for the memo. On the heap with out: a
+	// query's stack grows by copying.
+	pq  policy.Query
+	tok locate.Token
 }
 
 // Decide fills out for q, and tells the resolver map of it.
@@ -167,7 +173,12 @@ func (d *Decider) decide(ctx context.Context, q *Query, out *Outcome, steps *[]l
 	if steps != nil {
 		d.trace(ctx, out, steps)
 	} else {
-		d.src.Locator().LocateInto(ctx, out.Client, &out.Loc)
+		l := d.src.Locator()
+		out.tok = l.Token()
+		if out.FromECS && !q.Beacon && d.memo.answer(d, l, q, out) {
+			return
+		}
+		l.LocateInto(ctx, out.Client, &out.Loc)
 	}
 	out.Population = nil
 	if !out.FromECS && d.opts.Population && d.pops != nil && out.Loc.Override.Pin == nil {
@@ -178,6 +189,8 @@ func (d *Decider) decide(ctx context.Context, q *Query, out *Outcome, steps *[]l
 	d.choose(q.View, q.Record, q.QType, out)
 	if q.Beacon {
 		out.TTL = min(out.TTL, d.opts.BeaconTTL)
+	} else if steps == nil && out.Loc.Table != 0 {
+		d.memo.keep(d.src.Locator(), q, out)
 	}
 }
 
@@ -289,6 +302,12 @@ func (d *Decider) choose(v *policy.View, rec *table.Record, qtype uint16, out *O
 	out.Unit, out.UnitBits = out.Loc.SpreadUnit(d.opts.SpreadPrefix4, d.opts.SpreadPrefix6)
 	q := policyQuery(out)
 	out.View.DecideInto(q, &out.Decision)
+	d.settle(q, cn, out)
+}
+
+// settle sets what follows from out's decision, made for q: the ttl, the
+// scopes, all_down servfail, the province match.
+func (d *Decider) settle(q *policy.Query, cn *canary.Rollout, out *Outcome) {
 	var now time.Time
 	if out.Decision.Tier == scoring.TierOverride || q.Placed != nil {
 		now = time.Now() // only an expiring pin or override reads the clock
@@ -316,9 +335,13 @@ func (d *Decider) choose(v *policy.View, rec *table.Record, qtype uint16, out *O
 	out.Same = out.Located && out.Loc.Province == w.Province && out.Loc.Country == w.Country
 }
 
+// policyQuery is out's question to the policy, kept in out: on choose's
+// frame it would deepen the query's stack past its next size.
 func policyQuery(out *Outcome) *policy.Query {
-	return &policy.Query{Record: out.Record, QType: out.QType, Client: policy.ClientOf(&out.Loc.Location),
-		Subnet: uint64(out.Unit), Pin: out.Loc.Override.Pin, Placed: out.Loc.Override.Location}
+	q := &out.pq
+	q.Record, q.QType, q.Subnet, q.Pin, q.Placed = out.Record, out.QType, uint64(out.Unit), out.Loc.Override.Pin, out.Loc.Override.Location
+	policy.ClientInto(&out.Loc.Location, &q.Client)
+	return q
 }
 
 // Policy is the policy the decision was made under: stable or canary.
@@ -347,16 +370,8 @@ func (o *Outcome) CNAME() string {
 // a CNAME cannot stand beside other records.
 func (o *Outcome) Addresses() iter.Seq2[*table.Node, netip.Addr] {
 	return func(yield func(*table.Node, netip.Addr) bool) {
-		d := &o.Decision
-		for _, i := range d.Order[:d.NOrder] {
-			n := &o.View.Table.Nodes[i]
-			if n.CNAME != "" {
-				continue
-			}
-			addrs := n.V4
-			if o.QType == dns.TypeAAAA {
-				addrs = n.V6
-			}
+		for k := range o.Decision.NOrder {
+			n, addrs := o.Answered(k)
 			for _, a := range addrs {
 				if !yield(n, a) {
 					return
@@ -364,6 +379,20 @@ func (o *Outcome) Addresses() iter.Seq2[*table.Node, netip.Addr] {
 			}
 		}
 	}
+}
+
+// Answered is the k-th node of the decision's order (k < Decision.NOrder)
+// and its addresses in the answer: Addresses without the iterator, whose
+// frames deepen a query's stack.
+func (o *Outcome) Answered(k int) (*table.Node, []netip.Addr) {
+	n := &o.View.Table.Nodes[o.Decision.Order[k]]
+	switch {
+	case n.CNAME != "":
+		return n, nil
+	case o.QType == dns.TypeAAAA:
+		return n, n.V6
+	}
+	return n, n.V4
 }
 
 // trustsECS reports whether the resolver at remote may speak for its

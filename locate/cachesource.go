@@ -21,19 +21,22 @@ func (s *cacheSource) Locate(_ context.Context, q *Query) bool {
 	// nor a place in it: a lookup without a lock, and no entry evicted.
 	// Written in place: q is on the heap, a Location on this frame would
 	// deepen every query's stack.
-	if s.l.dbs.normalizedAt(q.Addr, &q.Loc) {
+	if v := s.l.dbs.normalizedAt(q.Addr, &q.Loc); v != 0 {
 		if q.Loc.Province != "" || !s.l.refines {
-			q.normalized = true
-			precomputedHit.Inc()
-			if q.Loc.Province != "" {
-				dbHit.Inc()
-			} else {
-				dbMiss.Inc()
-			}
+			q.normalized, q.table = true, v
+			tableHit(&q.Loc)
 			return true
 		}
 		q.Loc = geo.Location{}
 	}
+	return s.cached(q)
+}
+
+// cached is Locate from the process cache, out of line: its Location
+// copy would deepen the frame of every query the table answers.
+//
+//go:noinline
+func (s *cacheSource) cached(q *Query) bool {
 	loc, ok := s.l.cache.get(q.Key, s.l.nowNano(), q.tag)
 	if !ok {
 		cacheMiss.Inc()

@@ -82,6 +82,9 @@ type Result struct {
 	// data that placed the client, or the key's /24 (/48) when a later
 	// source may still place it per /24.
 	Scope uint8
+	// Table is the precomputed table's value id plus one when it placed
+	// the client for good, and nothing overrode it (see FromTable); 0: not.
+	Table uint32
 }
 
 // New builds a Locator from cfg, whose defaults it fills. It starts nothing
@@ -311,7 +314,10 @@ func (l *Locator) LocateInto(ctx context.Context, addr netip.Addr, r *Result) {
 		}
 	}
 	l.learn(ctx, q, answered)
-	r.Location, r.Key, r.Override = q.Loc, k, q.Override
+	r.Location, r.Key, r.Override, r.Table = q.Loc, k, q.Override, q.table
+	if q.Override != (overrides.Match{}) {
+		r.Table = 0
+	}
 	r.Scope = max(q.Loc.Bits, q.Override.MinBits)
 	*q = Query{}
 	queryPool.Put(q)

@@ -118,32 +118,31 @@ func (d *tableData) value(v uint32) (geo.Other, uint32) {
 }
 
 // location materializes value v with Bits bits, its carrier's name isp
-// (raw or normalized): no allocation, the strings are the table's.
-func (d *tableData) location(v uint32, bits uint8, isp *string) geo.Location {
+// (raw or normalized), into loc: no allocation, the strings are the
+// table's. Into loc, not returned: a returned Location is a copy on the
+// caller's frame, which deepens the query's stack past its next size.
+func (d *tableData) location(v uint32, bits uint8, isp *string, loc *geo.Location) {
 	tv := &d.vals[v]
 	p, c := &d.places[tv.place], &d.carriers[tv.carrier]
 	name := d.strs[c.isp]
 	if isp != nil {
 		name = *isp
 	}
-	loc := geo.Location{
-		Country:        d.strs[p.country],
-		Continent:      d.strs[p.continent],
-		Province:       d.strs[p.province],
-		City:           d.strs[p.city],
-		HasCoords:      p.flags&flagCoords != 0,
-		Lat:            p.lat,
-		Lon:            p.lon,
-		ProvinceCoords: p.flags&flagProvinceCoords != 0,
-		Radius:         p.radius,
-		ISP:            name,
-		ASN:            c.asn,
-		Bits:           bits,
-		SpreadBits:     p.spread,
-		Source:         p.source,
-	}
+	// Field by field: a composite literal is built on this frame first.
+	loc.Country, loc.Continent, loc.Province, loc.City = d.strs[p.country], d.strs[p.continent], d.strs[p.province], d.strs[p.city]
+	loc.HasCoords, loc.Lat, loc.Lon = p.flags&flagCoords != 0, p.lat, p.lon
+	loc.ProvinceCoords, loc.Radius = p.flags&flagProvinceCoords != 0, p.radius
+	loc.ISP, loc.ASN, loc.Bits, loc.SpreadBits, loc.Source, loc.Special = name, c.asn, bits, p.spread, p.source, false
 	runtime.KeepAlive(d)
-	return loc
+}
+
+// otherOK is whether value v has MaxMind's view to compare, and its
+// carrier id: what the query path reads of value, without the view.
+func (d *tableData) otherOK(v uint32) (bool, uint32) {
+	tv := &d.vals[v]
+	ok, carrier := d.others[tv.other].OK, tv.carrier
+	runtime.KeepAlive(d)
+	return ok, carrier
 }
 
 // encoder interns a walk's values.

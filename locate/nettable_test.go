@@ -74,8 +74,22 @@ func TestTableEncodingRoundTrip(t *testing.T) {
 	carriers := geo.DefaultCarriers()
 	tb := (&netTable{d: d}).normalized(carriers)
 	ids := map[memoValue]uint32{}
+	// location writes into a Location that held another: every field it
+	// leaves is wrong.
+	dirty := geo.Location{Country: "X", Continent: "X", Province: "X", City: "X", HasCoords: true, Lat: 1, Lon: 1,
+		ProvinceCoords: true, Radius: 1, ISP: "X", ASN: 1, Bits: 1, SpreadBits: 1, Source: geo.SourceOnline, Special: true}
+	for i, f := range reflect.VisibleFields(reflect.TypeOf(dirty)) {
+		if reflect.ValueOf(dirty).Field(i).IsZero() {
+			t.Fatalf("dirty leaves Location.%s zero: location would not be seen to skip it", f.Name)
+		}
+	}
+	at := func(id uint32, bits uint8, isp *string) geo.Location {
+		got := dirty
+		d.location(id, bits, isp, &got)
+		return got
+	}
 	for _, k := range all {
-		if got := d.location(k.id, k.loc.Bits, nil); got != k.loc {
+		if got := at(k.id, k.loc.Bits, nil); got != k.loc {
 			t.Fatalf("Round trip:\n got %+v\nwant %+v", got, k.loc)
 		}
 		if got := d.others[d.vals[k.id].other]; got != k.other {
@@ -83,7 +97,7 @@ func TestTableEncodingRoundTrip(t *testing.T) {
 		}
 		want := k.loc
 		carriers.Apply(&want)
-		if got := d.location(k.id, k.loc.Bits, &tb.norm[d.vals[k.id].carrier]); got != want {
+		if got := at(k.id, k.loc.Bits, &tb.norm[d.vals[k.id].carrier]); got != want {
 			t.Fatalf("Normalized:\n got %+v\nwant %+v", got, want)
 		}
 		noBits := k.loc

@@ -7,6 +7,7 @@ import (
 
 	"github.com/gslbdns/gslb/geo"
 	"github.com/gslbdns/gslb/internal/recovery"
+	"github.com/gslbdns/gslb/overrides"
 )
 
 // Defaults of the precomputation's budget.
@@ -160,25 +161,66 @@ func (d *databases) fromTable(db *geo.DB, q *Query, other *geo.Other) bool {
 		isp = &t.norm[carrier]
 		q.normalized = true
 	}
-	q.Loc = t.d.location(v, bits, isp)
+	t.d.location(v, bits, isp, &q.Loc)
 	return true
 }
 
 // normalizedAt sets loc to the table's location of a through the carrier
-// table, as the databases' link would answer it: false, loc untouched,
-// when the table does not place a, or when MaxMind's view is still to be
-// compared with it.
-func (d *databases) normalizedAt(a netip.Addr, loc *geo.Location) bool {
+// table, as the databases' link would answer it, and returns its value id
+// plus one: 0, loc untouched, when the table does not place a, or when
+// MaxMind's view is still to be compared with it.
+func (d *databases) normalizedAt(a netip.Addr, loc *geo.Location) uint32 {
 	t, v, bits, ok := d.tableAt(d.db.Load(), a)
 	if !ok || t.norm == nil || t.carriers != d.l.carriers.Load() {
+		return 0
+	}
+	otherOK, carrier := t.d.otherOK(v)
+	if otherOK {
+		return 0
+	}
+	t.d.location(v, bits, &t.norm[carrier], loc)
+	return v + 1
+}
+
+// Token is what an answer of the precomputed table for good depends on:
+// under equal tokens, FromTable answers as LocateInto did.
+type Token struct {
+	pre       *netTable
+	db        *geo.DB
+	carriers  *geo.Carriers
+	overrides *[]*overrides.Table
+}
+
+// Token is the locator's token now.
+func (l *Locator) Token() Token {
+	return Token{l.dbs.pre.Load(), l.dbs.db.Load(), l.carriers.Load(), l.over.tables.Load()}
+}
+
+// FromTable sets r to what LocateInto said of addr when it set r.Table to
+// table and r.Bits to bits under tok, which must be the Token now: the
+// table's location, and no override. False when tok has no such table.
+func (l *Locator) FromTable(tok Token, addr netip.Addr, table uint32, bits uint8, r *Result) bool {
+	t := tok.pre
+	if t == nil || table == 0 || t.norm == nil || t.carriers != tok.carriers || int(table) > len(t.d.vals) {
 		return false
 	}
-	other, carrier := t.d.value(v)
-	if other.OK {
-		return false
-	}
-	*loc = t.d.location(v, bits, &t.norm[carrier])
+	v := table - 1
+	_, carrier := t.d.otherOK(v)
+	t.d.location(v, bits, &t.norm[carrier], &r.Location)
+	r.Key, r.Override, r.Table = KeyOf(addr.Unmap()), overrides.Match{}, table
+	r.Scope = r.Bits
+	tableHit(&r.Location)
 	return true
+}
+
+// tableHit counts an answer of the table for good.
+func tableHit(loc *geo.Location) {
+	precomputedHit.Inc()
+	if loc.Province != "" {
+		dbHit.Inc()
+	} else {
+		dbMiss.Inc()
+	}
 }
 
 // Placed are the clients the databases give IPv4 addresses, through the

@@ -72,6 +72,9 @@ type Query struct {
 	// normalized is set by a source whose answer went through the carrier
 	// table already (a cache of the chain's own answers).
 	normalized bool
+	// table is the precomputed table's value id plus one when it placed
+	// the address for good (Result.Table).
+	table uint32
 	// list is what the carrier lists said, for learn to apply last.
 	list listHit
 	// tag is the content the query started under: what it learns is

@@ -82,6 +82,11 @@ func (d *Decision) TTL(q *Query, min uint32, now time.Time) (uint32, string) {
 	if d.Volatile != Steady {
 		return lo, d.Volatile.String()
 	}
+	// Only a pin or an override expires: no call for the rest, on the
+	// query's stack.
+	if d.Tier != scoring.TierOverride && q.Placed == nil {
+		return hi, TTLStable
+	}
 	if exp := d.expires(q); !exp.IsZero() {
 		left := exp.Sub(now)
 		if left < time.Duration(hi)*time.Second {
@@ -109,10 +114,18 @@ func (v *View) DecideInto(q *Query, d *Decision) {
 	if q.Pin == nil || !v.pinned(q, cand, &d.Decision) {
 		v.decide(q, cand, &d.Decision)
 	}
+	v.Finish(d, q.Client.ISP)
+}
+
+// Finish sets what the view says of d's scoring decision, for a client of
+// carrier isp: the winner, its state, whether the answer holds per subnet,
+// how soon it may change. DecideInto calls it, and so does a memo of
+// scoring decisions, to answer as DecideInto would.
+func (v *View) Finish(d *Decision, isp string) {
 	d.Winner, d.State, d.Vantage = nil, "", ""
 	if d.Node >= 0 {
 		d.Winner = &v.Table.Nodes[d.Node]
-		st := &v.StatusFor(q.Client.ISP)[d.Node]
+		st := &v.StatusFor(isp)[d.Node]
 		d.State, d.Vantage = st.State, st.Vantage
 	}
 	d.PerSubnet = d.Tied

@@ -156,6 +156,17 @@ func Ramp(since, now time.Time, cooldown time.Duration) (float64, time.Time) {
 	return 1 - float64(k)/rampSteps, since.Add((k + 1) * step)
 }
 
+// ClientInto sets c to ClientOf(loc) field by field: a returned Client is
+// a copy on the caller's frame, which deepens a query's stack.
+func ClientInto(loc *geo.Location, c *scoring.Client) {
+	if loc.Special {
+		*c = scoring.Client{}
+		return
+	}
+	c.Country, c.Continent, c.Province, c.ISP = loc.Country, loc.Continent, loc.Province, loc.ISP
+	c.HasCoords, c.Lat, c.Lon, c.ProvinceLevel = loc.HasCoords, loc.Lat, loc.Lon, loc.ProvinceCoords
+}
+
 // ClientOf is what the ladder and the score see of a located client: nothing
 // for a special address.
 func ClientOf(loc *geo.Location) scoring.Client {
