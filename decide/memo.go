@@ -1,6 +1,7 @@
 package decide
 
 import (
+	"sync"
 	"sync/atomic"
 	"unsafe"
 
@@ -19,19 +20,31 @@ import (
 // keeps nothing an override, a pin, a population, a beacon or a canary
 // decided, nor a decision whose ttl reads the clock.
 
-// memoBits sizes the memo: 1<<memoBits entries, direct-mapped.
+// The memo's size: 1<<memoBits buckets of memoWays entries; a client's
+// question hashes to one bucket.
 const (
-	memoBits  = 16
-	memoSlots = 1 << memoBits
+	memoBits  = 15
+	memoWays  = 4
+	memoSlots = memoWays << memoBits
 )
 
 type memo struct {
 	epoch atomic.Pointer[memoEpoch]
 	ids   atomic.Uint64
+	// tab is made on the first entry: a decider that never keeps one
+	// (the tools, Explain) holds no table.
+	tab  atomic.Pointer[memoTable]
+	made sync.Once
+}
+
+// memoTable holds the entries. tags[i] is the hash of slots[i]'s entry,
+// read first, so that a lookup reads one entry at most.
+type memoTable struct {
+	tags  [memoSlots]atomic.Uint64
 	slots [memoSlots]atomic.Pointer[memoEntry]
-	// seen is the hash of the last miss of each slot: an entry is made
-	// on a client's second miss, so that a stream of new clients
-	// allocates nothing.
+	// seen are the hashes of each bucket's last misses, the newest
+	// first: an entry is made on a client's second miss, so that a stream
+	// of new clients neither allocates nor evicts.
 	seen [memoSlots]atomic.Uint64
 }
 
@@ -47,6 +60,7 @@ type memoEpoch struct {
 // it. rec is the record's address: its view, the epoch's, keeps it.
 type memoEntry struct {
 	epoch uint64
+	seq   uint64 // when it was made, to replace the older of a bucket's two
 	addr  [16]byte
 	rec   uintptr
 	qtype uint16
@@ -79,19 +93,26 @@ func (m *memo) answer(d *Decider, l *locate.Locator, q *Query, out *Outcome) boo
 	if m == nil || d.src.Canary() != nil {
 		return false
 	}
-	e := m.current(q.View, l, out.tok)
-	if e == nil {
+	t, e := m.tab.Load(), m.current(q.View, l, out.tok)
+	if t == nil || e == nil {
 		return false
 	}
 	rec := uintptr(unsafe.Pointer(q.Record))
 	a := out.Client.As16()
-	x := m.slots[memoHash(&a, rec, q.QType)>>(64-memoBits)].Load()
-	if x == nil || x.epoch != e.id || x.rec != rec || x.qtype != q.QType || x.addr != a ||
-		!l.FromTable(out.tok, out.Client, x.table, x.bits, &out.Loc) {
-		return false
+	h := memoHash(&a, rec, q.QType)
+	b := h >> (64 - memoBits) * memoWays
+	for i := b; i < b+memoWays; i++ {
+		if t.tags[i].Load() != h {
+			continue
+		}
+		x := t.slots[i].Load()
+		if x != nil && x.epoch == e.id && x.rec == rec && x.qtype == q.QType && x.addr == a &&
+			l.FromTable(out.tok, out.Client, x.table, x.bits, &out.Loc) {
+			m.decided(d, x, q, out)
+			return true
+		}
 	}
-	m.decided(d, x, q, out)
-	return true
+	return false
 }
 
 // decided sets out as choose would have, for the decision x keeps.
@@ -105,6 +126,43 @@ func (m *memo) decided(d *Decider, x *memoEntry, q *Query, out *Outcome) {
 	d.settle(pq, nil, out)
 }
 
+// victim is the slot of bucket b for an entry of hash h in epoch: the one
+// h holds already, a free one or one of an older epoch, else the oldest
+// entry's.
+func (t *memoTable) victim(b, h, epoch uint64) uint64 {
+	for j := b; j < b+memoWays; j++ {
+		if t.tags[j].Load() == h {
+			return j
+		}
+	}
+	i, oldest := b, ^uint64(0)
+	for j := b; j < b+memoWays; j++ {
+		x := t.slots[j].Load()
+		if x == nil || x.epoch != epoch {
+			return j
+		}
+		if x.seq < oldest {
+			i, oldest = j, x.seq
+		}
+	}
+	return i
+}
+
+// seen reports whether h is among marks, the hashes of a bucket's last
+// misses, and when not, puts it first.
+func seen(marks []atomic.Uint64, h uint64) bool {
+	for k := range marks {
+		if marks[k].Load() == h {
+			return true
+		}
+	}
+	for k := len(marks) - 1; k > 0; k-- {
+		marks[k].Store(marks[k-1].Load())
+	}
+	marks[0].Store(h)
+	return false
+}
+
 // keep makes an entry of out, decided for q under l's out.tok, on its
 // client's second miss; only what answer can rebuild.
 func (m *memo) keep(l *locate.Locator, q *Query, out *Outcome) {
@@ -112,12 +170,13 @@ func (m *memo) keep(l *locate.Locator, q *Query, out *Outcome) {
 		out.Decision.Tier == scoring.TierOverride || l.Token() != out.tok {
 		return
 	}
+	m.made.Do(func() { m.tab.Store(new(memoTable)) })
+	t := m.tab.Load()
 	rec := uintptr(unsafe.Pointer(q.Record))
 	a := out.Client.As16()
 	h := memoHash(&a, rec, q.QType)
-	i := h >> (64 - memoBits)
-	if m.seen[i].Load() != h {
-		m.seen[i].Store(h)
+	b := h >> (64 - memoBits) * memoWays
+	if !seen(t.seen[b:b+memoWays], h) {
 		return
 	}
 	e := m.current(q.View, l, out.tok)
@@ -125,6 +184,10 @@ func (m *memo) keep(l *locate.Locator, q *Query, out *Outcome) {
 		e = &memoEpoch{id: m.ids.Add(1), view: q.View, loc: l, tok: out.tok}
 		m.epoch.Store(e)
 	}
-	m.slots[i].Store(&memoEntry{epoch: e.id, addr: a, rec: rec, qtype: q.QType,
+	i := t.victim(b, h, e.id)
+	// The tag last: a reader that sees it sees the entry, or an older
+	// one it then refuses by its fields.
+	t.slots[i].Store(&memoEntry{epoch: e.id, seq: m.ids.Add(1), addr: a, rec: rec, qtype: q.QType,
 		bits: out.Loc.Bits, table: out.Loc.Table, dec: out.Decision.Decision})
+	t.tags[i].Store(h)
 }
