@@ -1,6 +1,7 @@
 package decide
 
 import (
+	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"unsafe"
@@ -42,9 +43,9 @@ type memo struct {
 type memoTable struct {
 	tags  [memoSlots]atomic.Uint64
 	slots [memoSlots]atomic.Pointer[memoEntry]
-	// seen are the hashes of each bucket's last misses, the newest
-	// first: an entry is made on a client's second miss, so that a stream
-	// of new clients neither allocates nor evicts.
+	// seen are hashes of each bucket's recent misses: an entry is made
+	// on a client's second miss, so that a stream of new clients neither
+	// allocates nor evicts.
 	seen [memoSlots]atomic.Uint64
 }
 
@@ -149,17 +150,15 @@ func (t *memoTable) victim(b, h, epoch uint64) uint64 {
 }
 
 // seen reports whether h is among marks, the hashes of a bucket's last
-// misses, and when not, puts it first.
+// misses, and when not, puts it in the place of one, drawn at random: one
+// store, and clients of one bucket cannot keep replacing each other's.
 func seen(marks []atomic.Uint64, h uint64) bool {
 	for k := range marks {
 		if marks[k].Load() == h {
 			return true
 		}
 	}
-	for k := len(marks) - 1; k > 0; k-- {
-		marks[k].Store(marks[k-1].Load())
-	}
-	marks[0].Store(h)
+	marks[rand.Uint64()%uint64(len(marks))].Store(h)
 	return false
 }
 

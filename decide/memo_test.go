@@ -122,9 +122,8 @@ func canaryControl(t *testing.T, dir string) *control.Control {
 	return c
 }
 
-// TestMemoHolds: 20,000 clients asked in turn are nearly all answered by
-// the memo from their third query on; a stream of new clients makes no
-// entry.
+// TestMemoHolds: 20,000 clients asked in turn three times are nearly all
+// answered by the memo then; a stream of new clients makes no entry.
 func TestMemoHolds(t *testing.T) {
 	c, _ := newControl(t, "")
 	if err := c.Start(); err != nil {
@@ -148,7 +147,7 @@ func TestMemoHolds(t *testing.T) {
 	if decide.Memoized(c.Decider(), q(n)) {
 		t.Error("A client asked once is in the memo")
 	}
-	for range 2 {
+	for range 3 {
 		for i := range n {
 			c.Decider().Decide(ctx, q(i), new(decide.Outcome))
 		}
@@ -160,9 +159,10 @@ func TestMemoHolds(t *testing.T) {
 		}
 	}
 	t.Logf("The memo holds %d of %d clients", held, n)
-	// Buckets of four: about 0.3% of 20,000 clients fall in one of five.
-	if held < n*98/100 {
-		t.Errorf("The memo holds %d of %d clients asked twice", held, n)
+	// Buckets of four: about 0.3% of 20,000 clients fall in one of five
+	// or more; a client's first miss may be forgotten before its second.
+	if held < n*99/100 {
+		t.Errorf("The memo holds %d of %d clients asked three times", held, n)
 	}
 }
 
