@@ -5,7 +5,6 @@ import (
 	"net"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/coredns/caddy/caddyfile"
 
@@ -91,14 +90,7 @@ func BenchmarkDecideResolvers(b *testing.B) {
 // entries the first two rounds make) and through one without the memo.
 func BenchmarkDecideECS(b *testing.B) {
 	c := benchControl(b, "")
-	if err := c.Start(); err != nil {
-		b.Fatal(err)
-	}
-	for deadline := time.Now().Add(time.Minute); !c.Locator().Tabled(); time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			b.Fatal("No table within a minute")
-		}
-	}
+	startTabled(b, c)
 	v := c.View()
 	ctx := context.Background()
 	var qs []decide.Query

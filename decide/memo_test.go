@@ -25,14 +25,7 @@ import (
 // health changes, overrides, pins and a canary; and the memo does answer.
 func TestMemoIsExact(t *testing.T) {
 	c, dir := newControl(t, "")
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
-	for deadline := time.Now().Add(time.Minute); !c.Locator().Tabled(); time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("No precomputed table after a minute")
-		}
-	}
+	startTabled(t, c)
 	ref := decide.New(c, decide.OptionsOf(c.Options()))
 	decide.NoMemo(ref)
 
@@ -126,14 +119,7 @@ func canaryControl(t *testing.T, dir string) *control.Control {
 // answered by the memo then; a stream of new clients makes no entry.
 func TestMemoHolds(t *testing.T) {
 	c, _ := newControl(t, "")
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
-	for deadline := time.Now().Add(time.Minute); !c.Locator().Tabled(); time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("No precomputed table after a minute")
-		}
-	}
+	startTabled(t, c)
 	v := c.View()
 	ctx := context.Background()
 	q := func(i int) *decide.Query {
@@ -171,14 +157,7 @@ func TestMemoHolds(t *testing.T) {
 // it read (with -race, the memo's reads and writes are checked too).
 func TestMemoConcurrent(t *testing.T) {
 	c, _ := newControl(t, "")
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
-	for deadline := time.Now().Add(time.Minute); !c.Locator().Tabled(); time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("No precomputed table after a minute")
-		}
-	}
+	startTabled(t, c)
 	ref := decide.New(c, decide.OptionsOf(c.Options()))
 	decide.NoMemo(ref)
 	ctx := context.Background()
@@ -232,5 +211,18 @@ func TestMemoConcurrent(t *testing.T) {
 	close(errs)
 	for e := range errs {
 		t.Error(e)
+	}
+}
+
+// startTabled starts c and waits for its precomputed table.
+func startTabled(tb testing.TB, c *control.Control) {
+	tb.Helper()
+	if err := c.Start(); err != nil {
+		tb.Fatal(err)
+	}
+	for deadline := time.Now().Add(time.Minute); !c.Locator().Tabled(); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			tb.Fatal("No precomputed table after a minute")
+		}
 	}
 }
