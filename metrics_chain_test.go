@@ -129,14 +129,15 @@ func TestWireMetricsThroughCoreDNS(t *testing.T) {
 				}
 			}
 		}
-		// The plugin counts a reply after writing it: await the count.
+		// The plugin counts a reply after writing it, its rcode last of its
+		// series (CoreDNS's vars.Report): await that count.
 		var after map[string]float64
 		deadline := time.Now().Add(30 * time.Second)
 		for {
 			after = scrape(t, maddr, replySeries...)
 			n := 0.0
 			for k, v := range after {
-				if strings.HasPrefix(k, "coredns_dns_requests_total{") {
+				if strings.HasPrefix(k, "coredns_dns_responses_total{") {
 					n += v - before[k]
 				}
 			}
@@ -144,7 +145,7 @@ func TestWireMetricsThroughCoreDNS(t *testing.T) {
 				break
 			}
 			if time.Now().After(deadline) {
-				t.Fatalf("CoreDNS counted %v requests of %d sent", n, sent)
+				t.Fatalf("CoreDNS counted %v replies of %d requests sent", n, sent)
 			}
 			time.Sleep(20 * time.Millisecond)
 		}
