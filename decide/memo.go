@@ -1,6 +1,7 @@
 package decide
 
 import (
+	"encoding/binary"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
@@ -19,7 +20,7 @@ import (
 // ttl and scopes by the code choose runs, and an entry holds only under
 // the view, the locator and its Token it was made under (its epoch). It
 // keeps nothing an override, a pin, a population, a beacon or a canary
-// decided, nor a decision whose ttl reads the clock.
+// decided, nor a decision whose ttl reads the clock, nor one failing open.
 
 // The memo's size: 1<<memoBits buckets of memoWays entries; a client's
 // question hashes to one bucket.
@@ -72,8 +73,8 @@ type memoEntry struct {
 
 // memoHash is the slot hash of a client's question: never 0.
 func memoHash(a *[16]byte, rec uintptr, qtype uint16) uint64 {
-	hi := *(*uint64)(unsafe.Pointer(&a[0]))
-	lo := *(*uint64)(unsafe.Pointer(&a[8]))
+	hi := binary.LittleEndian.Uint64(a[:8])
+	lo := binary.LittleEndian.Uint64(a[8:])
 	h := (hi*0x9E3779B97F4A7C15 ^ lo) * 0xC2B2AE3D27D4EB4F
 	h ^= (uint64(rec) ^ uint64(qtype)<<48) * 0x165667B19E3779F9
 	return h ^ h>>29 | 1
@@ -95,7 +96,15 @@ func (m *memo) answer(d *Decider, l *locate.Locator, q *Query, out *Outcome) boo
 		return false
 	}
 	t, e := m.tab.Load(), m.current(q.View, l, out.tok)
-	if t == nil || e == nil {
+	if e == nil {
+		// Let the old view, databases and table go: the next entry
+		// makes the next epoch.
+		if old := m.epoch.Load(); old != nil {
+			m.epoch.CompareAndSwap(old, nil)
+		}
+		return false
+	}
+	if t == nil {
 		return false
 	}
 	rec := uintptr(unsafe.Pointer(q.Record))
@@ -165,8 +174,11 @@ func seen(marks []atomic.Uint64, h uint64) bool {
 // keep makes an entry of out, decided for q under l's out.tok, on its
 // client's second miss; only what answer can rebuild.
 func (m *memo) keep(l *locate.Locator, q *Query, out *Outcome) {
+	// Not a failing-open decision either: settle turns a fallback's tier
+	// from fail_open, from which Finish tells its volatility.
 	if m == nil || !out.FromECS || out.Population != nil || out.Canary != nil || out.InCanary || out.View != q.View ||
-		out.Decision.Tier == scoring.TierOverride || l.Token() != out.tok {
+		out.Decision.Tier == scoring.TierOverride || out.Decision.Tier == scoring.TierFailOpen ||
+		out.Decision.Tier == scoring.TierFallback || l.Token() != out.tok {
 		return
 	}
 	m.made.Do(func() { m.tab.Store(new(memoTable)) })

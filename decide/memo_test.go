@@ -81,6 +81,18 @@ func TestMemoIsExact(t *testing.T) {
 		t.Error("The memo answered nothing under the new view")
 	}
 
+	// Every node down: failing open, and fb's fallback.
+	down := map[string]health.Status{}
+	for _, n := range c.View().Table.Nodes {
+		down[n.ID] = health.Status{State: health.StateDown}
+	}
+	c.Fix(health.NewSnapshot(down))
+	compare("all down")
+	// sh alone down: fb.example.org falls back, the rest does not.
+	c.Fix(health.NewSnapshot(map[string]health.Status{"sh": {State: health.StateDown}}))
+	compare("sh down")
+	c.Fix(health.NewSnapshot(map[string]health.Status{"hz-a": {State: health.StateDown}}))
+
 	// An override and a pin on clients the memo holds.
 	ov, err := overrides.Parse("overrides.yaml", []byte("overrides:\n"+
 		"  - {cidr: 1.0.3.0/24, location: {country: CN, province: SH, isp: mobile}}\n"+
