@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -43,14 +44,21 @@ func adminDBs(t *testing.T, dir string) (city, asn string) {
 	})
 }
 
-// freeAddr is a free loopback TCP address.
+// freeAddr is a free loopback TCP address whose port is below the
+// kernel's ephemeral range (32768 on): a port the kernel picks for port 0
+// can be taken by a client connection's before the server binds it, as
+// an admin listener once found.
 func freeAddr(t *testing.T) string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	for range 1000 {
+		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", 10000+rand.IntN(22000)))
+		if err != nil {
+			continue
+		}
+		l.Close()
+		return l.Addr().String()
 	}
-	defer l.Close()
-	return l.Addr().String()
+	t.Fatal("No free loopback port below 32000")
+	return ""
 }
 
 type adminEnv struct {
