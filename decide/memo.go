@@ -118,7 +118,7 @@ func (m *memo) answer(d *Decider, l *locate.Locator, q *Query, out *Outcome) boo
 		x := t.slots[i].Load()
 		if x != nil && x.epoch == e.id && x.rec == rec && x.qtype == q.QType && x.addr == a &&
 			l.FromTable(out.tok, out.Client, x.table, x.bits, &out.Loc) {
-			m.decided(d, x, q, out)
+			d.decided(x, q, out)
 			return true
 		}
 	}
@@ -126,7 +126,7 @@ func (m *memo) answer(d *Decider, l *locate.Locator, q *Query, out *Outcome) boo
 }
 
 // decided sets out as choose would have, for the decision x keeps.
-func (m *memo) decided(d *Decider, x *memoEntry, q *Query, out *Outcome) {
+func (d *Decider) decided(x *memoEntry, q *Query, out *Outcome) {
 	out.Population, out.PopulationShare = nil, 0
 	out.View, out.Record, out.QType, out.InCanary, out.Canary = q.View, q.Record, q.QType, false, nil
 	out.Unit, out.UnitBits = out.Loc.SpreadUnit(d.opts.SpreadPrefix4, d.opts.SpreadPrefix6)

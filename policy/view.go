@@ -156,8 +156,9 @@ func Ramp(since, now time.Time, cooldown time.Duration) (float64, time.Time) {
 	return 1 - float64(k)/rampSteps, since.Add((k + 1) * step)
 }
 
-// ClientInto sets c to ClientOf(loc) field by field: a returned Client is
-// a copy on the caller's frame, which deepens a query's stack.
+// ClientInto sets c to what the ladder and the score see of a located
+// client (nothing for a special address), field by field: a returned
+// Client is a copy on the caller's frame, which deepens a query's stack.
 func ClientInto(loc *geo.Location, c *scoring.Client) {
 	if loc.Special {
 		*c = scoring.Client{}
@@ -167,20 +168,9 @@ func ClientInto(loc *geo.Location, c *scoring.Client) {
 	c.HasCoords, c.Lat, c.Lon, c.ProvinceLevel = loc.HasCoords, loc.Lat, loc.Lon, loc.ProvinceCoords
 }
 
-// ClientOf is what the ladder and the score see of a located client: nothing
-// for a special address.
+// ClientOf is ClientInto's client, returned.
 func ClientOf(loc *geo.Location) scoring.Client {
-	if loc.Special {
-		return scoring.Client{}
-	}
-	return scoring.Client{
-		Country:       loc.Country,
-		Continent:     loc.Continent,
-		Province:      loc.Province,
-		ISP:           loc.ISP,
-		HasCoords:     loc.HasCoords,
-		Lat:           loc.Lat,
-		Lon:           loc.Lon,
-		ProvinceLevel: loc.ProvinceCoords,
-	}
+	var c scoring.Client
+	ClientInto(loc, &c)
+	return c
 }
