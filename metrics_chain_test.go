@@ -3,7 +3,6 @@ package gslb
 import (
 	"bufio"
 	"fmt"
-	"net"
 	"net/http"
 	"regexp"
 	"strconv"
@@ -12,18 +11,9 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
-)
 
-// freeLoopback is a loopback address with a port free a moment ago.
-func freeLoopback(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
+	"github.com/gslbdns/gslb/internal/testsupport"
+)
 
 // scrape reads the text exposition at http://addr/metrics: each sample's
 // value by its name and labels, those of the series whose name has one
@@ -97,7 +87,7 @@ func TestWireMetricsThroughCoreDNS(t *testing.T) {
 	t.Cleanup(func() { messageOnly.Store(false) })
 	for _, message := range []bool{false, true} {
 		messageOnly.Store(message)
-		maddr := freeLoopback(t)
+		maddr := testsupport.FreeAddr(t)
 		inst := startCoreDNS(t, "example.org:0 {\nbind 127.0.0.1\nroot "+dir+"\nprometheus "+maddr+"\n"+
 			fmt.Sprintf(fixtureBlock, "rrl off\n")+"\n}\n")
 		before := scrape(t, maddr, replySeries...)
@@ -190,7 +180,7 @@ func TestWireMetricsThroughCoreDNS(t *testing.T) {
 // prometheus, adds nothing to CoreDNS's per-reply series.
 func TestMetricsFromAnotherBlock(t *testing.T) {
 	dir := fixture(t, fixtureNodes)
-	maddr := freeLoopback(t)
+	maddr := testsupport.FreeAddr(t)
 	inst := startCoreDNS(t, "example.org:0 {\nbind 127.0.0.1\nroot "+dir+"\nerrors\n"+fmt.Sprintf(fixtureBlock, "rrl off\n")+"\n}\n"+
 		"metrics.invalid:0 {\nbind 127.0.0.1\nprometheus "+maddr+"\n}\n")
 	series := append([]string{"coredns_gslb_decisions_total", "coredns_gslb_ecs_total", "coredns_gslb_responses_total"}, replySeries...)

@@ -15,12 +15,14 @@ import (
 
 	"github.com/coredns/caddy"
 	"github.com/miekg/dns"
+
+	"github.com/gslbdns/gslb/internal/testsupport"
 )
 
 // startAdminState is startAdmin with the state file holding state first.
 func startAdminState(t *testing.T, nodes, state, extra string) *adminEnv {
 	t.Helper()
-	e := &adminEnv{dir: t.TempDir(), addr: freeAddr(t), token: "s3cret-token-for-tests"}
+	e := &adminEnv{dir: t.TempDir(), addr: testsupport.FreeAddr(t), token: "s3cret-token-for-tests"}
 	city, asn := adminDBs(t, e.dir)
 	nf := writeFile(t, e.dir, "nodes.yaml", nodes)
 	tokenFile := writeToken(t, e.dir, e.token)
@@ -314,7 +316,7 @@ func TestAdminTokenFile(t *testing.T) {
 		}
 		os.Chmod(p, tc.mode)
 		mu.Lock()
-		inst, err := caddy.Start(input(corefile(city, asn, nodes, "admin "+freeAddr(t)+" {\n token_file "+p+"\n}")))
+		inst, err := caddy.Start(input(corefile(city, asn, nodes, "admin "+testsupport.FreeAddr(t)+" {\n token_file "+p+"\n}")))
 		mu.Unlock()
 		if err == nil {
 			inst.ShutdownCallbacks()
@@ -401,7 +403,7 @@ func TestAdminStateSizeLimit(t *testing.T) {
 // once for a burst.
 func TestAdminSaveFailureLogged(t *testing.T) {
 	logs := captureLog(t)
-	e := &adminEnv{dir: t.TempDir(), addr: freeAddr(t), token: "s3cret-token-for-tests"}
+	e := &adminEnv{dir: t.TempDir(), addr: testsupport.FreeAddr(t), token: "s3cret-token-for-tests"}
 	city, asn := adminDBs(t, e.dir)
 	nodes := writeFile(t, e.dir, "nodes.yaml", adminNodes)
 	stateDir := filepath.Join(e.dir, "state")

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -44,23 +43,6 @@ func adminDBs(t *testing.T, dir string) (city, asn string) {
 	})
 }
 
-// freeAddr is a free loopback TCP address whose port is below the
-// kernel's ephemeral range (32768 on): a port the kernel picks for port 0
-// can be taken by a client connection's before the server binds it, as
-// an admin listener once found.
-func freeAddr(t *testing.T) string {
-	for range 1000 {
-		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", 10000+rand.IntN(22000)))
-		if err != nil {
-			continue
-		}
-		l.Close()
-		return l.Addr().String()
-	}
-	t.Fatal("No free loopback port below 32000")
-	return ""
-}
-
 type adminEnv struct {
 	dir, addr, token string
 	text             string
@@ -77,7 +59,7 @@ func startAdmin(t *testing.T, extra string) *adminEnv {
 // startAdminOn is startAdmin with the databases dbs writes.
 func startAdminOn(t *testing.T, dbs func(*testing.T, string) (string, string), extra string) *adminEnv {
 	t.Helper()
-	e := &adminEnv{dir: t.TempDir(), addr: freeAddr(t), token: "s3cret-token-for-tests"}
+	e := &adminEnv{dir: t.TempDir(), addr: testsupport.FreeAddr(t), token: "s3cret-token-for-tests"}
 	city, asn := dbs(t, e.dir)
 	nodes := writeFile(t, e.dir, "nodes.yaml", adminNodes)
 	tokenFile := writeToken(t, e.dir, e.token)
@@ -380,7 +362,7 @@ func TestAdminSetup(t *testing.T) {
 	}
 
 	// Loopback without a token: open.
-	addr := freeAddr(t)
+	addr := testsupport.FreeAddr(t)
 	s := startServer(t, corefile(city, asn, nodes, "admin "+addr))
 	e := &adminEnv{addr: addr, s: s}
 	code, body := e.call(t, "GET", "/v1/explain?addr=1.0.1.0/24&name=www.example.org&type=A", "", "")
@@ -428,7 +410,7 @@ func TestAdminSameStateFile(t *testing.T) {
 		return corefile(city, asn, nodes, a) + "\n" + strings.Replace(corefile(city, asn, nodes, b), "example.org:0", "example.net:0", 1)
 	}
 	withState := func(addr, path string) string { return "admin " + addr + " {\n state " + path + "\n}" }
-	a1, a2 := freeAddr(t), freeAddr(t)
+	a1, a2 := testsupport.FreeAddr(t), testsupport.FreeAddr(t)
 	_, port, _ := net.SplitHostPort(a1)
 	for _, tc := range []struct{ corefile, want string }{
 		{two(withState(a1, state), withState(a2, filepath.Join(dir, "sub", "..", "state.shared"))), "is already the state file of the gslb block at line"},

@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/miekg/dns"
+
+	"github.com/gslbdns/gslb/internal/testsupport"
 )
 
 // hybridNodes are own nodes in Zhejiang and Beijing and a vendor CDN's
@@ -42,7 +44,7 @@ records:
 // explain shows the CNAME.
 func TestCNAMENode(t *testing.T) {
 	nodes := writeFile(t, t.TempDir(), "nodes.yaml", hybridNodes)
-	admin := freeAddr(t)
+	admin := testsupport.FreeAddr(t)
 	s := startServer(t, gslbCorefile(t, nodes, "answers 2\nadmin "+admin))
 	for _, qtype := range []uint16{dns.TypeA, dns.TypeAAAA} {
 		q := newQuery(t, "www.example.org", qtype, "61.139.2.0/24")

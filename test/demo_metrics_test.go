@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/miekg/dns"
+
+	"github.com/gslbdns/gslb/internal/testsupport"
 )
 
 // scrape is the series of name whose labels hold every one of labels
@@ -48,7 +50,7 @@ func scrape(t *testing.T, addr, name string, labels ...string) (float64, bool) {
 // dashboard's canary panel shows the traffic, not 0/s), and the node
 // table's file_ok is 1.
 func TestDemoMetrics(t *testing.T) {
-	prom := freeAddr(t)
+	prom := testsupport.FreeAddr(t)
 	nodes := repoFile(t, "nodes.example.yaml")
 	s := startServer(t, fmt.Sprintf(`example.org:0 {
     bind 127.0.0.1

@@ -64,7 +64,7 @@ func nginxPath(t *testing.T) string {
 // it returns its address and configuration file.
 func startNginx(t *testing.T, bin, dir, log, location string, workers int) (addr, conf string) {
 	t.Helper()
-	addr = freeAddr(t)
+	addr = testsupport.FreeAddr(t)
 	user := ""
 	if os.Geteuid() == 0 {
 		user = "user root;"
@@ -171,9 +171,9 @@ func TestEdgeAgentCountsEveryRequest(t *testing.T) {
         }
     }
 }
-`, strings.Split(freeAddr(t), ":")[1], city, asn, nodes, admin, adminTokenFile, rdb.Addr(), member, edgeTokenFile)
+`, strings.Split(testsupport.FreeAddr(t), ":")[1], city, asn, nodes, admin, adminTokenFile, rdb.Addr(), member, edgeTokenFile)
 	}
-	admin, adminB := freeAddr(t), freeAddr(t)
+	admin, adminB := testsupport.FreeAddr(t), testsupport.FreeAddr(t)
 	coredns := startProc(t, "coredns", corednsTool(t), "-conf", writeFile(t, dir, "Corefile", corefileText("a", admin)))
 	startProc(t, "coredns b", corednsTool(t), "-conf", writeFile(t, dir, "Corefile.b", corefileText("b", adminB)))
 	cellsOf := func(admin string) (total float64, byPlace map[string]float64, p50 map[string]float64, err error) {

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/miekg/dns"
+
+	"github.com/gslbdns/gslb/internal/testsupport"
 )
 
 // httpsTable is toolNodes with https on www.example.org.
@@ -164,7 +166,7 @@ func TestExplainHTTPSMatchesServer(t *testing.T) {
 	// A cname node's client: AliasMode, the same as the server's.
 	dir := t.TempDir()
 	nodes := writeFile(t, dir, "nodes.yaml", hybridNodes+"    https: {alpn: [h2]}\n")
-	admin := freeAddr(t)
+	admin := testsupport.FreeAddr(t)
 	htext := gslbCorefile(t, nodes, "admin "+admin)
 	hconf := writeFile(t, dir, "Corefile", htext)
 	hs := startServer(t, htext)

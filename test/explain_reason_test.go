@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/gslbdns/gslb/internal/testredis"
+	"github.com/gslbdns/gslb/internal/testsupport"
 )
 
 // TestExplainDrainedAndDown: through a real CoreDNS, a drained node is
@@ -21,7 +22,7 @@ func TestExplainDrainedAndDown(t *testing.T) {
 	logs := captureLog(t)
 	rs := testredis.Start(t)
 	dir := t.TempDir()
-	closed := freeAddr(t) // nothing listens there
+	closed := testsupport.FreeAddr(t) // nothing listens there
 	// hz-telecom, the Zhejiang client's own, is probed where nothing
 	// listens; sh-telecom, the next, gets drained.
 	nodes := writeFile(t, dir, "nodes.yaml", fmt.Sprintf(`nodes:
@@ -32,7 +33,7 @@ func TestExplainDrainedAndDown(t *testing.T) {
 records: [{name: www.example.org}]
 nameservers: [ns1.example.net]
 `, closed))
-	e := &adminEnv{dir: dir, addr: freeAddr(t), token: "s3cret-token-for-tests"}
+	e := &adminEnv{dir: dir, addr: testsupport.FreeAddr(t), token: "s3cret-token-for-tests"}
 	state := filepath.Join(dir, "state.yaml")
 	e.text = gslbCorefile(t, nodes, fmt.Sprintf("admin %s {\n token_file %s\n state %s\n}\nredis %s",
 		e.addr, writeToken(t, dir, e.token), state, rs.Addr()))

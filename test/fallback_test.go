@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/miekg/dns"
+
+	"github.com/gslbdns/gslb/internal/testsupport"
 )
 
 // TestFallback: with one node usable the record answers its address; with
@@ -17,7 +19,7 @@ func TestFallback(t *testing.T) {
 	hz, sh := newProbeTarget(t), newProbeTarget(t)
 	table := probedNodes(hz.url(), sh.url()) + "    fallback: Backup.Vendor-CDN.example\n"
 	nodes := writeFile(t, t.TempDir(), "nodes.yaml", table)
-	admin := freeAddr(t)
+	admin := testsupport.FreeAddr(t)
 	s := startServer(t, gslbCorefile(t, nodes, "all_down servfail\ncooldown 0s\nadmin "+admin))
 
 	hz.mode.Store(target503)

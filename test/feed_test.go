@@ -31,7 +31,7 @@ type feedEnv struct {
 // hz-* nodes) and bj (bj, 100 rows/s), and the extra lines in it.
 func startFeed(t *testing.T, extra string) *feedEnv {
 	t.Helper()
-	e := &feedEnv{adminEnv: &adminEnv{dir: t.TempDir(), addr: freeAddr(t), token: "s3cret-token-for-tests"},
+	e := &feedEnv{adminEnv: &adminEnv{dir: t.TempDir(), addr: testsupport.FreeAddr(t), token: "s3cret-token-for-tests"},
 		hz: "hz-edge-token-5f1c9a7e3b2d4068", bj: "bj-edge-token-a83e6c1f0d9b2745"}
 	city, asn := testsupport.WriteDBs(t, e.dir, []mmdbgen.City{
 		{Network: "1.0.0.0/8", Country: "CN", Province: "ZJ", Lat: 30.27, Lon: 120.16, Radius: 50},

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/gslbdns/gslb/internal/testredis"
+	"github.com/gslbdns/gslb/internal/testsupport"
 )
 
 // failoverSlack is how long after a Redis failover every member may take
@@ -48,7 +49,7 @@ func fleetFailoverRun(t *testing.T, addrs, opts string, failover func() (killed,
 	e := newFleetEnv(t)
 	var ms []*fleetMember
 	for _, v := range [][2]string{{"a", "vantage telecom"}, {"b", "vantage telecom"}, {"c", "vantage unicom"}} {
-		m := &fleetMember{name: v[0], dns: freeAddr(t), admin: freeAddr(t), metrics: freeAddr(t), redis: addrs, redisOpts: opts}
+		m := &fleetMember{name: v[0], dns: testsupport.FreeAddr(t), admin: testsupport.FreeAddr(t), metrics: testsupport.FreeAddr(t), redis: addrs, redisOpts: opts}
 		m.conf = writeFile(t, e.dir, m.name+".Corefile", e.corefile(m, v[1], ""))
 		m.launch(t)
 		ms = append(ms, m)

@@ -80,7 +80,7 @@ func TestFleetTLS(t *testing.T) {
 	e := newFleetEnv(t)
 	var ms []*fleetMember
 	for _, name := range []string{"a", "b"} {
-		m := &fleetMember{name: name, dns: freeAddr(t), admin: freeAddr(t), metrics: freeAddr(t), redis: rs.Addr(), redisOpts: "tls"}
+		m := &fleetMember{name: name, dns: testsupport.FreeAddr(t), admin: testsupport.FreeAddr(t), metrics: testsupport.FreeAddr(t), redis: rs.Addr(), redisOpts: "tls"}
 		m.conf = writeFile(t, e.dir, name+".Corefile", e.corefile(m, "vantage telecom", ""))
 		m.launch(t)
 		ms = append(ms, m)

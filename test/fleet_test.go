@@ -67,7 +67,7 @@ func (e *fleetEnv) start(t *testing.T, name, fleetLines, extra string) *fleetMem
 // own address).
 func (e *fleetEnv) startVia(t *testing.T, name, redis, fleetLines, extra string) *fleetMember {
 	t.Helper()
-	m := &fleetMember{name: name, dns: freeAddr(t), admin: freeAddr(t), metrics: freeAddr(t), redis: redis}
+	m := &fleetMember{name: name, dns: testsupport.FreeAddr(t), admin: testsupport.FreeAddr(t), metrics: testsupport.FreeAddr(t), redis: redis}
 	m.conf = writeFile(t, e.dir, name+".Corefile", e.corefile(m, fleetLines, extra))
 	m.launch(t)
 	return m
@@ -781,7 +781,7 @@ func TestFleetReload(t *testing.T) {
 	e := newFleetEnv(t)
 	b := e.start(t, "b", "vantage telecom", "")
 	logs := captureLog(t)
-	a := &fleetMember{name: "a", dns: freeAddr(t), admin: freeAddr(t), metrics: freeAddr(t)}
+	a := &fleetMember{name: "a", dns: testsupport.FreeAddr(t), admin: testsupport.FreeAddr(t), metrics: testsupport.FreeAddr(t)}
 	s := startServer(t, e.corefile(a, "vantage telecom", ""))
 	a.dns = s.udp
 	b.must(t, "POST", "/v1/nodes/hz-a/drain", "")

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/miekg/dns"
+
+	"github.com/gslbdns/gslb/internal/testsupport"
 )
 
 // httpsMixNodes are Zhejiang nodes of each family, a vendor's cname node
@@ -67,7 +69,7 @@ func TestHTTPSKeepsEachFamily(t *testing.T) {
 	p4, p6 := newProbeTarget(t), newProbeTarget(t)
 	dir := t.TempDir()
 	nodes := writeFile(t, dir, "nodes.yaml", httpsMixNodes(p4.url(), p6.url()))
-	admin := freeAddr(t)
+	admin := testsupport.FreeAddr(t)
 	text := gslbCorefile(t, nodes, "cooldown 0s\nadmin "+admin)
 	conf := writeFile(t, dir, "Corefile", text)
 	s := startServer(t, text)

@@ -1140,10 +1140,7 @@ func freePorts(t *testing.T, n int) []string {
 		}
 	}()
 	for try := 0; len(ports) < n && try < 100; try++ {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
+		l := testsupport.ListenLow(t)
 		held = append(held, l)
 		port := l.Addr().(*net.TCPAddr).Port
 		if u, err := net.ListenPacket("udp", fmt.Sprintf("127.0.0.1:%d", port)); err == nil {

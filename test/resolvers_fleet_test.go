@@ -51,10 +51,10 @@ func TestResolverPopulationFleet(t *testing.T) {
 }
 `, port, city, asn, nodes, over, resolversBlock(admin, adminTokenFile, edgeTokenFile, keyFile, ""), rdb.Addr(), member)
 	}
-	adminA, adminB := freeAddr(t), freeAddr(t)
-	dnsA := freeAddr(t)
+	adminA, adminB := testsupport.FreeAddr(t), testsupport.FreeAddr(t)
+	dnsA := testsupport.FreeAddr(t)
 	startProc(t, "coredns a", corednsTool(t), "-conf", writeFile(t, dir, "Corefile.a", corefile("a", adminA, strings.Split(dnsA, ":")[1])))
-	startProc(t, "coredns b", corednsTool(t), "-conf", writeFile(t, dir, "Corefile.b", corefile("b", adminB, strings.Split(freeAddr(t), ":")[1])))
+	startProc(t, "coredns b", corednsTool(t), "-conf", writeFile(t, dir, "Corefile.b", corefile("b", adminB, strings.Split(testsupport.FreeAddr(t), ":")[1])))
 	do := adminDo
 	var any struct{}
 	for _, a := range []string{adminA, adminB} {

@@ -114,9 +114,9 @@ func TestResolverPopulationThroughUnbound(t *testing.T) {
         overrides %s
 %s    }
 }
-`, strings.Split(freeAddr(t), ":")[1], city, asn, nodes, over, resolversBlock(admin, adminTokenFile, edgeTokenFile, keyFile, "            population "+population+"\n"))
+`, strings.Split(testsupport.FreeAddr(t), ":")[1], city, asn, nodes, over, resolversBlock(admin, adminTokenFile, edgeTokenFile, keyFile, "            population "+population+"\n"))
 	}
-	admin, adminOff := freeAddr(t), freeAddr(t)
+	admin, adminOff := testsupport.FreeAddr(t), testsupport.FreeAddr(t)
 	confOn, confOff := writeFile(t, dir, "Corefile", corefile(admin, "on")), writeFile(t, dir, "Corefile.off", corefile(adminOff, "off"))
 	startProc(t, "coredns", corednsTool(t), "-conf", confOn)
 	startProc(t, "coredns (population off)", corednsTool(t), "-conf", confOff)

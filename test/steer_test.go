@@ -247,7 +247,7 @@ records:
   - name: high.example.org
     priority: high
 `)
-	admin := freeAddr(t)
+	admin := testsupport.FreeAddr(t)
 	s := startServer(t, corefile(city, asn, nodes, "shed_load 0.6 0.9\nadmin "+admin))
 	hz.load.Store("0.75")
 	waitLoad(t, admin, "0.75", "hz-1")
@@ -288,7 +288,7 @@ records:
   - {cidr: 59.0.1.0/24, nodes: [sh-1], expires: %s}
   - {cidr: 59.0.2.0/24, nodes: [sh-1], expires: %s}
 `, soon, later))
-	admin := freeAddr(t)
+	admin := testsupport.FreeAddr(t)
 	s := startServer(t, corefile(city, asn, nodes, "ttl 60 5\ncooldown 30s\noverrides "+ov+"\nadmin "+admin))
 	api := &adminEnv{addr: admin}
 	ttlOf := func(ecs string) (uint32, string, string) {

@@ -92,7 +92,7 @@ func TestSpreadThroughCoreDNS(t *testing.T) {
 	a, b, c := newLoadTarget(t, "0.30"), newLoadTarget(t, "0.30"), newLoadTarget(t, "0.30")
 	nodes := writeFile(t, dir, "nodes.yaml", "nodes:\n"+zjNode("hz-1", "192.0.2.1", a.srv.URL)+
 		zjNode("hz-2", "192.0.2.2", b.srv.URL)+zjNode("hz-3", "192.0.2.3", c.srv.URL)+"records:\n  - name: www.example.org\n")
-	admin := freeAddr(t)
+	admin := testsupport.FreeAddr(t)
 	s := startServer(t, corefile(city, asn, nodes, "spread_prefix 24\nadmin "+admin))
 	waitLoad(t, admin, "0.3", "hz-1", "hz-2", "hz-3")
 	const n = 3000

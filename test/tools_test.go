@@ -891,7 +891,7 @@ func TestCheckBadStateFile(t *testing.T) {
 	dir, _, text := toolSetup(t, toolNodes, "")
 	state := writeFile(t, dir, "state.yaml", "drains:\n  - node: x\n    since: yesterday\n")
 	conf := writeFile(t, dir, "Corefile.state", strings.Replace(text, "gslb {",
-		"gslb {\n        admin "+freeAddr(t)+" {\n            state "+state+"\n        }", 1))
+		"gslb {\n        admin "+testsupport.FreeAddr(t)+" {\n            state "+state+"\n        }", 1))
 	out, stderr, code := runTool(t, "check", "-conf", conf)
 	if code != 0 || out != "ok\n" {
 		t.Fatalf("Expected ok and exit 0 (the server starts), got %d %q %q", code, out, stderr)

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
+
+	"github.com/gslbdns/gslb/internal/testsupport"
 )
 
 // runCoreDNS runs our cmd/coredns on the Corefile conf until the test ends
@@ -48,7 +50,7 @@ func loggedWarnings(out, tag string) []string {
 func TestCheckPrintsStartWarnings(t *testing.T) {
 	dir := t.TempDir()
 	nodes := writeFile(t, dir, "nodes.yaml", adminNodes)
-	port := strings.TrimPrefix(freeAddr(t), "127.0.0.1:")
+	port := strings.TrimPrefix(testsupport.FreeAddr(t), "127.0.0.1:")
 	conf := writeFile(t, dir, "Corefile", fmt.Sprintf(`example.org:%s {
     bind 127.0.0.1
     log . "{type} {name} client={/gslb/client} node={/gslb/node}"
@@ -91,7 +93,7 @@ example.net:%s {
 func TestMetadataMissing(t *testing.T) {
 	dir := t.TempDir()
 	nodes := writeFile(t, dir, "nodes.yaml", adminNodes)
-	addr := freeAddr(t)
+	addr := testsupport.FreeAddr(t)
 	conf := writeFile(t, dir, "Corefile", fmt.Sprintf(`example.org:%s {
     bind 127.0.0.1
     log . "{remote} {type} {name} {rcode} client={/gslb/client} via={/gslb/client_source} ecs={/gslb/ecs} node={/gslb/node}"

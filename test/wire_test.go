@@ -294,10 +294,10 @@ func TestWireAnswers(t *testing.T) {
         overrides %s
         answers 2
     }`, city, asn, nodes, ov)
-	_, bare, _ := net.SplitHostPort(freeAddr(t))
-	_, logged, _ := net.SplitHostPort(freeAddr(t))
-	_, tapped, _ := net.SplitHostPort(freeAddr(t))
-	prom := freeAddr(t)
+	_, bare, _ := net.SplitHostPort(testsupport.FreeAddr(t))
+	_, logged, _ := net.SplitHostPort(testsupport.FreeAddr(t))
+	_, tapped, _ := net.SplitHostPort(testsupport.FreeAddr(t))
+	prom := testsupport.FreeAddr(t)
 	startServer(t, fmt.Sprintf(`example.org:%s {
     bind 127.0.0.1
     metadata
