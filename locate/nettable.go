@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 	"unsafe"
@@ -68,7 +69,7 @@ type tableData struct {
 	vals     []tval
 	places   []tplace
 	carriers []tcarrier
-	strs     []string    // on the heap: the ids' strings, each once
+	strs     strTab      // on the heap: the ids' strings, each once
 	others   []geo.Other // on the heap: few
 	bytes    int64
 }
@@ -124,12 +125,12 @@ func (d *tableData) value(v uint32) (geo.Other, uint32) {
 func (d *tableData) location(v uint32, bits uint8, isp *string, loc *geo.Location) {
 	tv := &d.vals[v]
 	p, c := &d.places[tv.place], &d.carriers[tv.carrier]
-	name := d.strs[c.isp]
+	name := d.strs.at(c.isp)
 	if isp != nil {
 		name = *isp
 	}
 	// Field by field: a composite literal is built on this frame first.
-	loc.Country, loc.Continent, loc.Province, loc.City = d.strs[p.country], d.strs[p.continent], d.strs[p.province], d.strs[p.city]
+	loc.Country, loc.Continent, loc.Province, loc.City = d.strs.at(p.country), d.strs.at(p.continent), d.strs.at(p.province), d.strs.at(p.city)
 	loc.HasCoords, loc.Lat, loc.Lon = p.flags&flagCoords != 0, p.lat, p.lon
 	loc.ProvinceCoords, loc.Radius = p.flags&flagProvinceCoords != 0, p.radius
 	loc.ISP, loc.ASN, loc.Bits, loc.SpreadBits, loc.Source, loc.Special = name, c.asn, bits, p.spread, p.source, false
@@ -149,6 +150,7 @@ func (d *tableData) otherOK(v uint32) (bool, uint32) {
 type encoder struct {
 	d        *tableData
 	strs     map[string]uint32
+	list     []string // the strings by id, until done packs them
 	places   hashIndex[tplace]
 	carriers map[tcarrier]uint32
 	vals     map[tval]uint32
@@ -171,12 +173,47 @@ func (e *encoder) str(s string) uint32 {
 	if id, ok := e.strs[s]; ok {
 		return id
 	}
-	id := uint32(len(e.d.strs))
-	e.d.strs = append(e.d.strs, s)
+	id := uint32(len(e.list))
+	e.list = append(e.list, s)
 	e.strs[s] = id
 	e.strsBytes += strBytes + int64(len(s))
 	return id
 }
+
+// done packs the strings into the table: one object for the collector
+// to mark, and no pointer per string to scan (GeoLite2-City has some
+// 180,000), on the query's CPU.
+func (e *encoder) done() {
+	e.d.strs = packStrs(e.list)
+	e.list = nil
+}
+
+// strTab is strings packed in one: string i is all[offs[i]:offs[i+1]].
+type strTab struct {
+	all  string
+	offs []uint32
+}
+
+func packStrs(list []string) strTab {
+	n := 0
+	for _, s := range list {
+		n += len(s)
+	}
+	var b strings.Builder
+	b.Grow(n)
+	offs := make([]uint32, 1, len(list)+1)
+	for _, s := range list {
+		b.WriteString(s)
+		offs = append(offs, uint32(b.Len()))
+	}
+	return strTab{all: b.String(), offs: offs}
+}
+
+// at is string i; a part of all, not a copy.
+func (t *strTab) at(i uint32) string { return t.all[t.offs[i]:t.offs[i+1]] }
+
+// len is how many strings t holds.
+func (t *strTab) len() int { return max(len(t.offs)-1, 0) }
 
 func (e *encoder) other(o geo.Other) uint32 {
 	if id, ok := e.others[o]; ok {
@@ -350,7 +387,8 @@ func buildTable(db *geo.DB, cfg PrecomputeConfig, stop <-chan struct{}) *netTabl
 	d.dir = b.dir
 	d.lo, d.val = offheap.Clone(d.lo), offheap.Clone(d.val)
 	d.vals, d.places, d.carriers = offheap.Clone(d.vals), offheap.Clone(d.places), offheap.Clone(d.carriers)
-	d.strs, d.others = slices.Clip(d.strs), slices.Clip(d.others)
+	b.e.done()
+	d.others = slices.Clip(d.others)
 	offheap.Tie(d, d.dir)
 	offheap.Tie(d, d.lo)
 	offheap.Tie(d, d.val)
@@ -368,9 +406,11 @@ func buildTable(db *geo.DB, cfg PrecomputeConfig, stop <-chan struct{}) *netTabl
 type netTable struct {
 	db *geo.DB
 	d  *tableData
-	// norm are the carriers' names through carriers, for a chain that
-	// applies nothing after the databases; nil: the chain normalizes.
-	norm     []string
+	// norm are the carriers' names through carriers, ids into names, for
+	// a chain that applies nothing after the databases; nil: the chain
+	// normalizes. Ids, not strings: no pointer per carrier to scan.
+	norm     []uint32
+	names    strTab
 	carriers *geo.Carriers
 	end      uint64 // the first address not walked; 1<<32: none
 	past     string // what stopped the walk before the end: "size", "time"
@@ -387,15 +427,27 @@ func (t *netTable) normalized(c *geo.Carriers) *netTable {
 	}
 	n := *t
 	n.carriers = c
-	n.norm = make([]string, len(t.d.carriers))
+	n.norm = make([]uint32, len(t.d.carriers))
+	ids := map[string]uint32{}
+	var names []string
 	for i, k := range t.d.carriers {
-		loc := geo.Location{ISP: t.d.strs[k.isp], ASN: k.asn, Source: k.source}
+		loc := geo.Location{ISP: t.d.strs.at(k.isp), ASN: k.asn, Source: k.source}
 		c.Apply(&loc)
-		n.norm[i] = loc.ISP
+		id, ok := ids[loc.ISP]
+		if !ok {
+			id = uint32(len(names))
+			ids[loc.ISP] = id
+			names = append(names, loc.ISP)
+		}
+		n.norm[i] = id
 	}
+	n.names = packStrs(names)
 	n.placed = &placed{}
 	return &n
 }
+
+// normISP is carrier's name through t's carriers; t.norm is not nil.
+func (t *netTable) normISP(carrier uint32) string { return t.names.at(t.norm[carrier]) }
 
 // MaxPlaced bounds Placed: the clients of the most addresses, 40 bytes
 // each (GeoLite2-City with ASN has 589,925 in all).
@@ -413,7 +465,7 @@ type placed struct {
 // fewest. The records hold no pointer: the collector, which marks on the
 // query's CPU, does not scan them.
 type Places struct {
-	strs []string // the table's strings
+	strs strTab   // the table's strings
 	isps []string // the normalized carriers, each once
 	recs []placeRec
 }
@@ -436,7 +488,7 @@ func (p *Places) Len() int {
 // allocation, the strings are the table's.
 func (p *Places) At(i int) geo.Location {
 	r := &p.recs[i]
-	return geo.Location{Country: p.strs[r.country], Continent: p.strs[r.continent], Province: p.strs[r.province],
+	return geo.Location{Country: p.strs.at(r.country), Continent: p.strs.at(r.continent), Province: p.strs.at(r.province),
 		ISP: p.isps[r.isp], HasCoords: r.flags&flagCoords != 0, Lat: r.lat, Lon: r.lon,
 		ProvinceCoords: r.flags&flagProvinceCoords != 0}
 }
@@ -463,7 +515,8 @@ func placedTop(t *netTable, n int) *Places {
 	out := &Places{strs: d.strs}
 	ispOf := make([]uint32, len(t.norm))
 	ispIDs := map[string]uint32{}
-	for i, name := range t.norm {
+	for i := range t.norm {
+		name := t.normISP(uint32(i))
 		id, ok := ispIDs[name]
 		if !ok {
 			id = uint32(len(out.isps))

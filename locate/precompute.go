@@ -158,7 +158,8 @@ func (d *databases) fromTable(db *geo.DB, q *Query, other *geo.Other) bool {
 	// MaxMind's view is compared with the raw answer: leave it to learn.
 	var isp *string
 	if t.norm != nil && t.carriers == d.l.carriers.Load() && !other.OK {
-		isp = &t.norm[carrier]
+		name := t.normISP(carrier)
+		isp = &name
 		q.normalized = true
 	}
 	t.d.location(v, bits, isp, &q.Loc)
@@ -178,7 +179,8 @@ func (d *databases) normalizedAt(a netip.Addr, loc *geo.Location) uint32 {
 	if otherOK {
 		return 0
 	}
-	t.d.location(v, bits, &t.norm[carrier], loc)
+	name := t.normISP(carrier)
+	t.d.location(v, bits, &name, loc)
 	return v + 1
 }
 
@@ -206,7 +208,8 @@ func (l *Locator) FromTable(tok Token, addr netip.Addr, table uint32, bits uint8
 	}
 	v := table - 1
 	_, carrier := t.d.otherOK(v)
-	t.d.location(v, bits, &t.norm[carrier], &r.Location)
+	name := t.normISP(carrier)
+	t.d.location(v, bits, &name, &r.Location)
 	r.Key, r.Override, r.Table = KeyOf(addr.Unmap()), overrides.Match{}, table
 	r.Scope = r.Bits
 	tableHit(&r.Location)
