@@ -40,10 +40,11 @@ type memo struct {
 }
 
 // memoTable holds the entries. tags[i] is the hash of slots[i]'s entry,
-// read first, so that a lookup reads one entry at most.
+// read first, so that a lookup reads one entry at most. The slots come
+// first: the collector scans the table only as far as its last pointer.
 type memoTable struct {
-	tags  [memoSlots]atomic.Uint64
 	slots [memoSlots]atomic.Pointer[memoEntry]
+	tags  [memoSlots]atomic.Uint64
 	// seen are hashes of each bucket's recent misses: an entry is made
 	// on a client's second miss, so that a stream of new clients neither
 	// allocates nor evicts.
