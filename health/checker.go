@@ -13,6 +13,8 @@ import (
 	"time"
 
 	clog "github.com/coredns/coredns/plugin/pkg/log"
+
+	"github.com/gslbdns/gslb/internal/recovery"
 )
 
 var log = clog.NewWithPlugin("gslb")
@@ -58,7 +60,17 @@ type Checker struct {
 	unprobed map[string]float64
 
 	notify sync.Mutex // one onChange at a time, in snapshot order
+
+	// pending is set while a coalesced refresh waits (changed).
+	pending atomic.Bool
 }
+
+// coalesce is how long a result that changes no node's state waits to be
+// published with the others that come meanwhile: a hundred probed nodes
+// reporting their load each second would otherwise rebuild the snapshot a
+// hundred times a second, beside the queries. A change of state is
+// published at once.
+const coalesce = 250 * time.Millisecond
 
 // New returns a Checker on a pool of its own, for targets whose specs may
 // still lack their defaults (New merges the built-in ones); it probes
@@ -169,8 +181,23 @@ func (c *Checker) Snapshot() *Snapshot { return c.snap.Load() }
 // Ready reports whether every target has its first result.
 func (c *Checker) Ready() bool { return c.ready.Load() }
 
-// changed is called by a probe whose status changed.
-func (c *Checker) changed() {
+// changed is called by a probe whose status changed; transition: its
+// state did.
+func (c *Checker) changed(transition bool) {
+	if !transition {
+		if c.pending.CompareAndSwap(false, true) {
+			time.AfterFunc(coalesce, func() {
+				c.pending.Store(false)
+				recovery.Do("probe", c.publish)
+			})
+		}
+		return
+	}
+	c.publish()
+}
+
+// publish refreshes the snapshot and hands a new one to onChange.
+func (c *Checker) publish() {
 	c.notify.Lock()
 	defer c.notify.Unlock()
 	if s := c.refresh(); s != nil && c.onChange != nil {

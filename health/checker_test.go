@@ -393,3 +393,36 @@ func TestCheckerKeepsError(t *testing.T) {
 		t.Errorf("Up: the failure's text %q stayed", st.Error)
 	}
 }
+
+// TestCheckerCoalescesLoads: results that change a node's load but not its
+// state publish at most one snapshot per coalesce, the latest load
+// included; a change of state publishes at once.
+func TestCheckerCoalescesLoads(t *testing.T) {
+	var hits, fixed atomic.Int64
+	fixed.Store(-1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n := hits.Add(1)
+		if f := fixed.Load(); f >= 0 {
+			n = f
+		}
+		fmt.Fprintf(w, `{"load": %.2f}`, float64(n%100)/100)
+	}))
+	defer srv.Close()
+	spec := fastSpec(srv.URL)
+	spec.Interval = Duration(5 * time.Millisecond)
+	spec.LoadField = "load"
+	var calls atomic.Int64
+	c := New([]Target{{ID: "n", Spec: spec}}, Options{}, func(*Snapshot) { calls.Add(1) })
+	c.Start()
+	defer c.Stop()
+
+	waitFor(t, "n up", stateIs(c, "n", StateUp))
+	start, h0, c0 := time.Now(), hits.Load(), calls.Load()
+	waitFor(t, "40 more loads", func() bool { return hits.Load() >= h0+40 })
+	elapsed, published := time.Since(start), calls.Load()-c0
+	if most := int64(elapsed/coalesce) + 2; published > most {
+		t.Errorf("Expected at most %d snapshots for %d loads in %v, got %d", most, hits.Load()-h0, elapsed, published)
+	}
+	fixed.Store(42)
+	waitFor(t, "the last load published", func() bool { st, _ := c.Snapshot().Status("n"); return st.Load == 0.42 })
+}
