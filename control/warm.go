@@ -122,6 +122,7 @@ func warmView(v, prev *policy.View, clients *locate.Places, cache *policy.Cache,
 	}
 	recent := prev.Recent()
 	limit := cache.Reserve((len(recent)+clients.Len())*v.PerClient(), policy.WarmBytes, v.DecisionBytes())
+	v.Sweep()
 	n := warmSliced(v, len(recent), func(i int) scoring.Client { return recent[i] }, limit, stop, current) // pace.go
 	warmSliced(v, clients.Len(), func(i int) scoring.Client { loc := clients.At(i); return policy.ClientOf(&loc) }, limit-n, stop, current)
 }

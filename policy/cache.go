@@ -189,6 +189,24 @@ func (v *View) Recent() []scoring.Client {
 	return out
 }
 
+// Sweep drops the decisions of generations before v's from its cache,
+// once a warm-up has read what it needs of them: until a put replaced
+// them they stayed, a view's worth of decisions more for the collector to
+// mark on the queries' CPU. It returns how many it dropped.
+func (v *View) Sweep() int {
+	if v == nil || v.cache == nil {
+		return 0
+	}
+	n := 0
+	slots := v.cache.slots.Load().s
+	for i := range slots {
+		if e := slots[i].Load(); e != nil && e.gen < v.gen && slots[i].CompareAndSwap(e, nil) {
+			n++
+		}
+	}
+	return n
+}
+
 // Held is how many decisions v's generation of the cache holds.
 func (v *View) Held() int {
 	if v.cache == nil {

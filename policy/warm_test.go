@@ -245,3 +245,42 @@ func TestWarmHoldsNothingQueriesWaitOn(t *testing.T) {
 		t.Errorf("Nothing warmed")
 	}
 }
+
+// TestSweep: a view's Sweep drops the decisions of the views before it from
+// the shared cache, and keeps its own and a later view's.
+func TestSweep(t *testing.T) {
+	tb := chinaTable(t)
+	p := scoring.DefaultParams
+	cache := NewCache()
+	r := rand.New(rand.NewPCG(11, 12))
+	cls := []scoring.Client{clients(r)}
+	for len(cls) < 2 {
+		if c := clients(r); c != cls[0] {
+			cls = append(cls, c)
+		}
+	}
+	view := func() *View {
+		v, _ := NewView(Inputs{Table: tb, Snapshot: health.NewSnapshot(nil), Params: &p, Serial: 1, Now: time.Now(), Cache: cache})
+		return v
+	}
+	old := view()
+	if n := old.Warm(cls, WarmMax, nil, func() bool { return true }); n == 0 || old.Held() != n {
+		t.Fatalf("Warmed %d, held %d", n, old.Held())
+	}
+	// The current view's decisions of the first client take the old
+	// ones' places; the second's stay until swept.
+	cur := view()
+	m := cur.Warm(cls[:1], WarmMax, nil, func() bool { return true })
+	left := old.Held()
+	if m == 0 || left == 0 {
+		t.Fatalf("Warmed %d, the old view holds %d", m, left)
+	}
+	if dropped := cur.Sweep(); dropped != left || old.Held() != 0 || cur.Held() != m {
+		t.Errorf("Sweep dropped %d of %d; held after: old %d, current %d of %d", dropped, left, old.Held(), cur.Held(), m)
+	}
+	later := view()
+	k := later.Warm(cls, WarmMax, nil, func() bool { return true })
+	if dropped := cur.Sweep(); dropped != 0 || later.Held() != k {
+		t.Errorf("An earlier view's Sweep dropped %d of a later view's %d", dropped, k)
+	}
+}
