@@ -23,6 +23,8 @@
 #   --quick             QUICK=1            smoke run: 1 round of 5 s, small samples, no waiting for quiet
 #   COREDNS=PATH        use this CoreDNS binary instead of building ./cmd/coredns (A/B runs)
 #   GCTRACE=1           run the server with GODEBUG=gctrace=1 (in raw/server.log)
+#   ISOLATE=1           keep the kernel's periodic memory monitor (kdamond threads) off the server's
+#                       CPU while it runs, as isolcpus would (root; their CPUs are put back at exit)
 #   PROFILE=1           serve pprof on BASE_PORT+3 and save a CPU profile and an execution trace of
 #                       every run, and the heap after each (raw/PHASE-rN.{cpu,trace,heap})
 #   BASE_PORT=17400 (the server on BASE_PORT+1, its ready endpoint on +2, the backends on BASE_PORT+100.., 127.0.0.1 only);
@@ -64,12 +66,13 @@ fi
 ROUNDS=${ROUNDS:-3} LAT_SECS=${LAT_SECS:-20} RATE=${RATE:-20000} NODES=${NODES:-100}
 PROBE_INTERVAL=${PROBE_INTERVAL:-1s} RELOAD=${RELOAD:-1s} WARM=${WARM:-20000} PRECOMPUTE=${PRECOMPUTE:-}
 CLIENTS=${CLIENTS:-4} OUTSTANDING=${OUTSTANDING:-100} SEED=${SEED:-1}
-OFFLINE=${OFFLINE:-0} BASE_PORT=${BASE_PORT:-17400} GCTRACE=${GCTRACE:-0} PROFILE=${PROFILE:-0}
+OFFLINE=${OFFLINE:-0} BASE_PORT=${BASE_PORT:-17400} GCTRACE=${GCTRACE:-0} PROFILE=${PROFILE:-0} ISOLATE=${ISOLATE:-0}
 QUIET_MAX=${QUIET_MAX:-25} QUIET_WAIT=${QUIET_WAIT:-60} NOISE_MAX=${NOISE_MAX:-25} RETRIES=${RETRIES:-1}
 [[ $cmdline == "bench/background.sh " ]] && cmdline="bench/background.sh"
 for v in ROUNDS LAT_SECS RATE NODES WARM CLIENTS OUTSTANDING SEED BASE_PORT QUIET_MAX QUIET_WAIT NOISE_MAX RETRIES; do
 	[[ ${!v} =~ ^[0-9]+$ && (${!v} -gt 0 || $v == RETRIES) ]] || { echo "background.sh: $v must be a positive integer (RETRIES may be 0), got '${!v}'" >&2; exit 2; }
 done
+[[ $ISOLATE =~ ^[01]$ ]] || { echo "background.sh: ISOLATE must be 0 or 1, got '$ISOLATE'" >&2; exit 2; }
 [[ $RELOAD =~ ^[0-9]+s$ ]] || { echo "background.sh: RELOAD must be whole seconds such as 1s, got '$RELOAD'" >&2; exit 2; }
 [[ $PROBE_INTERVAL =~ ^[0-9]+(ms|s)$ ]] || { echo "background.sh: PROBE_INTERVAL must be like 1s or 500ms, got '$PROBE_INTERVAL'" >&2; exit 2; }
 reload_s=${RELOAD%s} every=$((2 * ${RELOAD%s}))
@@ -98,12 +101,25 @@ timer=()
 [[ -x /usr/bin/time ]] && timer=(/usr/bin/time -f 'cpu %U %S %e')
 ((${#timer[@]})) || warn "/usr/bin/time missing (apt-get install time): noisy runs cannot be detected"
 clk=$(getconf CLK_TCK)
+# ISOLATE: on a VM the kernel's memory monitor (DAMON's kdamond) wakes every half second for about 2 ms;
+# on the server's CPU it stalls the queries, which a busier server takes longer to catch up on.
+isolation="none"
+if [[ $ISOLATE == 1 && ${#pin_load[@]} -gt 0 ]]; then
+	for p in $(pgrep '^kdamond' || true); do
+		cpus=$(taskset -pc "$p" 2>/dev/null | sed 's/.*: //')
+		[[ -n $cpus ]] && taskset -pc 0 "$p" >/dev/null 2>&1 && moved+=("$p:$cpus")
+	done
+	isolation="${#moved[@]} kdamond thread(s) moved to CPU 0 for the run"
+	((${#moved[@]})) || warn "ISOLATE=1: no kdamond thread could be moved (none, or not root)"
+fi
 
 srv_pid="" back_pid="" writer_pid=""
+moved=() # pid:cpus of the kernel threads ISOLATE moved
 cleanup() {
 	local p
 	for p in $writer_pid $srv_pid $back_pid; do kill "$p" 2>/dev/null || true; done
 	for p in $writer_pid $srv_pid $back_pid; do wait "$p" 2>/dev/null || true; done
+	for p in "${moved[@]}"; do taskset -pc "${p#*:}" "${p%%:*}" >/dev/null 2>&1 || true; done
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
@@ -325,7 +341,7 @@ ratio=$(awk -v b="$mb" -v q="$mq" 'BEGIN{printf "%.2f", (q > 0 ? b/q : 0)}')
 	echo "|---|---|---|---|"
 	echo "| p99 background ÷ p99 quiet @ $((RATE / 1000))k qps (medians) | $ratio (per round: ${ratios[*]}) | <= 1.10 | $(awk -v r="$ratio" 'BEGIN{print (r <= 1.10 ? "pass" : "**FAIL**")}') |"
 	echo
-	echo "Command: \`$cmdline\` ($settings${COREDNS:+ COREDNS=$COREDNS}; $(nproc) CPUs, $pinning)"
+	echo "Command: \`$cmdline\` ($settings${COREDNS:+ COREDNS=$COREDNS}; $(nproc) CPUs, $pinning; isolation: $isolation)"
 	echo "CoreDNS: ${COREDNS:-./cmd/coredns at ${coredns_rev:-?}}; $(go version | cut -d' ' -f3); $(dnsperf -h 2>&1 | sed -n 's/^Version /dnsperf /p'); $(uname -sr)"
 	echo "Data: $datadesc; $WARM distinct /24s cycling, prewarmed by one pass."
 	echo "Latency: dnsperf -Q $RATE -l $LAT_SECS -c $CLIENTS -q $OUTSTANDING -v, p50/p99 of the per-query latencies."
