@@ -65,11 +65,11 @@ type Checker struct {
 	pending atomic.Bool
 }
 
-// coalesce is how long a result that changes no node's state waits to be
-// published with the others that come meanwhile: a hundred probed nodes
-// reporting their load each second would otherwise rebuild the snapshot a
-// hundred times a second, beside the queries. A change of state is
-// published at once.
+// coalesce is how long a successful result that changes no node's state
+// (its load) waits to be published with the others that come meanwhile: a
+// hundred probed nodes reporting their load each second would otherwise
+// rebuild the snapshot a hundred times a second, beside the queries. A
+// change of state and a failed probe are published at once.
 const coalesce = 250 * time.Millisecond
 
 // New returns a Checker on a pool of its own, for targets whose specs may
@@ -181,10 +181,10 @@ func (c *Checker) Snapshot() *Snapshot { return c.snap.Load() }
 // Ready reports whether every target has its first result.
 func (c *Checker) Ready() bool { return c.ready.Load() }
 
-// changed is called by a probe whose status changed; transition: its
-// state did.
-func (c *Checker) changed(transition bool) {
-	if !transition {
+// changed is called by a probe whose status changed; now: its state did,
+// or the probe failed.
+func (c *Checker) changed(now bool) {
+	if !now {
 		if c.pending.CompareAndSwap(false, true) {
 			time.AfterFunc(coalesce, func() {
 				c.pending.Store(false)

@@ -273,6 +273,6 @@ func (pr *probe) apply(out outcome) {
 		log.Debugf("node %s: %s probe of %s failed: %s", id, pr.typ, pr.target, out.text())
 	}
 	for _, c := range watchers {
-		c.changed(transition)
+		c.changed(transition || !out.ok)
 	}
 }
