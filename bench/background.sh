@@ -101,17 +101,6 @@ timer=()
 [[ -x /usr/bin/time ]] && timer=(/usr/bin/time -f 'cpu %U %S %e')
 ((${#timer[@]})) || warn "/usr/bin/time missing (apt-get install time): noisy runs cannot be detected"
 clk=$(getconf CLK_TCK)
-# ISOLATE: on a VM the kernel's memory monitor (DAMON's kdamond) wakes every half second for about 2 ms;
-# on the server's CPU it stalls the queries, which a busier server takes longer to catch up on.
-isolation="none"
-if [[ $ISOLATE == 1 && ${#pin_load[@]} -gt 0 ]]; then
-	for p in $(pgrep '^kdamond' || true); do
-		cpus=$(taskset -pc "$p" 2>/dev/null | sed 's/.*: //')
-		[[ -n $cpus ]] && taskset -pc 0 "$p" >/dev/null 2>&1 && moved+=("$p:$cpus")
-	done
-	isolation="${#moved[@]} kdamond thread(s) moved to CPU 0 for the run"
-	((${#moved[@]})) || warn "ISOLATE=1: no kdamond thread could be moved (none, or not root)"
-fi
 
 srv_pid="" back_pid="" writer_pid=""
 moved=() # pid:cpus of the kernel threads ISOLATE moved
@@ -123,6 +112,17 @@ cleanup() {
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
+# ISOLATE: on a VM the kernel's memory monitor (DAMON's kdamond) wakes every half second for about 2 ms;
+# on the server's CPU it stalls the queries, which a busier server takes longer to catch up on.
+isolation="none"
+if [[ $ISOLATE == 1 && ${#pin_load[@]} -gt 0 ]]; then
+	for p in $(pgrep '^kdamond' || true); do
+		cpus=$(taskset -pc "$p" 2>/dev/null | sed 's/.*: //')
+		[[ -n $cpus ]] && taskset -pc 0 "$p" >/dev/null 2>&1 && moved+=("$p:$cpus")
+	done
+	isolation="${#moved[@]} kdamond thread(s) moved to CPU 0 for the run"
+	((${#moved[@]})) || warn "ISOLATE=1: no kdamond thread could be moved (none, or not root)"
+fi
 
 proc_cpu() { awk '{sub(/.*\) /, ""); print $12 + $13}' "/proc/$1/stat" 2>/dev/null || echo 0; } # utime + stime
 
