@@ -18,22 +18,24 @@ import (
 const (
 	// Slice is the work between two yields: about what a query may wait.
 	Slice = 500 * time.Microsecond
-	// Pause is a yield's sleep: longer than the scheduler takes to reach
-	// the network poll, short beside a query's latency.
-	Pause = 20 * time.Microsecond
+	// Pause is a yield's rest: twice a Slice, so that while queries wait
+	// the owner takes at most a third of the processor. A shorter sleep
+	// let one or two of them through and then the next Slice ran: a node
+	// table's parse of 8 ms held the processor 95% of the time while it
+	// lasted, and the queries of a busy server fell behind.
+	Pause = 2 * Slice
 	// maxSlice bounds the back-off of an idle server's yields: what a query
 	// arriving on a lightly loaded one may wait.
 	maxSlice = 4 * time.Millisecond
 )
 
 // A Yielder yields to the queries every Slice of its owner's work, with
-// one processor only (with more, the queries run beside it). A sleep
-// that overran Pause many times over while the process took next to no
-// CPU says nothing else wanted the processor (an idle processor waits
-// for the network in steps of a millisecond): it then yields less often,
-// down to once per maxSlice, so that a large file on an idle server is
-// not parsed at half speed. A sleep the queries filled resets the slice
-// to Slice. One goroutine uses it; a nil Yielder never yields.
+// one processor only (with more, the queries run beside it). A rest
+// during which the process took next to no CPU says nothing else wanted
+// the processor: it then yields less often, down to once per maxSlice,
+// so that a large file on an idle server is not parsed at a third of its
+// speed. A rest the queries filled resets the slice to Slice. One
+// goroutine uses it; a nil Yielder never yields.
 type Yielder struct {
 	on    bool
 	last  time.Time
@@ -58,7 +60,7 @@ func (y *Yielder) Point() {
 	time.Sleep(Pause)
 	y.last = time.Now()
 	slept := y.last.Sub(start)
-	if cpu1, ok := cpuTime(); known && ok && slept > 10*Pause && cpu1-cpu0 < slept/4 {
+	if cpu1, ok := cpuTime(); known && ok && cpu1-cpu0 < slept/4 {
 		y.slice = min(2*y.slice, maxSlice)
 	} else {
 		y.slice = Slice
