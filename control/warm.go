@@ -106,6 +106,10 @@ func warmOne(v *policy.View, last *atomic.Pointer[policy.View], clients *locate.
 	until := time.Now().Add(policy.WarmTime)
 	warmView(v, last.Load(), clients, cache, stop, func() bool { return current() && time.Now().Before(until) })
 	if current() && clients.Len() > 0 {
+		// The next warm-up reads v's clients: the views' before it can
+		// go. Not sooner: a warm-up a newer view cut short leaves last,
+		// and its clients, as they were.
+		v.Sweep()
 		gauge.Set(float64(v.Held()))
 		last.Store(v)
 	}
@@ -122,7 +126,6 @@ func warmView(v, prev *policy.View, clients *locate.Places, cache *policy.Cache,
 	}
 	recent := prev.Recent()
 	limit := cache.Reserve((len(recent)+clients.Len())*v.PerClient(), policy.WarmBytes, v.DecisionBytes())
-	v.Sweep()
 	n := warmSliced(v, len(recent), func(i int) scoring.Client { return recent[i] }, limit, stop, current) // pace.go
 	warmSliced(v, clients.Len(), func(i int) scoring.Client { loc := clients.At(i); return policy.ClientOf(&loc) }, limit-n, stop, current)
 }
