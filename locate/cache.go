@@ -3,6 +3,7 @@ package locate
 import (
 	"hash/maphash"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -73,6 +74,7 @@ func newCache(size int) *cache {
 		c.shards[i].limit = sz
 	}
 	c.locs.init()
+	c.locs.own = ownLocation
 	// A cache dropped unpurged still unmaps its slots.
 	runtime.AddCleanup(c, func(shards []shard) {
 		for i := range shards {
@@ -290,6 +292,7 @@ type interner[T comparable] struct {
 	ids    map[uint64]uint32 // a value's hash: the first value with it
 	dup    map[T]uint32      // the values whose hash an earlier one has
 	chunks atomic.Pointer[[]*[1 << chunkBits]T]
+	own    func(*T) // makes a value to keep its own copy; nil: none
 	n      uint32
 	limit  uint32 // the most values; 0: maxInterned
 	epoch  atomic.Uint32
@@ -316,6 +319,14 @@ func (in *interner[T]) init() {
 
 func (in *interner[T]) reset() { in.init() }
 
+// ownLocation gives a location the cache keeps strings of its own: one
+// from the precomputed table holds parts of the table's one string,
+// which it would keep alive after the table is replaced.
+func ownLocation(l *geo.Location) {
+	l.Country, l.Continent, l.Province = strings.Clone(l.Country), strings.Clone(l.Continent), strings.Clone(l.Province)
+	l.City, l.ISP = strings.Clone(l.City), strings.Clone(l.ISP)
+}
+
 // id returns v's id, interning it; false when the interner is full.
 func (in *interner[T]) id(v *T) (uint32, bool) {
 	in.mu.Lock()
@@ -340,13 +351,17 @@ func (in *interner[T]) id(v *T) (uint32, bool) {
 		in.chunks.Store(&grown)
 		chunks = grown
 	}
-	chunks[n>>chunkBits][n&(1<<chunkBits-1)] = *v
+	w := *v
+	if in.own != nil {
+		in.own(&w)
+	}
+	chunks[n>>chunkBits][n&(1<<chunkBits-1)] = w
 	id := in.epoch.Load()<<indexBits | n
 	if taken {
 		if in.dup == nil {
 			in.dup = make(map[T]uint32)
 		}
-		in.dup[*v] = id
+		in.dup[w] = id
 	} else {
 		in.ids[h] = id
 	}

@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/gslbdns/gslb/geo"
 )
@@ -109,5 +110,28 @@ func TestCacheInsertAllocs(t *testing.T) {
 	defer c.purge()
 	if n := c.len(); n != 1000 {
 		t.Errorf("Cache holds %d, want 1000", n)
+	}
+}
+
+// TestCacheOwnsItsStrings: a location from the precomputed table holds
+// parts of the table's one string; the cache keeps copies, so that the
+// table's strings go with the table.
+func TestCacheOwnsItsStrings(t *testing.T) {
+	tab := packStrs([]string{"CN", "AS", "ZJ", "Hangzhou", "telecom"})
+	loc := geo.Location{Country: tab.at(0), Continent: tab.at(1), Province: tab.at(2), City: tab.at(3), ISP: tab.at(4), Bits: 24}
+	c := newCache(100)
+	now := time.Now().UnixNano()
+	k := KeyOf(netip.MustParseAddr("1.0.1.0"))
+	c.add(k, loc, now, now+int64(time.Hour), 1)
+	got, ok := c.get(k, now, 1)
+	if !ok || got != loc {
+		t.Fatalf("Got %+v (%v), want %+v", got, ok, loc)
+	}
+	lo := uintptr(unsafe.Pointer(unsafe.StringData(tab.all)))
+	hi := lo + uintptr(len(tab.all))
+	for _, s := range []string{got.Country, got.Continent, got.Province, got.City, got.ISP} {
+		if p := uintptr(unsafe.Pointer(unsafe.StringData(s))); p >= lo && p < hi {
+			t.Errorf("%q is still a part of the table's string", s)
+		}
 	}
 }
