@@ -149,8 +149,7 @@ func (d *tableData) otherOK(v uint32) (bool, uint32) {
 // encoder interns a walk's values.
 type encoder struct {
 	d        *tableData
-	strs     map[string]uint32
-	list     []string // the strings by id, until done packs them
+	strs     strSet // the strings, until done packs them
 	places   hashIndex[tplace]
 	carriers map[tcarrier]uint32
 	vals     map[tval]uint32
@@ -162,7 +161,7 @@ type encoder struct {
 }
 
 func newEncoder() *encoder {
-	e := &encoder{d: &tableData{}, strs: map[string]uint32{}, places: newHashIndex[tplace](),
+	e := &encoder{d: &tableData{}, places: newHashIndex[tplace](),
 		carriers: map[tcarrier]uint32{}, vals: map[tval]uint32{}, others: map[geo.Other]uint32{}, lastID: noVal}
 	e.str("")
 	e.other(geo.Other{})
@@ -170,13 +169,10 @@ func newEncoder() *encoder {
 }
 
 func (e *encoder) str(s string) uint32 {
-	if id, ok := e.strs[s]; ok {
-		return id
+	id, added := e.strs.id(s)
+	if added {
+		e.strsBytes += strBytes + int64(len(s))
 	}
-	id := uint32(len(e.list))
-	e.list = append(e.list, s)
-	e.strs[s] = id
-	e.strsBytes += strBytes + int64(len(s))
 	return id
 }
 
@@ -184,9 +180,32 @@ func (e *encoder) str(s string) uint32 {
 // to mark, and no pointer per string to scan (GeoLite2-City has some
 // 180,000), on the query's CPU.
 func (e *encoder) done() {
-	e.d.strs = packStrs(e.list)
-	e.list = nil
+	e.d.strs = e.strs.pack()
+	e.strs = strSet{}
 }
+
+// strSet gives each distinct string an id, in the order they come.
+type strSet struct {
+	ids  map[string]uint32
+	list []string
+}
+
+// id is s's id; added: s is new.
+func (s *strSet) id(x string) (id uint32, added bool) {
+	if id, ok := s.ids[x]; ok {
+		return id, false
+	}
+	if s.ids == nil {
+		s.ids = map[string]uint32{}
+	}
+	id = uint32(len(s.list))
+	s.ids[x] = id
+	s.list = append(s.list, x)
+	return id, true
+}
+
+// pack is the strings packed, with their ids.
+func (s *strSet) pack() strTab { return packStrs(s.list) }
 
 // strTab is strings packed in one: string i is all[offs[i]:offs[i+1]].
 type strTab struct {
@@ -428,20 +447,13 @@ func (t *netTable) normalized(c *geo.Carriers) *netTable {
 	n := *t
 	n.carriers = c
 	n.norm = make([]uint32, len(t.d.carriers))
-	ids := map[string]uint32{}
-	var names []string
+	var names strSet
 	for i, k := range t.d.carriers {
 		loc := geo.Location{ISP: t.d.strs.at(k.isp), ASN: k.asn, Source: k.source}
 		c.Apply(&loc)
-		id, ok := ids[loc.ISP]
-		if !ok {
-			id = uint32(len(names))
-			ids[loc.ISP] = id
-			names = append(names, loc.ISP)
-		}
-		n.norm[i] = id
+		n.norm[i], _ = names.id(loc.ISP)
 	}
-	n.names = packStrs(names)
+	n.names = names.pack()
 	n.placed = &placed{}
 	return &n
 }
