@@ -20,6 +20,7 @@ import (
 	"github.com/gslbdns/gslb/geo"
 	"github.com/gslbdns/gslb/health"
 	"github.com/gslbdns/gslb/internal/yamlfile"
+	"github.com/gslbdns/gslb/internal/yield"
 	"github.com/gslbdns/gslb/scoring"
 
 	"github.com/miekg/dns"
@@ -95,7 +96,8 @@ func Parse(path string, data []byte, zones []string, defaultTTL uint32) (*Table,
 
 func parse(data []byte, zones []string, defaultTTL uint32) (*Table, error) {
 	var f file
-	doc, err := yamlfile.Decode(data, &f)
+	y := yield.New() // through the decode and the build: see package yield
+	doc, err := yamlfile.DecodeYielding(data, &f, y)
 	if err != nil {
 		return nil, err
 	}
@@ -104,7 +106,7 @@ func parse(data []byte, zones []string, defaultTTL uint32) (*Table, error) {
 	if t.Carriers, err = geo.DefaultCarriers().Extend(f.Carriers.ASN, f.Carriers.Names); err != nil {
 		return nil, err
 	}
-	index, err := t.addNodes(&f, yamlfile.EntryLines(doc, "nodes"))
+	index, err := t.addNodes(&f, yamlfile.EntryLines(doc, "nodes"), y)
 	if err != nil {
 		if e := fromDefaults(data, err); e != nil {
 			return nil, e
@@ -114,7 +116,7 @@ func parse(data []byte, zones []string, defaultTTL uint32) (*Table, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := t.addRecords(&f, index, yamlfile.EntryLines(doc, "records"), zones, defaultTTL); err != nil {
+	if err := t.addRecords(&f, index, yamlfile.EntryLines(doc, "records"), zones, defaultTTL, y); err != nil {
 		return nil, atField(func(i int, msg string) int { return yamlfile.MessageLine(data, "records", i, msg) }, err)
 	}
 	if t.Topology, err = scoring.ParseTopology(f.Neighbors, f.Regions); err != nil {
@@ -126,6 +128,7 @@ func parse(data []byte, zones []string, defaultTTL uint32) (*Table, error) {
 		}
 		t.Nameservers = append(t.Nameservers, strings.ToLower(dns.Fqdn(ns)))
 	}
+	y.Point()
 	t.sums = fingerprint(t, &f)
 	return t, nil
 }
@@ -178,12 +181,13 @@ func atField(fieldLine func(i int, msg string) int, err error) error {
 }
 
 // addNodes builds the nodes and their probes; it returns each id's index.
-func (t *Table) addNodes(f *file, lines []int) (map[string]int, error) {
+func (t *Table) addNodes(f *file, lines []int, y *yield.Yielder) (map[string]int, error) {
 	if len(f.Nodes) == 0 {
 		return nil, errors.New("nodes: at least one node is required")
 	}
 	index := make(map[string]int, len(f.Nodes))
 	for i := range f.Nodes {
+		y.Point()
 		e := &f.Nodes[i]
 		at := yamlfile.Where("nodes", lines, i)
 		if e.ID != "" {
@@ -225,11 +229,12 @@ func (t *Table) addNodes(f *file, lines []int) (map[string]int, error) {
 }
 
 // addRecords builds the records and the empty non-terminals above them.
-func (t *Table) addRecords(f *file, index map[string]int, lines []int, zones []string, defaultTTL uint32) error {
+func (t *Table) addRecords(f *file, index map[string]int, lines []int, zones []string, defaultTTL uint32, y *yield.Yielder) error {
 	if len(f.Records) == 0 {
 		return errors.New("records: at least one record is required")
 	}
 	for i := range f.Records {
+		y.Point()
 		e := &f.Records[i]
 		at := yamlfile.Where("records", lines, i)
 		if e.Name == "" {

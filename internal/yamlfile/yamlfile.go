@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"go.yaml.in/yaml/v3"
@@ -68,6 +69,12 @@ func Decode(data []byte, v any) (Lines, error) {
 	return decode(data, v, yield.New())
 }
 
+// DecodeYielding is Decode yielding through y, which the caller goes on
+// using for what it builds from v.
+func DecodeYielding(data []byte, v any, y *yield.Yielder) (Lines, error) {
+	return decode(data, v, y)
+}
+
 // DecodeHeld is Decode for a caller that holds a lock others wait on: it
 // never yields.
 func DecodeHeld(data []byte, v any) (Lines, error) { return decode(data, v, nil) }
@@ -102,11 +109,11 @@ func decode(data []byte, v any, y *yield.Yielder) (Lines, error) {
 	if err := noAliases(doc); err != nil {
 		return nil, err
 	}
-	if err := knownKeys(doc, reflect.TypeOf(v), ""); err != nil {
+	if err := knownKeys(doc, reflect.TypeOf(v), "", y); err != nil {
 		return nil, err
 	}
 	y.Point()
-	if err := doc.Decode(v); err != nil {
+	if err := decodeEntries(doc, v, y); err != nil {
 		return nil, decodeError(doc, v, err)
 	}
 	y.Point()
@@ -139,6 +146,83 @@ func noAliases(n *yaml.Node) error {
 	return nil
 }
 
+// decodeEntries is doc.Decode(v), yielding between the entries of v's
+// top-level lists: a node table's decode is otherwise one stretch of a
+// millisecond or more that the queries wait behind.
+func decodeEntries(doc *yaml.Node, v any, y *yield.Yielder) error {
+	rv := reflect.ValueOf(v)
+	if y == nil || doc.Kind != yaml.MappingNode || rv.Kind() != reflect.Pointer || rv.Elem().Kind() != reflect.Struct {
+		return doc.Decode(v)
+	}
+	if _, self := decodesItself(rv.Type()); self {
+		return doc.Decode(v)
+	}
+	type list struct {
+		field reflect.Value
+		seq   *yaml.Node
+	}
+	var lists []list
+	rest := *doc // the document with its lists empty, decoded whole
+	rest.Content = slices.Clone(doc.Content)
+	index := fieldIndex(rv.Elem().Type())
+	for i := 0; i+1 < len(doc.Content); i += 2 {
+		seq := doc.Content[i+1]
+		f, ok := index[doc.Content[i].Value]
+		if !ok || seq.Kind != yaml.SequenceNode || len(seq.Content) < 2 {
+			continue
+		}
+		fv := rv.Elem().Field(f)
+		if fv.Kind() != reflect.Slice {
+			continue
+		}
+		if _, self := decodesItself(fv.Type()); self {
+			continue
+		}
+		empty := *seq
+		empty.Content = nil
+		rest.Content[i+1] = &empty
+		lists = append(lists, list{fv, seq})
+	}
+	if err := rest.Decode(v); err != nil {
+		return err
+	}
+	for _, l := range lists {
+		// Each entry as a list of one, so that an entry the decoder leaves
+		// out (a null where a mapping belongs) is left out here too.
+		s := reflect.MakeSlice(l.field.Type(), 0, len(l.seq.Content))
+		one := *l.seq
+		for _, c := range l.seq.Content {
+			one.Content = []*yaml.Node{c}
+			e := reflect.New(l.field.Type())
+			if err := one.Decode(e.Interface()); err != nil {
+				return err
+			}
+			s = reflect.AppendSlice(s, e.Elem())
+			y.Point()
+		}
+		l.field.Set(s)
+	}
+	return nil
+}
+
+// fieldIndex maps a struct's YAML keys to the index of their field, for
+// the fields that are not inlined.
+func fieldIndex(t reflect.Type) map[string]int {
+	m := make(map[string]int, t.NumField())
+	for i := range t.NumField() {
+		f := t.Field(i)
+		name, opts, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+		if !f.IsExported() || name == "-" || strings.Contains(opts, "inline") {
+			continue
+		}
+		if name == "" {
+			name = strings.ToLower(f.Name)
+		}
+		m[name] = i
+	}
+	return m
+}
+
 var unmarshaler = reflect.TypeFor[yaml.Unmarshaler]()
 
 // decodesItself strips t's pointers, and reports whether t or a pointer on
@@ -156,7 +240,7 @@ func decodesItself(t reflect.Type) (reflect.Type, bool) {
 // knownKeys refuses a mapping key that the Go type t has no field for, at
 // the key's line, with the path of the mapping that holds it. A node of
 // the wrong kind is left to the decoder to report.
-func knownKeys(n *yaml.Node, t reflect.Type, path string) error {
+func knownKeys(n *yaml.Node, t reflect.Type, path string, y *yield.Yielder) error {
 	t, self := decodesItself(t)
 	if self {
 		return nil
@@ -174,29 +258,43 @@ func knownKeys(n *yaml.Node, t reflect.Type, path string) error {
 				}
 				return fmt.Errorf("line %d: %s: unknown key %q%s", k.Line, path, k.Value, hint)
 			}
-			if err := knownKeys(n.Content[i+1], ft, join(path, k.Value)); err != nil {
+			if err := knownKeys(n.Content[i+1], ft, join(path, k.Value), y); err != nil {
 				return err
 			}
 		}
 	case t.Kind() == reflect.Map && n.Kind == yaml.MappingNode:
 		for i := 0; i+1 < len(n.Content); i += 2 {
-			if err := knownKeys(n.Content[i+1], t.Elem(), join(path, n.Content[i].Value)); err != nil {
+			if err := knownKeys(n.Content[i+1], t.Elem(), join(path, n.Content[i].Value), y); err != nil {
 				return err
 			}
 		}
 	case (t.Kind() == reflect.Slice || t.Kind() == reflect.Array) && n.Kind == yaml.SequenceNode:
 		for i, c := range n.Content {
-			if err := knownKeys(c, t.Elem(), path+"["+strconv.Itoa(i)+"]"); err != nil {
+			if err := knownKeys(c, t.Elem(), path+"["+strconv.Itoa(i)+"]", y); err != nil {
 				return err
 			}
+			y.Point()
 		}
 	}
 	return nil
 }
 
+// fieldsOf caches yamlFields per type: knownKeys asks for every mapping.
+var fieldsOf sync.Map // reflect.Type -> map[string]reflect.Type
+
 // yamlFields maps a struct's YAML keys to their field types, as the
 // decoder names them: the tag's name, else the lowercased field name.
+// Callers only read the map.
 func yamlFields(t reflect.Type) map[string]reflect.Type {
+	if m, ok := fieldsOf.Load(t); ok {
+		return m.(map[string]reflect.Type)
+	}
+	m := structFields(t)
+	fieldsOf.Store(t, m)
+	return m
+}
+
+func structFields(t reflect.Type) map[string]reflect.Type {
 	m := make(map[string]reflect.Type, t.NumField())
 	for i := range t.NumField() {
 		f := t.Field(i)

@@ -2,12 +2,15 @@ package yamlfile
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/gslbdns/gslb/internal/testsupport"
+	"github.com/gslbdns/gslb/internal/yield"
 )
 
 type entry struct {
@@ -111,5 +114,53 @@ func TestDecodeOneDocument(t *testing.T) {
 		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
 			t.Errorf("Decode(%q): got %v, want %q", tc.data, err, tc.want)
 		}
+	}
+}
+
+// entryDocs are documents whose lists DecodeYielding decodes entry by entry.
+var entryDocs = []string{
+	"other: x\nitems:\n  - name: a\n    inner: {a: 1}\n  - name: b\n    tags: {k: v}\n  - {name: c, when: 2026-01-02T03:04:05Z}\n",
+	"items:\n  - name: a\n  -\n  - name: c\n",
+	"items: [{name: a}, {name: [1]}, {name: c}]\n",
+	"items: [{name: a}, {when: soon}]\nother: [x]\n",
+	"items: [{name: a}, {name: b}]\nitems: [{name: c}, {name: d}]\n",
+	"items: [{name: a}, 7]\n",
+	"items: []\nother: y\n",
+	"items: x\n",
+	"items: [{name: a}, {name: b}, {inner: {a: zz}}]\n",
+}
+
+// TestDecodeEntriesAsWhole: decoding the top-level lists entry by entry,
+// yielding between them, gives what one decode of the document gives:
+// the same value, or the same error.
+func TestDecodeEntriesAsWhole(t *testing.T) {
+	for _, s := range entryDocs {
+		sameAsWhole(t, []byte(s))
+	}
+}
+
+// FuzzDecodeEntries: as TestDecodeEntriesAsWhole, for any document.
+func FuzzDecodeEntries(f *testing.F) {
+	for _, s := range entryDocs {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if len(data) > 4096 {
+			return
+		}
+		sameAsWhole(t, data)
+	})
+}
+
+func sameAsWhole(t *testing.T, data []byte) {
+	t.Helper()
+	var byEntry, whole doc
+	_, err1 := DecodeYielding(data, &byEntry, yield.New())
+	_, err2 := DecodeHeld(data, &whole)
+	if fmt.Sprint(err1) != fmt.Sprint(err2) {
+		t.Fatalf("%q: entry by entry: %v; whole: %v", data, err1, err2)
+	}
+	if err1 == nil && !reflect.DeepEqual(byEntry, whole) {
+		t.Fatalf("%q: entry by entry: %+v; whole: %+v", data, byEntry, whole)
 	}
 }
