@@ -43,3 +43,24 @@ func BenchmarkChoose(b *testing.B) {
 		})
 	}
 }
+
+var keep *Prepared
+
+// BenchmarkPrepare: a preparation kept for later picks (the decision
+// cache's and the warm-up's), allocated once.
+func BenchmarkPrepare(b *testing.B) {
+	topo := DefaultTopology()
+	nodes, cand := benchNodes(50)
+	for _, c := range []Client{hzTelecom, {}} {
+		name := "province_isp"
+		if c.Province == "" {
+			name = "location_free"
+		}
+		b.Run(name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				keep = Prepare(&Input{Client: &c, Nodes: nodes, Cand: cand, Topo: topo, Params: &DefaultParams})
+			}
+		})
+	}
+}

@@ -38,7 +38,8 @@ func Choose(c *Client, nodes []Node, cand []int, topo *Topology, p *Params, tieK
 // node, its nodes' scores, then the subnet's pick among the best.
 func Decide(in *Input) Decision {
 	var buf [16]scored
-	p := prepare(in, buf[:0])
+	var p Prepared
+	p.contenders = prepare(in, buf[:0], &p)
 	return p.Pick(in.Key)
 }
 
@@ -47,8 +48,15 @@ func Decide(in *Input) Decision {
 // holds for every subnet of the client's location, and Pick gives what
 // Decide would for any key.
 func Prepare(in *Input) *Prepared {
-	p := prepare(in, nil)
-	return &p
+	// The contenders are gathered on the stack and kept in one allocation
+	// of their size: a view's warm-up prepares hundreds of thousands.
+	var buf [16]scored
+	p := new(Prepared)
+	if near := prepare(in, buf[:0], p); len(near) > 0 {
+		p.contenders = make([]scored, len(near))
+		copy(p.contenders, near)
+	}
+	return p
 }
 
 // Prepared is a decision before the client's subnet picks its node.
@@ -72,14 +80,16 @@ type Prepared struct {
 // subnet (a node shedding or ramping), so that it is not to be shared.
 func (p *Prepared) PerSubnet() bool { return p.perSubnet }
 
-func prepare(in *Input, buf []scored) Prepared {
+// prepare fills out but its contenders, which it returns: gathered in buf
+// (whose array they may share) and past its capacity on the heap.
+func prepare(in *Input, buf []scored, out *Prepared) []scored {
 	pp := in.Params
 	if pp == nil {
 		pp = &DefaultParams
 	}
-	out := Prepared{params: pp, nodes: in.Nodes, d: Decision{Node: -1, Tier: TierNone, DistanceKm: -1, RTTMs: -1}}
+	*out = Prepared{params: pp, nodes: in.Nodes, d: Decision{Node: -1, Tier: TierNone, DistanceKm: -1, RTTMs: -1}}
 	if len(in.Cand) == 0 {
-		return out
+		return nil
 	}
 	ch := chooser{in: in, p: pp, lc: newLadderClient(in.Client, in.Topo, pp.LadderFor(in.V6))}
 	// Pass 1: the best tier holding a usable node, and its highest cost.
@@ -102,8 +112,7 @@ func prepare(in *Input, buf []scored) Prepared {
 	out.d.Shedding = ch.shedding != 0 && !ch.lc.l.Better(tier, ch.shedding)
 	if count == 0 {
 		out.failOpen, out.d.Tier = true, TierFailOpen
-		out.contenders = leastLoaded(in.Nodes, in.Cand, buf)
-		return out
+		return leastLoaded(in.Nodes, in.Cand, buf)
 	}
 	// Pass 2: score that tier's usable nodes; keep those near the best.
 	ch.s = newScorer(ch.lc.c, &pp.Weights, maxCost, in.Quality)
@@ -142,11 +151,11 @@ func prepare(in *Input, buf []scored) Prepared {
 		}
 	}
 	near = nearOnly(near)
-	out.best, out.contenders = best, near
+	out.best = best
 	if pp.Answers > 1 {
 		out.tail = ch.tail(tier, near)
 	}
-	return out
+	return near
 }
 
 // Pick is the subnet key's choice among the contenders.
