@@ -50,13 +50,17 @@ var keep *Prepared
 // cache's and the warm-up's), allocated once.
 func BenchmarkPrepare(b *testing.B) {
 	topo := DefaultTopology()
-	nodes, cand := benchNodes(50)
-	for _, c := range []Client{hzTelecom, {}} {
-		name := "province_isp"
-		if c.Province == "" {
-			name = "location_free"
-		}
-		b.Run(name, func(b *testing.B) {
+	nodes, cand := benchNodes(100)
+	for _, bc := range []struct {
+		name string
+		c    Client
+	}{
+		{"province_isp", hzTelecom},
+		{"location_free", Client{}},
+		{"country_coords", Client{Country: "CN", Continent: "AS", HasCoords: true, Lat: 30, Lon: 110}},
+	} {
+		c := bc.c
+		b.Run(bc.name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				keep = Prepare(&Input{Client: &c, Nodes: nodes, Cand: cand, Topo: topo, Params: &DefaultParams})

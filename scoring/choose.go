@@ -3,6 +3,7 @@ package scoring
 import (
 	"math"
 	"slices"
+	"sync"
 
 	"github.com/gslbdns/gslb/internal/splitmix"
 )
@@ -48,16 +49,24 @@ func Decide(in *Input) Decision {
 // holds for every subnet of the client's location, and Pick gives what
 // Decide would for any key.
 func Prepare(in *Input) *Prepared {
-	// The contenders are gathered on the stack and kept in one allocation
-	// of their size: a view's warm-up prepares hundreds of thousands.
-	var buf [16]scored
+	// The contenders are gathered in a scratch buffer with room for every
+	// candidate and kept in one allocation of their size: a view's warm-up
+	// prepares many, and a location-free client's tier before nearOnly
+	// may hold most of the nodes.
+	sp := scratch.Get().(*[]scored)
+	if cap(*sp) < len(in.Cand) {
+		*sp = make([]scored, 0, len(in.Cand))
+	}
 	p := new(Prepared)
-	if near := prepare(in, buf[:0], p); len(near) > 0 {
+	if near := prepare(in, (*sp)[:0], p); len(near) > 0 {
 		p.contenders = make([]scored, len(near))
 		copy(p.contenders, near)
 	}
+	scratch.Put(sp)
 	return p
 }
+
+var scratch = sync.Pool{New: func() any { return new([]scored) }}
 
 // Prepared is a decision before the client's subnet picks its node.
 type Prepared struct {
