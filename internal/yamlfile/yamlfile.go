@@ -183,8 +183,17 @@ func decodeEntries(doc *yaml.Node, v any, y *yield.Yielder) error {
 		rest.Content[i+1] = &empty
 		lists = append(lists, list{fv, seq})
 	}
-	if err := rest.Decode(v); err != nil {
-		return err
+	// On an error, one decode of the whole document: an unmarshaler's
+	// error or a duplicate key stops it, and it meets them in the file's
+	// order, which the lists taken apart are not.
+	orig := reflect.New(rv.Elem().Type()).Elem()
+	orig.Set(rv.Elem())
+	whole := func() error {
+		rv.Elem().Set(orig)
+		return doc.Decode(v)
+	}
+	if rest.Decode(v) != nil {
+		return whole()
 	}
 	for _, l := range lists {
 		// Each entry as a list of one, so that an entry the decoder leaves
@@ -194,8 +203,8 @@ func decodeEntries(doc *yaml.Node, v any, y *yield.Yielder) error {
 		for _, c := range l.seq.Content {
 			one.Content = []*yaml.Node{c}
 			e := reflect.New(l.field.Type())
-			if err := one.Decode(e.Interface()); err != nil {
-				return err
+			if one.Decode(e.Interface()) != nil {
+				return whole()
 			}
 			s = reflect.AppendSlice(s, e.Elem())
 			y.Point()

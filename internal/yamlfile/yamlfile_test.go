@@ -21,8 +21,10 @@ type entry struct {
 }
 
 type doc struct {
-	Items []entry `yaml:"items"`
-	Other string  `yaml:"other"`
+	Items []entry           `yaml:"items"`
+	Other string            `yaml:"other"`
+	At    *Time             `yaml:"at"`
+	M     map[string]string `yaml:"m"`
 }
 
 // TestDecodeRejectsAliases: an alias is refused at its line before any
@@ -128,6 +130,9 @@ var entryDocs = []string{
 	"items: []\nother: y\n",
 	"items: x\n",
 	"items: [{name: a}, {name: b}, {inner: {a: zz}}]\n",
+	"items:\n  - {when: soon}\n  - {name: b}\nat: later\n",
+	"m: {a: x, a: y}\nitems:\n  - {when: soon}\n  - {name: b}\n",
+	"items:\n  - {when: soon}\n  - {name: b}\nm: {a: x, a: y}\n",
 }
 
 // TestDecodeEntriesAsWhole: decoding the top-level lists entry by entry,
