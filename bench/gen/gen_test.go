@@ -3,6 +3,7 @@ package main
 import (
 	"net/netip"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/miekg/dns"
@@ -68,5 +69,28 @@ func TestPackQuery(t *testing.T) {
 	e, ok := o.Option[0].(*dns.EDNS0_SUBNET)
 	if !ok || e.Family != 1 || e.SourceNetmask != 24 || e.Address.String() != "202.101.172.0" {
 		t.Errorf("unexpected ECS %v", o.Option[0])
+	}
+}
+
+// TestLateClusters: slow answers close together in the order they came
+// form one cluster, counted and timed by their places.
+func TestLateClusters(t *testing.T) {
+	lat := make([]float64, 1000)
+	for i := range lat {
+		lat[i] = 0.0001
+	}
+	for _, i := range []int{10, 50, 140, 600} { // 10..140 within the gap; 600 alone
+		lat[i] = 0.002
+	}
+	lat[50] = 0.005
+	got := lateClusters(lat, 0.001, 100)
+	want := []cluster{{first: 10, last: 140, slow: 3, worst: 0.005}, {first: 600, last: 600, slow: 1, worst: 0.002}}
+	if !slices.Equal(got, want) {
+		t.Fatalf("lateClusters = %+v, want %+v", got, want)
+	}
+	var b strings.Builder
+	printClusters(&b, got, 1, 1000, 1)
+	if w := "4 answers over 1 ms in 2 clusters\n  at   0.010 s:     3 slow over  130.0 ms, the slowest 5.00 ms\n"; b.String() != w {
+		t.Fatalf("printClusters:\n%q\nwant\n%q", b.String(), w)
 	}
 }
