@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"runtime/metrics"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -197,4 +198,36 @@ func TestWarmSpaced(t *testing.T) {
 	testsupport.WaitFor(t, "the latest view warmed", func() (bool, string) {
 		return g.warmer.warmed.Load() == last, "not yet"
 	})
+}
+
+// TestWarmRestsForTheCollector: a warm-up on one processor rests while the
+// heap is near its goal, at most gcRestMax at a time, and ends its rest
+// when stopped; the runtime has the metrics it reads.
+func TestWarmRestsForTheCollector(t *testing.T) {
+	c := newCollector()
+	c.near() // reads the runtime's metrics
+	for _, s := range c.samples {
+		if s.Value.Kind() != metrics.KindUint64 {
+			t.Fatalf("runtime metric %s: kind %v, want uint64", s.Name, s.Value.Kind())
+		}
+	}
+	c.on = true
+	calls := 0
+	c.near = func() bool { calls++; return calls < 3 }
+	if !c.wait(nil) || calls != 3 {
+		t.Errorf("Rested while near: %v, after %d reads, want 3", c.wait(nil), calls)
+	}
+	c.near = func() bool { return true }
+	if !c.wait(nil) {
+		t.Error("A heap that stays near its goal: the rest did not end")
+	}
+	stop := make(chan struct{})
+	close(stop)
+	if c.wait(stop) {
+		t.Error("Stopped while resting: wait went on")
+	}
+	c.on = false // more than one processor: never rests
+	if !c.wait(stop) {
+		t.Error("Off: wait rested")
+	}
 }

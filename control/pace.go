@@ -1,6 +1,8 @@
 package control
 
 import (
+	"runtime"
+	"runtime/metrics"
 	"sync/atomic"
 	"time"
 
@@ -62,6 +64,7 @@ func (p *pacer) spaced(stop <-chan struct{}, signal chan struct{}, space bool) b
 func warmSliced(v *policy.View, count int, at func(i int) scoring.Client, limit int, stop <-chan struct{}, current func() bool) int {
 	per := max(1, paceDecisions/max(1, 2*len(v.Table.Names))) // a record's A and AAAA
 	buf := make([]scoring.Client, per)
+	gc := newCollector()
 	n := 0
 	var rest *time.Timer
 	start := time.Now()
@@ -85,8 +88,76 @@ func warmSliced(v *policy.View, count int, at func(i int) scoring.Client, limit 
 				return n
 			case <-rest.C:
 			}
+			if !gc.wait(stop) {
+				return n
+			}
 			start = time.Now()
 		}
 	}
 	return n
+}
+
+// collector tells a warm-up when the collector marks, or is about to: on
+// a server with one processor its marking spreads over 20-35 ms at a
+// quarter of the CPU, the queries assist it, and a warm-up beside it (and
+// its allocations, which the marking must keep up with) made the longest
+// stalls of bench/background.sh. The warm-up then rests until the cycle
+// is over, at most gcRestMax at a time.
+type collector struct {
+	on      bool
+	samples [3]metrics.Sample
+	near    func() bool // the heap in the last stretch before its goal; a test's
+}
+
+const (
+	// gcRunway is the share of the way from the live heap to the goal past
+	// which a cycle may have started (the pacer starts one at 0.7 to 0.95).
+	gcRunway = 0.7
+	gcPoll   = 2 * time.Millisecond
+	// gcRestMax bounds a rest, so that a heap that stays near its goal (a
+	// memory limit) slows a warm-up but does not stop it.
+	gcRestMax = 50 * time.Millisecond
+)
+
+func newCollector() *collector {
+	c := &collector{on: runtime.GOMAXPROCS(0) == 1}
+	c.samples[0].Name = "/memory/classes/heap/objects:bytes"
+	c.samples[1].Name = "/gc/heap/live:bytes"
+	c.samples[2].Name = "/gc/heap/goal:bytes"
+	c.near = c.heapNear
+	return c
+}
+
+func (c *collector) heapNear() bool {
+	metrics.Read(c.samples[:])
+	for _, s := range c.samples {
+		if s.Value.Kind() != metrics.KindUint64 {
+			return false // not in this runtime: never rest
+		}
+	}
+	objects, live, goal := c.samples[0].Value.Uint64(), c.samples[1].Value.Uint64(), c.samples[2].Value.Uint64()
+	return goal > live && float64(objects) >= float64(live)+gcRunway*float64(goal-live)
+}
+
+// wait rests while the collector is near, at most gcRestMax; false when
+// stop closed meanwhile.
+func (c *collector) wait(stop <-chan struct{}) bool {
+	if !c.on {
+		return true
+	}
+	var t *time.Timer
+	for end := time.Now().Add(gcRestMax); c.near() && time.Now().Before(end); {
+		if t == nil {
+			t = time.NewTimer(gcPoll)
+			defer t.Stop()
+		} else {
+			t.Reset(gcPoll)
+		}
+		select {
+		case <-stop:
+			return false
+		case <-t.C:
+		}
+	}
+	return true
 }
