@@ -201,26 +201,58 @@ func TestWarmSpaced(t *testing.T) {
 }
 
 // TestWarmRestsForTheCollector: a warm-up on one processor rests while the
-// heap is near its goal, at most gcRestMax at a time, and ends its rest
-// when stopped; the runtime has the metrics it reads.
+// heap is near its goal: at most gcRestMax at a time and gcCycleRestMax in
+// a cycle, not again in a new cycle until the heap was seen below the
+// threshold (what is left unswept counts), and not when stopped; the
+// runtime has the metrics it reads.
 func TestWarmRestsForTheCollector(t *testing.T) {
 	c := newCollector()
-	c.near() // reads the runtime's metrics
+	c.state() // reads the runtime's metrics
 	for _, s := range c.samples {
 		if s.Value.Kind() != metrics.KindUint64 {
 			t.Fatalf("runtime metric %s: kind %v, want uint64", s.Name, s.Value.Kind())
 		}
 	}
 	c.on = true
+	var near bool
+	var cycles uint64
+	reads := 0
+	c.state = func() (bool, uint64) { reads++; return near, cycles }
+	rest := func() int { // the reads of one wait
+		t.Helper()
+		reads = 0
+		if !c.wait(nil) {
+			t.Fatal("wait stopped without a stop")
+		}
+		return reads
+	}
+	if got := rest(); got != 1 {
+		t.Errorf("Far from the goal: %d reads, want 1 (no rest)", got)
+	}
+	near = true
+	rests := 0
+	for got := rest(); got > 1; got = rest() {
+		rests++
+		if want := int(gcRestMax/gcPoll) + 1; got > want {
+			t.Fatalf("A rest of %d reads, over gcRestMax's %d", got, want)
+		}
+	}
+	if most := int(gcCycleRestMax/gcRestMax) + 1; rests < 1 || rests > most || c.rested < gcCycleRestMax {
+		t.Errorf("Near for the whole cycle: %d rests (1 to %d) of %v in all (gcCycleRestMax %v)", rests, most, c.rested, gcCycleRestMax)
+	}
+	cycles++ // a cycle ended, its garbage not yet swept: still near
+	if got := rest(); got != 1 {
+		t.Errorf("Unswept after a cycle: %d reads, want 1 (no rest)", got)
+	}
+	near = false
+	rest()
+	near = true
 	calls := 0
-	c.near = func() bool { calls++; return calls < 3 }
+	c.state = func() (bool, uint64) { calls++; return calls < 3, cycles }
 	if !c.wait(nil) || calls != 3 {
-		t.Errorf("Rested while near: %v, after %d reads, want 3", c.wait(nil), calls)
+		t.Errorf("Near for two polls in a new cycle: %d reads, want 3", calls)
 	}
-	c.near = func() bool { return true }
-	if !c.wait(nil) {
-		t.Error("A heap that stays near its goal: the rest did not end")
-	}
+	c.state = func() (bool, uint64) { return true, cycles }
 	stop := make(chan struct{})
 	close(stop)
 	if c.wait(stop) {

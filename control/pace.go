@@ -66,7 +66,8 @@ func warmSliced(v *policy.View, count int, at func(i int) scoring.Client, limit 
 	buf := make([]scoring.Client, per)
 	gc := newCollector()
 	n := 0
-	var rest *time.Timer
+	var rest sleeper
+	defer rest.done()
 	start := time.Now()
 	// Warm itself stops at once when stop closed or current says no.
 	for i := 0; i < count && n < limit && current(); i += per {
@@ -76,19 +77,7 @@ func warmSliced(v *policy.View, count int, at func(i int) scoring.Client, limit 
 		}
 		n += v.Warm(buf[:k], limit-n, stop, current)
 		if worked := time.Since(start); worked >= paceSlice {
-			d := time.Duration(float64(worked) * (1 - paceShare) / paceShare)
-			if rest == nil {
-				rest = time.NewTimer(d)
-				defer rest.Stop()
-			} else {
-				rest.Reset(d)
-			}
-			select {
-			case <-stop:
-				return n
-			case <-rest.C:
-			}
-			if !gc.wait(stop) {
+			if !rest.sleep(time.Duration(float64(worked)*(1-paceShare)/paceShare), stop) || !gc.wait(stop) {
 				return n
 			}
 			start = time.Now()
@@ -101,63 +90,101 @@ func warmSliced(v *policy.View, count int, at func(i int) scoring.Client, limit 
 // a server with one processor its marking spreads over 20-35 ms at a
 // quarter of the CPU, the queries assist it, and a warm-up beside it (and
 // its allocations, which the marking must keep up with) made the longest
-// stalls of bench/background.sh. The warm-up then rests until the cycle
-// is over, at most gcRestMax at a time.
+// stalls of bench/background.sh. The warm-up then rests, at most
+// gcRestMax at a time and gcCycleRestMax in a cycle, so that a heap that
+// stays near its goal (a memory limit, or an idle server where the
+// warm-up alone allocates) slows it only a little.
 type collector struct {
 	on      bool
-	samples [3]metrics.Sample
-	near    func() bool // the heap in the last stretch before its goal; a test's
+	samples [4]metrics.Sample
+	state   func() (near bool, cycles uint64) // heapState; a test's
+	armed   bool                              // the heap was seen below the threshold in this cycle
+	cycle   uint64                            // the cycle counted last
+	rested  time.Duration                     // in that cycle
 }
 
 const (
 	// gcRunway is the share of the way from the live heap to the goal past
 	// which a cycle may have started (the pacer starts one at 0.7 to 0.95).
-	gcRunway = 0.7
-	gcPoll   = 2 * time.Millisecond
-	// gcRestMax bounds a rest, so that a heap that stays near its goal (a
-	// memory limit) slows a warm-up but does not stop it.
-	gcRestMax = 50 * time.Millisecond
+	gcRunway       = 0.7
+	gcPoll         = 2 * time.Millisecond
+	gcRestMax      = 50 * time.Millisecond
+	gcCycleRestMax = 200 * time.Millisecond
 )
 
 func newCollector() *collector {
-	c := &collector{on: runtime.GOMAXPROCS(0) == 1}
+	c := &collector{on: runtime.GOMAXPROCS(0) == 1, armed: true}
 	c.samples[0].Name = "/memory/classes/heap/objects:bytes"
 	c.samples[1].Name = "/gc/heap/live:bytes"
 	c.samples[2].Name = "/gc/heap/goal:bytes"
-	c.near = c.heapNear
+	c.samples[3].Name = "/gc/cycles/total:gc-cycles"
+	c.state = c.heapState
 	return c
 }
 
-func (c *collector) heapNear() bool {
+// heapState reports whether the heap is past gcRunway of its way to the
+// goal, and how many cycles have ended; never near when the runtime lacks
+// a metric.
+func (c *collector) heapState() (bool, uint64) {
 	metrics.Read(c.samples[:])
 	for _, s := range c.samples {
 		if s.Value.Kind() != metrics.KindUint64 {
-			return false // not in this runtime: never rest
+			return false, 0
 		}
 	}
 	objects, live, goal := c.samples[0].Value.Uint64(), c.samples[1].Value.Uint64(), c.samples[2].Value.Uint64()
-	return goal > live && float64(objects) >= float64(live)+gcRunway*float64(goal-live)
+	return goal > live && float64(objects) >= float64(live)+gcRunway*float64(goal-live), c.samples[3].Value.Uint64()
 }
 
-// wait rests while the collector is near, at most gcRestMax; false when
-// stop closed meanwhile.
+// wait rests while the collector is near; false when stop closed
+// meanwhile. Right after a cycle the heap still counts what it has not
+// swept: a rest waits until the heap was seen below the threshold again.
 func (c *collector) wait(stop <-chan struct{}) bool {
 	if !c.on {
 		return true
 	}
-	var t *time.Timer
-	for end := time.Now().Add(gcRestMax); c.near() && time.Now().Before(end); {
-		if t == nil {
-			t = time.NewTimer(gcPoll)
-			defer t.Stop()
-		} else {
-			t.Reset(gcPoll)
+	var s sleeper
+	defer s.done()
+	for start := time.Now(); ; {
+		near, cycles := c.state()
+		if cycles != c.cycle {
+			c.cycle, c.rested, c.armed = cycles, 0, false
 		}
-		select {
-		case <-stop:
+		if !near {
+			c.armed = true
+			return true
+		}
+		if !c.armed || c.rested >= gcCycleRestMax || time.Since(start) >= gcRestMax {
+			return true
+		}
+		t := time.Now()
+		if !s.sleep(gcPoll, stop) {
 			return false
-		case <-t.C:
 		}
+		c.rested += time.Since(t)
 	}
-	return true
+}
+
+// sleeper sleeps on one timer, made on first use.
+type sleeper struct{ t *time.Timer }
+
+// sleep waits d; false when stop closed first.
+func (s *sleeper) sleep(d time.Duration, stop <-chan struct{}) bool {
+	if s.t == nil {
+		s.t = time.NewTimer(d)
+	} else {
+		s.t.Reset(d)
+	}
+	select {
+	case <-stop:
+		return false
+	case <-s.t.C:
+		return true
+	}
+}
+
+func (s *sleeper) done() {
+	if s.t != nil {
+		s.t.Stop()
+	}
 }
