@@ -105,8 +105,11 @@ type collector struct {
 
 const (
 	// gcRunway is the share of the way from the live heap to the goal past
-	// which a cycle may have started (the pacer starts one at 0.7 to 0.95).
-	gcRunway       = 0.7
+	// which a cycle is about to start or marks: the pacer starts one at 0.7
+	// to 0.95 of the way, near 0.95 for a server's heap whose marking is
+	// short against its allocations. From 0.7, a warm-up rested through the
+	// 200 ms of a cycle before the marking began, and ran beside it.
+	gcRunway       = 0.9
 	gcPoll         = 2 * time.Millisecond
 	gcRestMax      = 50 * time.Millisecond
 	gcCycleRestMax = 200 * time.Millisecond
