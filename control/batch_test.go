@@ -214,8 +214,7 @@ func TestWarmRestsForTheCollector(t *testing.T) {
 		}
 	}
 	c.on = true
-	var near bool
-	var cycles uint64
+	near, cycles := false, uint64(7)
 	reads := 0
 	c.state = func() (bool, uint64) { reads++; return near, cycles }
 	rest := func() int { // the reads of one wait
@@ -228,6 +227,13 @@ func TestWarmRestsForTheCollector(t *testing.T) {
 	}
 	if got := rest(); got != 1 {
 		t.Errorf("Far from the goal: %d reads, want 1 (no rest)", got)
+	}
+	fresh := newCollector() // a warm-up that starts in the middle of a cycle, near its end
+	fresh.on = true
+	n := 0
+	fresh.state = func() (bool, uint64) { n++; return n < 3, 9 }
+	if !fresh.wait(nil) || n != 3 {
+		t.Errorf("A new warm-up near the goal: %d reads, want 3 (a rest)", n)
 	}
 	near = true
 	rests := 0

@@ -99,6 +99,7 @@ type collector struct {
 	samples [4]metrics.Sample
 	state   func() (near bool, cycles uint64) // heapState; a test's
 	armed   bool                              // the heap was seen below the threshold in this cycle
+	counted bool                              // cycle holds a count
 	cycle   uint64                            // the cycle counted last
 	rested  time.Duration                     // in that cycle
 }
@@ -150,7 +151,10 @@ func (c *collector) wait(stop <-chan struct{}) bool {
 	defer s.done()
 	for start := time.Now(); ; {
 		near, cycles := c.state()
-		if cycles != c.cycle {
+		switch {
+		case !c.counted: // a new warm-up: armed, whatever cycle it starts in
+			c.counted, c.cycle = true, cycles
+		case cycles != c.cycle:
 			c.cycle, c.rested, c.armed = cycles, 0, false
 		}
 		if !near {
