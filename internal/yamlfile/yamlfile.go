@@ -219,17 +219,25 @@ func decodeEntries(doc *yaml.Node, v any, y *yield.Yielder) error {
 func fieldIndex(t reflect.Type) map[string]int {
 	m := make(map[string]int, t.NumField())
 	for i := range t.NumField() {
-		f := t.Field(i)
-		name, opts, _ := strings.Cut(f.Tag.Get("yaml"), ",")
-		if !f.IsExported() || name == "-" || strings.Contains(opts, "inline") {
-			continue
+		if name, inline, ok := yamlKey(t.Field(i)); ok && !inline {
+			m[name] = i
 		}
-		if name == "" {
-			name = strings.ToLower(f.Name)
-		}
-		m[name] = i
 	}
 	return m
+}
+
+// yamlKey is a field's YAML key as the decoder names it: the tag's name,
+// else the lowercased field name; inline: its fields are the struct's;
+// false: the decoder skips it.
+func yamlKey(f reflect.StructField) (name string, inline, ok bool) {
+	name, opts, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+	if !f.IsExported() || name == "-" {
+		return "", false, false
+	}
+	if name == "" {
+		name = strings.ToLower(f.Name)
+	}
+	return name, strings.Contains(opts, "inline"), true
 }
 
 var unmarshaler = reflect.TypeFor[yaml.Unmarshaler]()
@@ -307,23 +315,16 @@ func structFields(t reflect.Type) map[string]reflect.Type {
 	m := make(map[string]reflect.Type, t.NumField())
 	for i := range t.NumField() {
 		f := t.Field(i)
-		if !f.IsExported() {
-			continue
-		}
-		name, opts, _ := strings.Cut(f.Tag.Get("yaml"), ",")
-		if name == "-" {
-			continue
-		}
-		if strings.Contains(opts, "inline") {
+		name, inline, ok := yamlKey(f)
+		switch {
+		case !ok:
+		case inline:
 			for k, v := range yamlFields(f.Type) {
 				m[k] = v
 			}
-			continue
+		default:
+			m[name] = f.Type
 		}
-		if name == "" {
-			name = strings.ToLower(f.Name)
-		}
-		m[name] = f.Type
 	}
 	return m
 }
