@@ -27,7 +27,7 @@ func cmdLatency(args []string) error {
 	top := fs.Int("top", 10, "with -late: the clusters listed, the largest first")
 	fs.Parse(args)
 	if *late < 0 || *rate <= 0 || *top < 0 {
-		return fmt.Errorf("latency: -late, -rate and -top must be positive")
+		return fmt.Errorf("latency: -rate must be positive, -late and -top not negative")
 	}
 	var r io.Reader = os.Stdin
 	if *in != "-" {
