@@ -175,10 +175,16 @@ func (d *Decider) decide(ctx context.Context, q *Query, out *Outcome, steps *[]l
 	} else {
 		l := d.src.Locator()
 		out.tok = l.Token()
-		if out.FromECS && !q.Beacon && d.memo.answer(d, l, q, out) {
-			return
+		placed := false
+		if out.FromECS && !q.Beacon {
+			var hit bool
+			if hit, placed = d.memo.answer(d, l, q, out); hit {
+				return
+			}
 		}
-		l.LocateInto(ctx, out.Client, &out.Loc)
+		if !placed {
+			l.LocateInto(ctx, out.Client, &out.Loc)
+		}
 	}
 	out.Population = nil
 	if !out.FromECS && d.opts.Population && d.pops != nil && out.Loc.Override.Pin == nil {
@@ -190,7 +196,7 @@ func (d *Decider) decide(ctx context.Context, q *Query, out *Outcome, steps *[]l
 	if q.Beacon {
 		out.TTL = min(out.TTL, d.opts.BeaconTTL)
 	} else if steps == nil && out.Loc.Table != 0 {
-		d.memo.keep(d.src.Locator(), q, out)
+		d.memo.keep(d, d.src.Locator(), q, out)
 	}
 }
 

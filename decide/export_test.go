@@ -9,5 +9,43 @@ func Memoized(d *Decider, q *Query) bool {
 	d.clientOf(q.Remote, q.ECS, &out)
 	l := d.src.Locator()
 	out.tok = l.Token()
-	return out.FromECS && d.memo.answer(d, l, q, &out)
+	if !out.FromECS {
+		return false
+	}
+	hit, _ := d.memo.answer(d, l, q, &out)
+	return hit
+}
+
+// Placed reports whether d's memo knows q's client's location from an
+// earlier view, but holds no decision of the view now.
+func Placed(d *Decider, q *Query) bool {
+	var out Outcome
+	d.clientOf(q.Remote, q.ECS, &out)
+	l := d.src.Locator()
+	out.tok = l.Token()
+	if !out.FromECS {
+		return false
+	}
+	_, placed := d.memo.answer(d, l, q, &out)
+	return placed
+}
+
+// MemoEntry is the entry of d's memo for q's client, record and type,
+// whatever its epoch; nil when it holds none.
+func MemoEntry(d *Decider, q *Query) any {
+	var out Outcome
+	d.clientOf(q.Remote, q.ECS, &out)
+	t := d.memo.tab.Load()
+	if t == nil || !out.FromECS {
+		return nil
+	}
+	a := out.Client.As16()
+	h := memoHash(&a, q.Record.Hash, q.QType)
+	b := h >> (64 - memoBits) * memoWays
+	for i := b; i < b+memoWays; i++ {
+		if x := t.slots[i].Load(); x != nil && t.tags[i].Load() == h && x.addr == a && x.name == q.Record.Hash && x.qtype == q.QType {
+			return x
+		}
+	}
+	return nil
 }

@@ -21,6 +21,13 @@ import (
 // the view, the locator and its Token it was made under (its epoch). It
 // keeps nothing an override, a pin, a population, a beacon or a canary
 // decided, nor a decision whose ttl reads the clock, nor one failing open.
+//
+// A new view (a load report, a reload) keeps the locations: an entry of
+// an earlier epoch of the same locator and Token gives its client's
+// location without the chain, the new view decides, and when it decides
+// the same the entry is stamped with the new epoch instead of made again.
+// Otherwise every view would send each client through the chain and
+// allocate its entry anew, twice a second under reloads.
 
 // The memo's size: 1<<memoBits buckets of memoWays entries; a client's
 // question hashes to one bucket.
@@ -53,31 +60,40 @@ type memoTable struct {
 
 // memoEpoch is what the entries of its id were decided under.
 type memoEpoch struct {
-	id   uint64
-	view *policy.View
-	loc  *locate.Locator
-	tok  locate.Token
+	id uint64
+	// place is the id of the first epoch of loc and tok: entries of the
+	// epochs that share it keep their locations.
+	place uint64
+	view  *policy.View
+	loc   *locate.Locator
+	tok   locate.Token
 }
 
 // memoEntry is one decision; it holds no pointer, so the collector skips
-// it. rec is the record's address: its view, the epoch's, keeps it.
+// it. rec is the record's address: its view, the epoch's, keeps it; name
+// is its Hash, which finds the entry under a later table (a reload).
 type memoEntry struct {
-	epoch uint64
+	// epoch is the latest epoch that decided dec; it only grows.
+	epoch atomic.Uint64
+	place uint64
 	seq   uint64 // when it was made, to replace the older of a bucket's two
 	addr  [16]byte
 	rec   uintptr
+	name  uint64
 	qtype uint16
 	bits  uint8
 	table uint32
 	dec   scoring.Decision
 }
 
-// memoHash is the slot hash of a client's question: never 0.
-func memoHash(a *[16]byte, rec uintptr, qtype uint16) uint64 {
+// memoHash is the slot hash of a client's question: never 0. It hashes
+// the record's name, not its address, so that a client's entry is found
+// after a reload.
+func memoHash(a *[16]byte, name uint64, qtype uint16) uint64 {
 	hi := binary.LittleEndian.Uint64(a[:8])
 	lo := binary.LittleEndian.Uint64(a[8:])
 	h := (hi*0x9E3779B97F4A7C15 ^ lo) * 0xC2B2AE3D27D4EB4F
-	h ^= (uint64(rec) ^ uint64(qtype)<<48) * 0x165667B19E3779F9
+	h ^= (name ^ uint64(qtype)<<48) * 0x165667B19E3779F9
 	return h ^ h>>29 | 1
 }
 
@@ -90,40 +106,67 @@ func (m *memo) current(view *policy.View, l *locate.Locator, tok locate.Token) *
 	return nil
 }
 
-// answer decides out, whose client and tok are set, from the memo: false
-// when it holds no entry for it.
-func (m *memo) answer(d *Decider, l *locate.Locator, q *Query, out *Outcome) bool {
+// epochOf is current, or a new epoch when view is the one d's source
+// serves: of the place of the epoch before when its l and tok are the
+// same. nil for a query of a view already replaced.
+func (m *memo) epochOf(d *Decider, view *policy.View, l *locate.Locator, tok locate.Token) *memoEpoch {
+	if e := m.current(view, l, tok); e != nil {
+		return e
+	}
+	if view != d.src.View() {
+		return nil
+	}
+	old := m.epoch.Load()
+	e := &memoEpoch{id: m.ids.Add(1), view: view, loc: l, tok: tok}
+	e.place = e.id
+	if old != nil && old.loc == l && old.tok == tok {
+		e.place = old.place
+	}
+	// A query that began the same epoch first wins.
+	if !m.epoch.CompareAndSwap(old, e) {
+		return m.current(view, l, tok)
+	}
+	return e
+}
+
+// answer decides out, whose client and tok are set, from the memo: hit.
+// placed: the memo knew the client's location under an earlier view, and
+// out.Loc holds it; the caller decides it.
+func (m *memo) answer(d *Decider, l *locate.Locator, q *Query, out *Outcome) (hit, placed bool) {
 	if m == nil || d.src.Canary() != nil {
-		return false
+		return false, false
 	}
-	t, e := m.tab.Load(), m.current(q.View, l, out.tok)
-	if e == nil {
-		// Let the old view, databases and table go: the next entry
-		// makes the next epoch.
-		if old := m.epoch.Load(); old != nil {
-			m.epoch.CompareAndSwap(old, nil)
-		}
-		return false
-	}
+	t := m.tab.Load()
 	if t == nil {
-		return false
+		return false, false
+	}
+	e := m.epochOf(d, q.View, l, out.tok)
+	if e == nil {
+		return false, false
 	}
 	rec := uintptr(unsafe.Pointer(q.Record))
 	a := out.Client.As16()
-	h := memoHash(&a, rec, q.QType)
+	h := memoHash(&a, q.Record.Hash, q.QType)
 	b := h >> (64 - memoBits) * memoWays
 	for i := b; i < b+memoWays; i++ {
 		if t.tags[i].Load() != h {
 			continue
 		}
 		x := t.slots[i].Load()
-		if x != nil && x.epoch == e.id && x.rec == rec && x.qtype == q.QType && x.addr == a &&
-			l.FromTable(out.tok, out.Client, x.table, x.bits, &out.Loc) {
-			d.decided(x, q, out)
-			return true
+		if x == nil || x.name != q.Record.Hash || x.qtype != q.QType || x.addr != a {
+			continue
+		}
+		// The location is the address's, whatever the record: an entry
+		// of an earlier view of the same place gives it.
+		now := x.epoch.Load() == e.id && x.rec == rec
+		if (now || x.place == e.place) && l.FromTable(out.tok, out.Client, x.table, x.bits, &out.Loc) {
+			if now {
+				d.decided(x, q, out)
+			}
+			return now, !now
 		}
 	}
-	return false
+	return false, false
 }
 
 // decided sets out as choose would have, for the decision x keeps.
@@ -149,7 +192,7 @@ func (t *memoTable) victim(b, h, epoch uint64) uint64 {
 	i, oldest := b, ^uint64(0)
 	for j := b; j < b+memoWays; j++ {
 		x := t.slots[j].Load()
-		if x == nil || x.epoch != epoch {
+		if x == nil || x.epoch.Load() != epoch {
 			return j
 		}
 		if x.seq < oldest {
@@ -174,7 +217,7 @@ func seen(marks []atomic.Uint64, h uint64) bool {
 
 // keep makes an entry of out, decided for q under l's out.tok, on its
 // client's second miss; only what answer can rebuild.
-func (m *memo) keep(l *locate.Locator, q *Query, out *Outcome) {
+func (m *memo) keep(d *Decider, l *locate.Locator, q *Query, out *Outcome) {
 	// Not a failing-open decision either: settle turns a fallback's tier
 	// from fail_open, from which Finish tells its volatility.
 	if m == nil || !out.FromECS || out.Population != nil || out.Canary != nil || out.InCanary || out.View != q.View ||
@@ -184,22 +227,35 @@ func (m *memo) keep(l *locate.Locator, q *Query, out *Outcome) {
 	}
 	m.made.Do(func() { m.tab.Store(new(memoTable)) })
 	t := m.tab.Load()
-	rec := uintptr(unsafe.Pointer(q.Record))
-	a := out.Client.As16()
-	h := memoHash(&a, rec, q.QType)
-	b := h >> (64 - memoBits) * memoWays
-	if !seen(t.seen[b:b+memoWays], h) {
+	e := m.epochOf(d, q.View, l, out.tok)
+	if e == nil {
 		return
 	}
-	e := m.current(q.View, l, out.tok)
-	if e == nil {
-		e = &memoEpoch{id: m.ids.Add(1), view: q.View, loc: l, tok: out.tok}
-		m.epoch.Store(e)
-	}
+	rec := uintptr(unsafe.Pointer(q.Record))
+	a := out.Client.As16()
+	h := memoHash(&a, q.Record.Hash, q.QType)
+	b := h >> (64 - memoBits) * memoWays
 	i := t.victim(b, h, e.id)
+	if x := t.slots[i].Load(); x != nil && t.tags[i].Load() == h && x.place == e.place && x.name == q.Record.Hash &&
+		x.qtype == q.QType && x.addr == a {
+		if x.rec == rec && x.table == out.Loc.Table && x.bits == out.Loc.Bits && x.dec == out.Decision.Decision {
+			// Decided the same under a later view of its table.
+			for {
+				was := x.epoch.Load()
+				if was >= e.id || x.epoch.CompareAndSwap(was, e.id) {
+					return
+				}
+			}
+		}
+		// A client the memo knew: a new entry at once.
+	} else if !seen(t.seen[b:b+memoWays], h) {
+		return
+	}
+	x := &memoEntry{place: e.place, seq: m.ids.Add(1), addr: a, rec: rec, name: q.Record.Hash, qtype: q.QType,
+		bits: out.Loc.Bits, table: out.Loc.Table, dec: out.Decision.Decision}
+	x.epoch.Store(e.id)
 	// The tag last: a reader that sees it sees the entry, or an older
 	// one it then refuses by its fields.
-	t.slots[i].Store(&memoEntry{epoch: e.id, seq: m.ids.Add(1), addr: a, rec: rec, qtype: q.QType,
-		bits: out.Loc.Bits, table: out.Loc.Table, dec: out.Decision.Decision})
+	t.slots[i].Store(x)
 	t.tags[i].Store(h)
 }

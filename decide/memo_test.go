@@ -3,6 +3,8 @@ package decide_test
 import (
 	"context"
 	"net/netip"
+	"os"
+	"path/filepath"
 	"reflect"
 	"runtime"
 	"strings"
@@ -236,5 +238,124 @@ func startTabled(tb testing.TB, c *control.Control) {
 		if time.Now().After(deadline) {
 			tb.Fatal("No precomputed table after a minute")
 		}
+	}
+}
+
+// TestMemoOutlivesViews: after a new view of the same table (a node's
+// health) the memo still knows its clients' locations, decides them under
+// the view and keeps the same entry where the decision did not change;
+// after a reload it knows them too and makes their entries on the first
+// query. Every decision is the one made without the memo.
+func TestMemoOutlivesViews(t *testing.T) {
+	c, dir := newControl(t, "")
+	startTabled(t, c)
+	ref := decide.New(c, decide.OptionsOf(c.Options()))
+	decide.NoMemo(ref)
+	ctx := context.Background()
+	// Clients of hz-a, and of the other nodes.
+	var nets []string
+	for i := range 24 {
+		nets = append(nets, netip.AddrFrom4([4]byte{1, 0, byte(i), 0}).String()+"/24")
+	}
+	nets = append(nets, "2.0.0.0/24", "3.9.9.0/24", "3.200.1.0/24", "9.9.9.0/24")
+	query := func(i int) *decide.Query {
+		v := c.View()
+		return &decide.Query{View: v, Record: v.Table.Records["www.example.org."], QType: dns.TypeA, Remote: udp("192.0.2.53"),
+			ECS: ecs(nets[i])}
+	}
+	n := len(nets)
+	decideOnce := func(state string, i int) {
+		t.Helper()
+		var got, want decide.Outcome
+		q := query(i)
+		c.Decider().Decide(ctx, q, &got)
+		ref.Decide(ctx, q, &want)
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("%s, client %d:\n got %+v\nwant %+v", state, i, got, want)
+		}
+	}
+	entries := func() []any {
+		var es []any
+		for i := range n {
+			es = append(es, decide.MemoEntry(c.Decider(), query(i)))
+		}
+		return es
+	}
+	for range 3 {
+		for i := range n {
+			decideOnce("initial", i)
+		}
+	}
+	before := entries()
+	for i := range n {
+		if !decide.Memoized(c.Decider(), query(i)) {
+			t.Fatalf("Client %d is not in the memo", i)
+		}
+	}
+
+	// step makes a new view with change, then checks that the memo
+	// places every client and holds it after one query; it returns how
+	// many entries are those of before.
+	step := func(state string, change func()) (kept int) {
+		t.Helper()
+		v := c.View()
+		change()
+		if c.View() == v {
+			t.Fatalf("%s: no new view", state)
+		}
+		for i := range n {
+			if !decide.Placed(c.Decider(), query(i)) {
+				t.Fatalf("%s: the memo does not place client %d", state, i)
+			}
+			decideOnce(state, i)
+			if !decide.Memoized(c.Decider(), query(i)) {
+				t.Fatalf("%s: client %d not in the memo after one query", state, i)
+			}
+		}
+		after := entries()
+		for i := range n {
+			if after[i] == before[i] {
+				kept++
+			}
+		}
+		before = after
+		return kept
+	}
+	// bj6 is not one of www's nodes: every entry stays.
+	if kept := step("bj6 down", func() {
+		c.Fix(health.NewSnapshot(map[string]health.Status{"bj6": {State: health.StateDown}}))
+	}); kept != n {
+		t.Errorf("bj6 down: %d of %d entries kept", kept, n)
+	}
+	// hz-a down: the clients it served get new entries.
+	kept := step("hz-a down", func() {
+		c.Fix(health.NewSnapshot(map[string]health.Status{"hz-a": {State: health.StateDown}}))
+	})
+	if kept == 0 || kept == n {
+		for i := range n {
+			o := decideQ(t, c, "www.example.org", dns.TypeA, udp("192.0.2.53"), query(i).ECS)
+			t.Logf("%d: %s %v", i, winner(o), o.Decision.Decision)
+		}
+		t.Errorf("hz-a down: %d of %d entries kept; want some, not all", kept, n)
+	}
+	// A reload: new records, new entries, made on the first query.
+	if kept := step("reload", func() {
+		path := filepath.Join(dir, "nodes.yaml")
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// edge, not one of www's nodes, moves.
+		changed := strings.Replace(string(data), "lat: 30.27, lon: 120.16", "lat: 30.28, lon: 120.16", 1)
+		if changed == string(data) {
+			t.Fatal("edge's line is not in the table")
+		}
+		if err := os.WriteFile(path, []byte(changed), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		c.Reload() // a change is read on two checks in a row
+		c.Reload()
+	}); kept != 0 {
+		t.Errorf("reload: %d entries of the old table kept", kept)
 	}
 }

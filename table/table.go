@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"maps"
 	"math"
 	"net/netip"
@@ -40,6 +41,10 @@ type Node struct {
 // indices of the record's nodes that have an address of that family.
 type Record struct {
 	Name string
+	// Hash is a hash of Name, the same in every table of this process:
+	// what keys the record across reloads. 0 in a Record not built by
+	// Parse.
+	Hash uint64
 	TTL  uint32
 	// MinTTL is the ttl of an answer that may change within TTL; 0: the
 	// plugin's.
@@ -53,6 +58,9 @@ type Record struct {
 	// the hints come from the decision.
 	HTTPS []dns.SVCBKeyValue
 }
+
+// nameSeed seeds Record.Hash.
+var nameSeed = maphash.MakeSeed()
 
 // Table is an immutable, validated node table.
 type Table struct {
@@ -251,7 +259,7 @@ func (t *Table) addRecords(f *file, index map[string]int, lines []int, zones []s
 		if _, dup := t.Records[name]; dup {
 			return &entryError{i, at, "field name: duplicate record"}
 		}
-		r := &Record{Name: name, TTL: defaultTTL}
+		r := &Record{Name: name, Hash: maphash.String(nameSeed, name), TTL: defaultTTL}
 		if e.TTL != nil {
 			r.TTL = e.TTL.max
 			if e.TTL.max == 0 || e.TTL.max > math.MaxInt32 {
