@@ -5,7 +5,6 @@ import (
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
-	"unsafe"
 
 	"github.com/gslbdns/gslb/locate"
 	"github.com/gslbdns/gslb/policy"
@@ -26,8 +25,10 @@ import (
 // an earlier epoch of the same locator and Token gives its client's
 // location without the chain, the new view decides, and when it decides
 // the same the entry is stamped with the new epoch instead of made again.
-// Otherwise every view would send each client through the chain and
-// allocate its entry anew, twice a second under reloads.
+// Entries know their record by its name's Hash, so that a reload's table
+// finds them too; a table whose names' hashes collide has no memo.
+// Otherwise each view would send every client through the chain and
+// allocate its entry anew.
 
 // The memo's size: 1<<memoBits buckets of memoWays entries; a client's
 // question hashes to one bucket.
@@ -70,15 +71,14 @@ type memoEpoch struct {
 }
 
 // memoEntry is one decision; it holds no pointer, so the collector skips
-// it. rec is the record's address: its view, the epoch's, keeps it; name
-// is its Hash, which finds the entry under a later table (a reload).
+// it. name is the record's Hash, unique in the epoch's table: it names the
+// record in every table, so that an entry holds across a reload too.
 type memoEntry struct {
 	// epoch is the latest epoch that decided dec; it only grows.
 	epoch atomic.Uint64
 	place uint64
 	seq   uint64 // when it was made, to replace the older of a bucket's two
 	addr  [16]byte
-	rec   uintptr
 	name  uint64
 	qtype uint16
 	bits  uint8
@@ -133,7 +133,7 @@ func (m *memo) epochOf(d *Decider, view *policy.View, l *locate.Locator, tok loc
 // placed: the memo knew the client's location under an earlier view, and
 // out.Loc holds it; the caller decides it.
 func (m *memo) answer(d *Decider, l *locate.Locator, q *Query, out *Outcome) (hit, placed bool) {
-	if m == nil || d.src.Canary() != nil {
+	if m == nil || d.src.Canary() != nil || !q.View.Table.HashesUnique {
 		return false, false
 	}
 	t := m.tab.Load()
@@ -144,7 +144,6 @@ func (m *memo) answer(d *Decider, l *locate.Locator, q *Query, out *Outcome) (hi
 	if e == nil {
 		return false, false
 	}
-	rec := uintptr(unsafe.Pointer(q.Record))
 	a := out.Client.As16()
 	h := memoHash(&a, q.Record.Hash, q.QType)
 	b := h >> (64 - memoBits) * memoWays
@@ -156,9 +155,9 @@ func (m *memo) answer(d *Decider, l *locate.Locator, q *Query, out *Outcome) (hi
 		if x == nil || x.name != q.Record.Hash || x.qtype != q.QType || x.addr != a {
 			continue
 		}
-		// The location is the address's, whatever the record: an entry
-		// of an earlier view of the same place gives it.
-		now := x.epoch.Load() == e.id && x.rec == rec
+		// An entry of an earlier epoch of the same place gives the
+		// location: it is the address's.
+		now := x.epoch.Load() == e.id
 		if (now || x.place == e.place) && l.FromTable(out.tok, out.Client, x.table, x.bits, &out.Loc) {
 			if now {
 				d.decided(x, q, out)
@@ -222,7 +221,7 @@ func (m *memo) keep(d *Decider, l *locate.Locator, q *Query, out *Outcome) {
 	// from fail_open, from which Finish tells its volatility.
 	if m == nil || !out.FromECS || out.Population != nil || out.Canary != nil || out.InCanary || out.View != q.View ||
 		out.Decision.Tier == scoring.TierOverride || out.Decision.Tier == scoring.TierFailOpen ||
-		out.Decision.Tier == scoring.TierFallback || l.Token() != out.tok {
+		out.Decision.Tier == scoring.TierFallback || l.Token() != out.tok || !q.View.Table.HashesUnique {
 		return
 	}
 	m.made.Do(func() { m.tab.Store(new(memoTable)) })
@@ -231,15 +230,14 @@ func (m *memo) keep(d *Decider, l *locate.Locator, q *Query, out *Outcome) {
 	if e == nil {
 		return
 	}
-	rec := uintptr(unsafe.Pointer(q.Record))
 	a := out.Client.As16()
 	h := memoHash(&a, q.Record.Hash, q.QType)
 	b := h >> (64 - memoBits) * memoWays
 	i := t.victim(b, h, e.id)
 	if x := t.slots[i].Load(); x != nil && t.tags[i].Load() == h && x.place == e.place && x.name == q.Record.Hash &&
 		x.qtype == q.QType && x.addr == a {
-		if x.rec == rec && x.table == out.Loc.Table && x.bits == out.Loc.Bits && x.dec == out.Decision.Decision {
-			// Decided the same under a later view of its table.
+		if x.table == out.Loc.Table && x.bits == out.Loc.Bits && x.dec == out.Decision.Decision {
+			// Decided the same under a later view.
 			for {
 				was := x.epoch.Load()
 				if was >= e.id || x.epoch.CompareAndSwap(was, e.id) {
@@ -251,7 +249,7 @@ func (m *memo) keep(d *Decider, l *locate.Locator, q *Query, out *Outcome) {
 	} else if !seen(t.seen[b:b+memoWays], h) {
 		return
 	}
-	x := &memoEntry{place: e.place, seq: m.ids.Add(1), addr: a, rec: rec, name: q.Record.Hash, qtype: q.QType,
+	x := &memoEntry{place: e.place, seq: m.ids.Add(1), addr: a, name: q.Record.Hash, qtype: q.QType,
 		bits: out.Loc.Bits, table: out.Loc.Table, dec: out.Decision.Decision}
 	x.epoch.Store(e.id)
 	// The tag last: a reader that sees it sees the entry, or an older

@@ -42,8 +42,8 @@ type Node struct {
 type Record struct {
 	Name string
 	// Hash is a hash of Name, the same in every table of this process:
-	// what keys the record across reloads. 0 in a Record not built by
-	// Parse.
+	// what keys the record across reloads (see Table.HashesUnique). 0 in
+	// a Record not built by Parse.
 	Hash uint64
 	TTL  uint32
 	// MinTTL is the ttl of an answer that may change within TTL; 0: the
@@ -68,6 +68,9 @@ type Table struct {
 	Nodes   []Node
 	Records map[string]*Record
 	Names   []string // the records' names in the file's order
+	// HashesUnique: no two records share a Record.Hash, which then
+	// names a record of this table. Set by Parse.
+	HashesUnique bool
 	// ENTs are the empty non-terminals: names above a record, inside the
 	// zone, that are not records themselves. They exist (NODATA, not
 	// NXDOMAIN).
@@ -323,6 +326,11 @@ func (t *Table) addRecords(f *file, index map[string]int, lines []int, zones []s
 		t.Records[name] = r
 		t.Names = append(t.Names, name)
 	}
+	hashes := make(map[uint64]bool, len(t.Records))
+	for _, r := range t.Records {
+		hashes[r.Hash] = true
+	}
+	t.HashesUnique = len(hashes) == len(t.Records)
 	t.ENTs = make(map[string]bool)
 	for name := range t.Records {
 		zone := plugin.Zones(zones).Matches(name)

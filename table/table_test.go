@@ -257,3 +257,24 @@ func TestCNAMENodes(t *testing.T) {
 		t.Errorf("Probes %+v, want v's", tb.Probes)
 	}
 }
+
+// TestRecordHash: a record's Hash is its name's, the same in every table
+// (a reload's too), and differs between the records of a table.
+func TestRecordHash(t *testing.T) {
+	const nodes = "nodes:\n  - {id: a, ipv4: [192.0.2.1], country: CN, province: ZJ, lat: 30, lon: 120}\n"
+	one, err := Parse("nodes.yaml", []byte(nodes+"records:\n  - name: www.example.org\n  - name: api.example.org\n"), testZones, 60)
+	if err != nil {
+		t.Fatal(err)
+	}
+	two, err := Parse("nodes.yaml", []byte(nodes+"records:\n  - name: api.example.org\n    ttl: 30\n"), testZones, 60)
+	if err != nil {
+		t.Fatal(err)
+	}
+	www, api := one.Records["www.example.org."], one.Records["api.example.org."]
+	if www.Hash == api.Hash || !one.HashesUnique || !two.HashesUnique {
+		t.Errorf("Hashes %x and %x, unique %v and %v", www.Hash, api.Hash, one.HashesUnique, two.HashesUnique)
+	}
+	if api2 := two.Records["api.example.org."]; api2.Hash != api.Hash || api2 == api {
+		t.Errorf("api's Hash is %x in one table and %x in the other", api.Hash, api2.Hash)
+	}
+}
