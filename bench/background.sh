@@ -27,7 +27,8 @@
 #                       CPU while it runs, as isolcpus would (root; their CPUs are put back at exit)
 #   PROFILE=1           serve pprof on BASE_PORT+3 and save a CPU profile and an execution trace of
 #                       every run, and the heap after each (raw/PHASE-rN.{cpu,trace,heap})
-#   BASE_PORT=17400 (the server on BASE_PORT+1, its ready endpoint on +2, the backends on BASE_PORT+100.., 127.0.0.1 only);
+#   BASE_PORT=17400 (the server on BASE_PORT+1, its ready endpoint on +2, pprof on +3, metrics on +4, the
+#                      backends on BASE_PORT+100.., 127.0.0.1 only);
 #   QUIET_MAX=25, QUIET_WAIT=60, NOISE_MAX=25, RETRIES=1: as in bench/dns.sh.
 # Needs: go, dnsperf, dig, curl; taskset to pin (dnsperf, the backends and the rewrites on CPU 0, the
 # server on CPU 1).
@@ -161,7 +162,7 @@ g=$data/gen/$datamode-s$SEED
 queries=$g-warm-$WARM.bin
 [[ -s $queries ]] || "$gen" queries -subnets "$g-warm-$WARM.txt" -mode warm -distinct "$WARM" -out "$queries" 2>&1 | tee -a "$res/log.txt" >&2
 
-port=$((BASE_PORT + 1)) rport=$((BASE_PORT + 2)) pport=$((BASE_PORT + 3)) bport=$((BASE_PORT + 100))
+port=$((BASE_PORT + 1)) rport=$((BASE_PORT + 2)) pport=$((BASE_PORT + 3)) mport=$((BASE_PORT + 4)) bport=$((BASE_PORT + 100))
 nodes=$conf/nodes.yaml
 # table VARIANT [probed]: writes the node table beside the serving one and renames it into place.
 table() {
@@ -183,10 +184,16 @@ example.org:$port {
         precompute $PRECOMPUTE}
     }
 }
+
+# The metrics, outside the measured block: a quiet phase waits for the warm-up of its view.
+metrics.invalid:$port {
+    bind 127.0.0.1
+    prometheus 127.0.0.1:$mport
+}
 EOF
 
 # --- processes -------------------------------------------------------------------------------------
-for p in "$port" "$rport" "$pport" $(seq "$bport" $((bport + NODES - 1))); do
+for p in "$port" "$rport" "$pport" "$mport" $(seq "$bport" $((bport + NODES - 1))); do
 	if ss -Hltun "sport = :$p" 2>/dev/null | grep -q .; then
 		echo "background.sh: port $p is in use (BASE_PORT=$BASE_PORT)" >&2
 		exit 1
@@ -224,16 +231,30 @@ await_reload() {
 	warn "the server did not reload the node table within 20 s (log: $srvlog)"
 	return 1
 }
+warmed() { curl -s "http://127.0.0.1:$mport/metrics" | awk '/^coredns_gslb_warmed_views_total\{policy="stable"\}/{print $2; f=1} END{if (!f) print 0}'; }
+# await_warmed N: waits (at most 20 s) until more than N views were warmed.
+await_warmed() {
+	local i
+	for ((i = 0; i < 100; i++)); do
+		awk -v a="$(warmed)" -v n="$1" 'BEGIN{exit !(a > n)}' && return 0
+		sleep 0.2
+	done
+	warn "the server did not warm its view within 20 s"
+	return 1
+}
 variant=0
-# phase quiet|background: puts the server in that phase and waits until it serves it.
+# phase quiet|background: puts the server in that phase and waits until it serves it; quiet, until
+# the view of its table is warmed too, so that no background work is left in the quiet phase.
 phase() {
-	local n
+	local n w
 	n=$(reloads)
 	variant=$((variant + 1))
 	if [[ $1 == quiet ]]; then
 		kill -USR2 "$back_pid"
 		table "$variant"
 		await_reload "$n"
+		w=$(warmed)
+		await_warmed "$w"
 	else
 		kill -USR1 "$back_pid"
 		table "$variant" probed

@@ -8,6 +8,7 @@ import (
 
 	"github.com/coredns/coredns/plugin"
 
+	"github.com/gslbdns/gslb/canary"
 	"github.com/gslbdns/gslb/internal/recovery"
 	"github.com/gslbdns/gslb/locate"
 	"github.com/gslbdns/gslb/policy"
@@ -32,6 +33,13 @@ var (
 		Name:      "canary_precomputed_decisions",
 		Help:      "Number of decisions, per record and family, the canary's decision cache holds ready for its view once its warm-up ended; 0 without a canary.",
 	})
+	// warmedViews counts the views whose warm-up ended while served.
+	warmedViews = promauto.NewCounterVec(prometheus.CounterOpts{
+		Namespace: plugin.Namespace,
+		Subsystem: "gslb",
+		Name:      "warmed_views_total",
+		Help:      "Counter of views, by policy (stable or canary), whose warm-up ended while they were served: their decisions are prepared, within the precompute bounds.",
+	}, []string{"policy"})
 )
 
 // warmer prepares the decisions of the databases' locations for every
@@ -81,13 +89,13 @@ func (c *Control) warm(stop <-chan struct{}) {
 				w.places = clients
 			}
 			if v := c.view.Load(); fresh || w.warmed.Load() != v {
-				warmOne(v, &w.warmed, clients, c.decisions, precomputedDecisions, stop, func() bool { return c.view.Load() == v })
+				warmOne(v, &w.warmed, clients, c.decisions, precomputedDecisions, warmedViews.WithLabelValues(canary.PolicyStable), stop, func() bool { return c.view.Load() == v })
 			}
 			cn := c.canary.Load()
 			if cn == nil {
 				canaryDecisions.Set(0)
 			} else if cv := cn.View.Load(); cv != nil && (fresh || w.canary.Load() != cv) {
-				warmOne(cv, &w.canary, clients, cn.Cache, canaryDecisions, stop, func() bool { return cn.View.Load() == cv && c.canary.Load() == cn })
+				warmOne(cv, &w.canary, clients, cn.Cache, canaryDecisions, warmedViews.WithLabelValues(canary.PolicyCanary), stop, func() bool { return cn.View.Load() == cv && c.canary.Load() == cn })
 			}
 			if fresh {
 				debug.FreeOSMemory() // what the table's build and Placed freed
@@ -100,9 +108,9 @@ func (c *Control) warm(stop <-chan struct{}) {
 }
 
 // warmOne warms v, served while current says so, into cache for at most
-// policy.WarmTime; once warmed while still served, v is last and gauge
-// counts what cache holds of it.
-func warmOne(v *policy.View, last *atomic.Pointer[policy.View], clients *locate.Places, cache *policy.Cache, gauge prometheus.Gauge, stop <-chan struct{}, current func() bool) {
+// policy.WarmTime; once warmed while still served, v is last, gauge
+// counts what cache holds of it and warmed counts it.
+func warmOne(v *policy.View, last *atomic.Pointer[policy.View], clients *locate.Places, cache *policy.Cache, gauge prometheus.Gauge, warmed prometheus.Counter, stop <-chan struct{}, current func() bool) {
 	until := time.Now().Add(policy.WarmTime)
 	warmView(v, last.Load(), clients, cache, stop, func() bool { return current() && time.Now().Before(until) })
 	if current() && clients.Len() > 0 {
@@ -112,6 +120,7 @@ func warmOne(v *policy.View, last *atomic.Pointer[policy.View], clients *locate.
 		v.Sweep()
 		gauge.Set(float64(v.Held()))
 		last.Store(v)
+		warmed.Inc()
 	}
 }
 
