@@ -57,6 +57,29 @@ type warmer struct {
 	ready atomic.Bool
 	// places are the last table's clients.
 	places *locate.Places
+	// full and canaryFull are when a warm-up of all the clients last
+	// started, for the stable view and for canaryOf's.
+	full, canaryFull time.Time
+	canaryOf         *canary.Rollout
+}
+
+// fullWarmEvery spaces the warm-ups that prepare all of the databases'
+// clients (within the bounds) when nothing they place changed: those in
+// between prepare the clients the queries asked for. Loads and reloads
+// bring a view every few seconds, and each would otherwise prepare
+// thousands of decisions for clients nobody asks, a few percent of a CPU
+// that shows in the queries' tail; a client no warm-up reached prepares
+// its own decision on its first query, once per view.
+const fullWarmEvery = time.Minute
+
+// fullDue reports whether a warm-up starting now, last at the previous
+// one, prepares all the clients: fresh ones, or a minute after the last.
+func fullDue(last *time.Time, fresh bool, now time.Time) bool {
+	if !fresh && now.Sub(*last) < fullWarmEvery {
+		return false
+	}
+	*last = now
+	return true
 }
 
 // poke asks the warmer to catch up with the views; it never blocks.
@@ -88,14 +111,18 @@ func (c *Control) warm(stop <-chan struct{}) {
 			if fresh {
 				w.places = clients
 			}
+			now := time.Now()
 			if v := c.view.Load(); fresh || w.warmed.Load() != v {
-				warmOne(v, &w.warmed, clients, c.decisions, precomputedDecisions, warmedViews.WithLabelValues(canary.PolicyStable), stop, func() bool { return c.view.Load() == v })
+				full := fullDue(&w.full, fresh || w.warmed.Load() == nil, now)
+				warmOne(v, &w.warmed, clients, full, c.decisions, precomputedDecisions, warmedViews.WithLabelValues(canary.PolicyStable), stop, func() bool { return c.view.Load() == v })
 			}
 			cn := c.canary.Load()
 			if cn == nil {
 				canaryDecisions.Set(0)
 			} else if cv := cn.View.Load(); cv != nil && (fresh || w.canary.Load() != cv) {
-				warmOne(cv, &w.canary, clients, cn.Cache, canaryDecisions, warmedViews.WithLabelValues(canary.PolicyCanary), stop, func() bool { return cn.View.Load() == cv && c.canary.Load() == cn })
+				full := fullDue(&w.canaryFull, fresh || w.canaryOf != cn, now)
+				w.canaryOf = cn
+				warmOne(cv, &w.canary, clients, full, cn.Cache, canaryDecisions, warmedViews.WithLabelValues(canary.PolicyCanary), stop, func() bool { return cn.View.Load() == cv && c.canary.Load() == cn })
 			}
 			if fresh {
 				debug.FreeOSMemory() // what the table's build and Placed freed
@@ -108,11 +135,12 @@ func (c *Control) warm(stop <-chan struct{}) {
 }
 
 // warmOne warms v, served while current says so, into cache for at most
-// policy.WarmTime; once warmed while still served, v is last, gauge
-// counts what cache holds of it and warmed counts it.
-func warmOne(v *policy.View, last *atomic.Pointer[policy.View], clients *locate.Places, cache *policy.Cache, gauge prometheus.Gauge, warmed prometheus.Counter, stop <-chan struct{}, current func() bool) {
+// policy.WarmTime, all of clients when full; once warmed while still
+// served, v is last, gauge counts what cache holds of it and warmed
+// counts it.
+func warmOne(v *policy.View, last *atomic.Pointer[policy.View], clients *locate.Places, full bool, cache *policy.Cache, gauge prometheus.Gauge, warmed prometheus.Counter, stop <-chan struct{}, current func() bool) {
 	until := time.Now().Add(policy.WarmTime)
-	warmView(v, last.Load(), clients, cache, stop, func() bool { return current() && time.Now().Before(until) })
+	warmView(v, last.Load(), clients, full, cache, stop, func() bool { return current() && time.Now().Before(until) })
 	if current() && clients.Len() > 0 {
 		// The next warm-up reads v's clients: the views' before it can
 		// go. Not sooner: a warm-up a newer view cut short leaves last,
@@ -125,18 +153,19 @@ func warmOne(v *policy.View, last *atomic.Pointer[policy.View], clients *locate.
 }
 
 // warmView warms v, whose decisions live in cache: first the clients
-// whose decisions prev (the view it follows) held, those queries asked
-// for, then the table's clients, the most addresses first, within
-// policy.WarmBytes and while current says so. The cache is sized for
-// them first.
-func warmView(v, prev *policy.View, clients *locate.Places, cache *policy.Cache, stop <-chan struct{}, current func() bool) {
+// queries asked for since prev (the view last warmed), then, when full,
+// the table's clients, the most addresses first, within policy.WarmBytes
+// and while current says so. The cache is sized for them all.
+func warmView(v, prev *policy.View, clients *locate.Places, full bool, cache *policy.Cache, stop <-chan struct{}, current func() bool) {
 	if clients.Len() == 0 || cache == nil {
 		return
 	}
 	recent := prev.Recent()
 	limit := cache.Reserve((len(recent)+clients.Len())*v.PerClient(), policy.WarmBytes, v.DecisionBytes())
 	n := warmSliced(v, len(recent), func(i int) scoring.Client { return recent[i] }, limit, stop, current) // pace.go
-	warmSliced(v, clients.Len(), func(i int) scoring.Client { loc := clients.At(i); return policy.ClientOf(&loc) }, limit-n, stop, current)
+	if full {
+		warmSliced(v, clients.Len(), func(i int) scoring.Client { loc := clients.At(i); return policy.ClientOf(&loc) }, limit-n, stop, current)
+	}
 }
 
 // warmedOnce says whether the first table's view was warmed; true

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/gslbdns/gslb/internal/testsupport"
 	"github.com/gslbdns/gslb/locate"
@@ -28,15 +29,17 @@ nodes:
 records:
   - name: www.example.org
 `, a.URL, b.URL)
+	start := time.Now()
 	g := newFixtureControl(t, nodes, "cooldown 0s\nprecompute 64MiB\n")
-	warmed := func(what string) {
-		testsupport.WaitFor(t, what, func() (bool, string) {
-			v := g.View()
-			return g.warmer.warmed.Load() == v && testutil.ToFloat64(precomputedDecisions) > 0,
-				fmt.Sprintf("%v decisions", testutil.ToFloat64(precomputedDecisions))
-		})
-	}
-	warmed("the first view warmed")
+	// The first view warmed holds the decisions of all the clients until
+	// a later one is warmed, at least 5 s on.
+	all := 0
+	testsupport.WaitFor(t, "the first view warmed", func() (bool, string) {
+		if w := g.warmer.warmed.Load(); w != nil {
+			all = w.Held()
+		}
+		return all > 0, fmt.Sprintf("%d decisions", all)
+	})
 	testsupport.WaitFor(t, "readiness", func() (bool, string) { return g.Ready(), "not ready" })
 	if testutil.ToFloat64(locate.PrecomputedRanges) == 0 {
 		t.Fatalf("No precomputed ranges")
@@ -56,15 +59,42 @@ records:
 	first := g.View()
 	a.up.Store(false)
 	waitAnswer(t, g, "www.example.org", "1.0.1.0/24", "192.0.2.2")
-	warmed("the health change's view warmed")
+	testsupport.WaitFor(t, "the health change's view warmed", func() (bool, string) {
+		v := g.View()
+		return g.warmer.warmed.Load() == v && testutil.ToFloat64(precomputedDecisions) == float64(v.Held()),
+			fmt.Sprintf("%v decisions", testutil.ToFloat64(precomputedDecisions))
+	})
 	if g.warmer.warmed.Load() == first {
 		t.Errorf("The health change's view is the first one")
+	}
+	// Within a minute of the first, the warm-up prepared the clients
+	// asked for (the one asked under the view at least), not all again.
+	if asked := g.View().Held(); asked == 0 || time.Since(start) < fullWarmEvery && asked >= all {
+		t.Errorf("The health change's view holds %d decisions, the first %d", asked, all)
+	}
+}
+
+// TestFullDue: a warm-up prepares all the clients when they are fresh,
+// or a minute after the last that did.
+func TestFullDue(t *testing.T) {
+	var last time.Time
+	now := time.Now()
+	for _, step := range []struct {
+		at    time.Duration
+		fresh bool
+		want  bool
+	}{{0, false, true}, {time.Second, false, false}, {2 * time.Second, true, true}, {fullWarmEvery, false, false},
+		{fullWarmEvery + 2*time.Second, false, true}} {
+		if got := fullDue(&last, step.fresh, now.Add(step.at)); got != step.want {
+			t.Errorf("At %v (fresh %v): %v, want %v", step.at, step.fresh, got, step.want)
+		}
 	}
 }
 
 // TestPrecomputedCanaryView: with a canary, the candidate table's view is
-// warmed too, into the canary's own cache, and a health change warms the
-// new views of both tables again; the gauges say what each cache holds.
+// warmed too, into the canary's own cache, and a health change and a
+// reload warm the new views of both tables again (within the minute, for
+// the clients asked alone); the gauges say what each cache holds.
 func TestPrecomputedCanaryView(t *testing.T) {
 	a, b := newTarget(t), newTarget(t)
 	probe := "probe: {url: %s, expect_body: ok, load_field: load}"
@@ -87,25 +117,26 @@ records:
 		t.Fatal(err)
 	}
 	cn := g.Canary()
-	warmed := func(what string, stableRecords int) *policy.View {
+	warmed := func(what string) *policy.View {
 		var cv *policy.View
 		testsupport.WaitFor(t, what, func() (bool, string) {
 			cv = cn.View.Load()
 			ok := g.warmer.warmed.Load() == g.View() && g.warmer.canary.Load() == cv && cv != nil &&
-				testutil.ToFloat64(canaryDecisions) == float64(cv.Held()) && cv.Held() > 0
+				testutil.ToFloat64(canaryDecisions) == float64(cv.Held()) &&
+				testutil.ToFloat64(precomputedDecisions) == float64(g.View().Held())
 			return ok, fmt.Sprintf("canary gauge %v, held %d", testutil.ToFloat64(canaryDecisions), cv.Held())
 		})
-		// The candidate has two records: its cache holds a decision for
-		// each of a client's, the stable one's for each of the table's.
-		if stable := g.View().Held(); stableRecords == 1 && cv.Held() <= stable || stableRecords == 2 && stable < cv.Held() {
-			t.Errorf("%s: the canary's cache holds %d decisions, the stable one's %d", what, cv.Held(), stable)
-		}
 		return cv
 	}
-	first := warmed("the first views warmed", 1)
+	first := warmed("the first views warmed")
+	// The candidate has two records: its cache holds a decision for each
+	// of a client's, the stable one's for each of the table's.
+	if stable := g.View().Held(); first.Held() <= stable || stable == 0 {
+		t.Errorf("The canary's cache holds %d decisions, the stable one's %d", first.Held(), stable)
+	}
 	a.up.Store(false)
 	waitAnswer(t, g, "www.example.org", "1.0.1.0/24", "192.0.2.2")
-	again := warmed("the health change's views warmed", 1)
+	again := warmed("the health change's views warmed")
 	if again == first {
 		t.Errorf("The canary's view was not rebuilt")
 	}
@@ -117,5 +148,5 @@ records:
 	if g.View() == stable || g.View().PerClient() != 2 {
 		t.Fatalf("The reload was not published")
 	}
-	warmed("the reload's views warmed", 2)
+	warmed("the reload's views warmed")
 }

@@ -47,6 +47,9 @@ type cached struct {
 	client scoring.Client
 	prep   *scoring.Prepared
 	ahead  bool // prepared by a warm-up, not for a query
+	// asked: a query read it; with !ahead, the client is one the queries
+	// ask for (Recent).
+	asked atomic.Bool
 }
 
 // NewCache returns an empty cache of the fewest slots.
@@ -118,12 +121,12 @@ func mixIn(h, x uint64) uint64 {
 // probes is how many slots a key may take.
 const probes = 4
 
-func (c *Cache) get(gen, h uint64, rec *table.Record, qtype uint16, cl *scoring.Client) *scoring.Prepared {
+func (c *Cache) get(gen, h uint64, rec *table.Record, qtype uint16, cl *scoring.Client) *cached {
 	t := c.slots.Load()
 	for k := range uint64(probes) {
 		e := t.s[(h+k)&t.mask].Load()
 		if e != nil && e.gen == gen && e.hash == h && e.rec == rec && e.qtype == qtype && e.client == *cl {
-			return e.prep
+			return e
 		}
 	}
 	return nil
@@ -170,9 +173,11 @@ func (v *View) PerClient() int {
 	return n
 }
 
-// Recent are the distinct clients whose decisions v's generation of the
-// cache holds because queries asked for them (not a warm-up): a later
-// view's warm-up prepares them first.
+// Recent are the distinct clients that queries asked for since v (the
+// view last warmed): whose decisions of v's generation or a later one the
+// cache holds because a query prepared or read them. A later view's
+// warm-up prepares them first, and between the warm-ups of all the
+// databases' clients, them alone.
 func (v *View) Recent() []scoring.Client {
 	if v == nil || v.cache == nil {
 		return nil
@@ -181,7 +186,7 @@ func (v *View) Recent() []scoring.Client {
 	var out []scoring.Client
 	slots := v.cache.slots.Load().s
 	for i := range slots {
-		if e := slots[i].Load(); e != nil && e.gen == v.gen && !e.ahead && !seen[e.client] {
+		if e := slots[i].Load(); e != nil && e.gen >= v.gen && (!e.ahead || e.asked.Load()) && !seen[e.client] {
 			seen[e.client] = true
 			out = append(out, e.client)
 		}

@@ -180,8 +180,13 @@ func (v *View) decide(q *Query, cand []int, d *scoring.Decision) {
 		return
 	}
 	h := hashKey(q.Record, q.QType, &q.Client)
-	p := v.cache.get(v.gen, h, q.Record, q.QType, &q.Client)
-	if p == nil {
+	var p *scoring.Prepared
+	if e := v.cache.get(v.gen, h, q.Record, q.QType, &q.Client); e != nil {
+		if !e.asked.Load() { // one store per entry: hits share its line
+			e.asked.Store(true)
+		}
+		p = e.prep
+	} else {
 		p = v.prepare(q, cand, h, false)
 	}
 	p.PickInto(q.Subnet, d)

@@ -54,7 +54,7 @@ func TestWarmedDecisionsAreExact(t *testing.T) {
 			for _, name := range tb.Names {
 				rec := tb.Records[name]
 				for _, qt := range []uint16{dns.TypeA, dns.TypeAAAA} {
-					prep := v.cache.get(v.gen, hashKey(rec, qt, c), rec, qt, c)
+					prep := prepOf(v, rec, qt, c)
 					cand := rec.V4
 					if qt == dns.TypeAAAA {
 						cand = rec.V6
@@ -71,7 +71,7 @@ func TestWarmedDecisionsAreExact(t *testing.T) {
 						if got, want := v.Decide(&q), full.Decide(&q); got != want {
 							t.Fatalf("Step %d, %+v: warmed %+v\nfull %+v", step, *c, got.Decision, want.Decision)
 						}
-						if prep != nil && v.cache.get(v.gen, hashKey(rec, qt, c), rec, qt, c) != prep {
+						if prep != nil && prepOf(v, rec, qt, c) != prep {
 							t.Fatalf("Step %d: the query prepared its decision again", step)
 						}
 					}
@@ -205,6 +205,24 @@ func TestRecentFirst(t *testing.T) {
 			t.Fatalf("%+v: warmed %+v\nfull %+v", c, got.Decision, want.Decision)
 		}
 	}
+
+	// Warmed and asked, they are recent again since v2; warmed alone,
+	// not; asked under a later view, too.
+	var unasked, later scoring.Client
+	for unasked == later || asked[unasked] || asked[later] {
+		unasked, later = clients(r), clients(r)
+	}
+	v2.Warm([]scoring.Client{unasked}, WarmMax, nil, func() bool { return true })
+	v3, _ := NewView(Inputs{Table: tb, Snapshot: health.NewSnapshot(nil), Params: &p, Serial: 1, Now: now, Cache: cache})
+	v3.Decide(&Query{Record: www, QType: dns.TypeA, Client: later, Subnet: r.Uint64()})
+	again := map[scoring.Client]bool{}
+	for _, c := range v2.Recent() {
+		again[c] = true
+	}
+	if len(again) != len(recent)+1 || !again[later] || again[unasked] {
+		t.Errorf("Recent since v2: %d clients, %v for the one asked under v3, %v for the one warmed alone; want %d, true, false",
+			len(again), again[later], again[unasked], len(recent)+1)
+	}
 }
 
 // TestWarmHoldsNothingQueriesWaitOn: while a view's warm-up is stopped
@@ -283,4 +301,13 @@ func TestSweep(t *testing.T) {
 	if dropped := cur.Sweep(); dropped != 0 || later.Held() != k {
 		t.Errorf("An earlier view's Sweep dropped %d of a later view's %d", dropped, k)
 	}
+}
+
+// prepOf is the preparation v's generation of its cache holds for the
+// question, nil when none.
+func prepOf(v *View, rec *table.Record, qt uint16, c *scoring.Client) *scoring.Prepared {
+	if e := v.cache.get(v.gen, hashKey(rec, qt, c), rec, qt, c); e != nil {
+		return e.prep
+	}
+	return nil
 }
