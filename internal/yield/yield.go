@@ -17,9 +17,7 @@ import (
 
 const (
 	// Slice is the work between two yields: about what a query may wait.
-	// Under the p99 of a busy server's answers (0.3-0.5 ms at 20k qps):
-	// at 0.5 ms a reload's slices made clusters of late answers.
-	Slice = 200 * time.Microsecond
+	Slice = 500 * time.Microsecond
 	// Pause is a yield's rest: twice a Slice, so that while queries wait
 	// the owner takes at most a third of the processor. A shorter sleep
 	// let one or two of them through and then the next Slice ran: a node
