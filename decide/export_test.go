@@ -30,8 +30,9 @@ func Placed(d *Decider, q *Query) bool {
 	return placed
 }
 
-// MemoEntry is the entry of d's memo for q's client, record and type,
-// whatever its epoch; nil when it holds none.
+// MemoEntry is when the entry of d's memo for q's client, record and type
+// was made (a stamp for a later view keeps it), whatever its epoch; nil
+// when it holds none.
 func MemoEntry(d *Decider, q *Query) any {
 	var out Outcome
 	d.clientOf(q.Remote, q.ECS, &out)
@@ -43,8 +44,9 @@ func MemoEntry(d *Decider, q *Query) any {
 	h := memoHash(&a, q.Record.Hash, q.QType)
 	b := h >> (64 - memoBits) * memoWays
 	for i := b; i < b+memoWays; i++ {
-		if x := t.slots[i].Load(); x != nil && t.tags[i].Load() == h && x.addr == a && x.name == q.Record.Hash && x.qtype == q.QType {
-			return x
+		var x memoEntry
+		if t.slots[i].load(&x) && x.tag == h && x.addr == a && x.name == q.Record.Hash && x.qtype == q.QType {
+			return x.seq
 		}
 	}
 	return nil

@@ -2,6 +2,7 @@ package decide
 
 import (
 	"encoding/binary"
+	"math"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
@@ -47,16 +48,13 @@ type memo struct {
 	made sync.Once
 }
 
-// memoTable holds the entries. tags[i] is the hash of slots[i]'s entry,
-// read first, so that a lookup reads one entry at most. The slots come
-// first: the collector scans the table only as far as its last pointer.
+// memoTable holds the entries in place: the collector does not scan it,
+// and an entry is never allocated. seen are hashes of each bucket's
+// recent misses: an entry is made on a client's second miss, so that a
+// stream of new clients does not evict.
 type memoTable struct {
-	slots [memoSlots]atomic.Pointer[memoEntry]
-	tags  [memoSlots]atomic.Uint64
-	// seen are hashes of each bucket's recent misses: an entry is made
-	// on a client's second miss, so that a stream of new clients neither
-	// allocates nor evicts.
-	seen [memoSlots]atomic.Uint64
+	slots [memoSlots]memoSlot
+	seen  [memoSlots]atomic.Uint64
 }
 
 // memoEpoch is what the entries of its id were decided under.
@@ -70,12 +68,12 @@ type memoEpoch struct {
 	tok   locate.Token
 }
 
-// memoEntry is one decision; it holds no pointer, so the collector skips
-// it. name is the record's Hash, unique in the epoch's table: it names the
-// record in every table, so that an entry holds across a reload too.
+// memoEntry is one decision, as a slot holds it. name is the record's
+// Hash, unique in the epoch's table: it names the record in every table,
+// so that an entry holds across a reload too.
 type memoEntry struct {
-	// epoch is the latest epoch that decided dec; it only grows.
-	epoch atomic.Uint64
+	tag   uint64 // the slot hash of its question; 0: none
+	epoch uint64 // the latest epoch that decided dec; it only grows
 	place uint64
 	seq   uint64 // when it was made, to replace the older of a bucket's two
 	addr  [16]byte
@@ -84,6 +82,137 @@ type memoEntry struct {
 	bits  uint8
 	table uint32
 	dec   scoring.Decision
+}
+
+// memoSlot holds an entry in words. lock is odd while a writer fills
+// them; a reader keeps what it read only when lock did not move meanwhile.
+type memoSlot struct {
+	lock atomic.Uint64
+	w    [memoWords]atomic.Uint64
+}
+
+// The words of a slot: the decision's last.
+const (
+	wTag = iota
+	wEpoch
+	wPlace
+	wSeq
+	wAddr
+	_
+	wName
+	wMeta     // qtype, bits, table
+	wDec      // node; tier, flags, candidates, answers; km; score; rtt; the order, two to a word
+	memoWords = wDec + 5 + scoring.MaxAnswers/2
+)
+
+// word is x's word k.
+func (x *memoEntry) word(k int) uint64 {
+	d := &x.dec
+	switch {
+	case k == wTag:
+		return x.tag
+	case k == wEpoch:
+		return x.epoch
+	case k == wPlace:
+		return x.place
+	case k == wSeq:
+		return x.seq
+	case k == wAddr || k == wAddr+1:
+		return binary.LittleEndian.Uint64(x.addr[8*(k-wAddr):])
+	case k == wName:
+		return x.name
+	case k == wMeta:
+		return uint64(x.qtype) | uint64(x.bits)<<16 | uint64(x.table)<<32
+	case k == wDec:
+		return uint64(int64(d.Node))
+	case k == wDec+1:
+		return uint64(d.Tier) | flag(d.Tied)<<8 | flag(d.Ramping)<<9 | flag(d.Shedding)<<10 |
+			uint64(uint8(d.NOrder))<<16 | uint64(uint32(d.Candidates))<<32
+	case k == wDec+2:
+		return math.Float64bits(d.DistanceKm)
+	case k == wDec+3:
+		return math.Float64bits(d.Score)
+	case k == wDec+4:
+		return math.Float64bits(d.RTTMs)
+	}
+	o := 2 * (k - wDec - 5)
+	return uint64(uint32(d.Order[o])) | uint64(uint32(d.Order[o+1]))<<32
+}
+
+// setWord sets what word k of x holds.
+func (x *memoEntry) setWord(k int, v uint64) {
+	d := &x.dec
+	switch {
+	case k == wTag:
+		x.tag = v
+	case k == wEpoch:
+		x.epoch = v
+	case k == wPlace:
+		x.place = v
+	case k == wSeq:
+		x.seq = v
+	case k == wAddr || k == wAddr+1:
+		binary.LittleEndian.PutUint64(x.addr[8*(k-wAddr):], v)
+	case k == wName:
+		x.name = v
+	case k == wMeta:
+		x.qtype, x.bits, x.table = uint16(v), uint8(v>>16), uint32(v>>32)
+	case k == wDec:
+		d.Node = int(int64(v))
+	case k == wDec+1:
+		d.Tier, d.Tied, d.Ramping, d.Shedding = scoring.Tier(v), v&(1<<8) != 0, v&(1<<9) != 0, v&(1<<10) != 0
+		d.NOrder, d.Candidates = int(uint8(v>>16)), int(int32(uint32(v>>32)))
+	case k == wDec+2:
+		d.DistanceKm = math.Float64frombits(v)
+	case k == wDec+3:
+		d.Score = math.Float64frombits(v)
+	case k == wDec+4:
+		d.RTTMs = math.Float64frombits(v)
+	default:
+		o := 2 * (k - wDec - 5)
+		d.Order[o], d.Order[o+1] = int32(uint32(v)), int32(uint32(v>>32))
+	}
+}
+
+func flag(b bool) uint64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// load copies s's entry into x: false while a writer fills it, or when
+// one did meanwhile.
+func (s *memoSlot) load(x *memoEntry) bool {
+	l := s.lock.Load()
+	if l&1 != 0 {
+		return false
+	}
+	for k := range memoWords {
+		x.setWord(k, s.w[k].Load())
+	}
+	return s.lock.Load() == l
+}
+
+// store writes x into s, when s holds was (nil: whatever it holds) and
+// no other writer fills it: a query that loses lets a later one write.
+func (s *memoSlot) store(x, was *memoEntry) bool {
+	l := s.lock.Load()
+	if l&1 != 0 || !s.lock.CompareAndSwap(l, l+1) {
+		return false
+	}
+	ok := true
+	for k := 0; was != nil && k < memoWords; k++ {
+		if s.w[k].Load() != was.word(k) {
+			ok = false
+			break
+		}
+	}
+	for k := 0; ok && k < memoWords; k++ {
+		s.w[k].Store(x.word(k))
+	}
+	s.lock.Store(l + 2)
+	return ok
 }
 
 // memoHash is the slot hash of a client's question: never 0. It hashes
@@ -148,19 +277,20 @@ func (m *memo) answer(d *Decider, l *locate.Locator, q *Query, out *Outcome) (hi
 	h := memoHash(&a, q.Record.Hash, q.QType)
 	b := h >> (64 - memoBits) * memoWays
 	for i := b; i < b+memoWays; i++ {
-		if t.tags[i].Load() != h {
+		sl := &t.slots[i]
+		if sl.w[wTag].Load() != h {
 			continue
 		}
-		x := t.slots[i].Load()
-		if x == nil || x.name != q.Record.Hash || x.qtype != q.QType || x.addr != a {
+		var x memoEntry
+		if !sl.load(&x) || x.tag != h || x.name != q.Record.Hash || x.qtype != q.QType || x.addr != a {
 			continue
 		}
 		// An entry of an earlier epoch of the same place gives the
 		// location: it is the address's.
-		now := x.epoch.Load() == e.id
+		now := x.epoch == e.id
 		if (now || x.place == e.place) && l.FromTable(out.tok, out.Client, x.table, x.bits, &out.Loc) {
 			if now {
-				d.decided(x, q, out)
+				d.decided(&x, q, out)
 			}
 			return now, !now
 		}
@@ -181,21 +311,21 @@ func (d *Decider) decided(x *memoEntry, q *Query, out *Outcome) {
 
 // victim is the slot of bucket b for an entry of hash h in epoch: the one
 // h holds already, a free one or one of an older epoch, else the oldest
-// entry's.
+// entry's. Its reads are hints: a writer may move them meanwhile.
 func (t *memoTable) victim(b, h, epoch uint64) uint64 {
 	for j := b; j < b+memoWays; j++ {
-		if t.tags[j].Load() == h {
+		if t.slots[j].w[wTag].Load() == h {
 			return j
 		}
 	}
 	i, oldest := b, ^uint64(0)
 	for j := b; j < b+memoWays; j++ {
-		x := t.slots[j].Load()
-		if x == nil || x.epoch.Load() != epoch {
+		s := &t.slots[j]
+		if s.w[wTag].Load() == 0 || s.w[wEpoch].Load() != epoch {
 			return j
 		}
-		if x.seq < oldest {
-			i, oldest = j, x.seq
+		if seq := s.w[wSeq].Load(); seq < oldest {
+			i, oldest = j, seq
 		}
 	}
 	return i
@@ -234,26 +364,23 @@ func (m *memo) keep(d *Decider, l *locate.Locator, q *Query, out *Outcome) {
 	h := memoHash(&a, q.Record.Hash, q.QType)
 	b := h >> (64 - memoBits) * memoWays
 	i := t.victim(b, h, e.id)
-	if x := t.slots[i].Load(); x != nil && t.tags[i].Load() == h && x.place == e.place && x.name == q.Record.Hash &&
-		x.qtype == q.QType && x.addr == a {
+	sl := &t.slots[i]
+	var x memoEntry
+	if sl.load(&x) && x.tag == h && x.place == e.place && x.name == q.Record.Hash && x.qtype == q.QType && x.addr == a {
 		if x.table == out.Loc.Table && x.bits == out.Loc.Bits && x.dec == out.Decision.Decision {
-			// Decided the same under a later view.
-			for {
-				was := x.epoch.Load()
-				if was >= e.id || x.epoch.CompareAndSwap(was, e.id) {
-					return
-				}
+			// Decided the same under a later view: the entry is
+			// stamped with it, if it still holds what was read.
+			if x.epoch < e.id {
+				y := x
+				y.epoch = e.id
+				sl.store(&y, &x)
 			}
+			return
 		}
 		// A client the memo knew: a new entry at once.
 	} else if !seen(t.seen[b:b+memoWays], h) {
 		return
 	}
-	x := &memoEntry{place: e.place, seq: m.ids.Add(1), addr: a, name: q.Record.Hash, qtype: q.QType,
-		bits: out.Loc.Bits, table: out.Loc.Table, dec: out.Decision.Decision}
-	x.epoch.Store(e.id)
-	// The tag last: a reader that sees it sees the entry, or an older
-	// one it then refuses by its fields.
-	t.slots[i].Store(x)
-	t.tags[i].Store(h)
+	sl.store(&memoEntry{tag: h, epoch: e.id, place: e.place, seq: m.ids.Add(1), addr: a, name: q.Record.Hash,
+		qtype: q.QType, bits: out.Loc.Bits, table: out.Loc.Table, dec: out.Decision.Decision}, nil)
 }
