@@ -57,9 +57,9 @@ type warmer struct {
 	ready atomic.Bool
 	// places are the last table's clients.
 	places *locate.Places
-	// full and canaryFull are when a warm-up of all the clients last
-	// started, for the stable view and for canaryOf's.
-	full, canaryFull time.Time
+	// full and canaryFull say when the stable view's warm-up and the
+	// canary's (of canaryOf) prepare all the clients.
+	full, canaryFull fullWarm
 	canaryOf         *canary.Rollout
 }
 
@@ -72,13 +72,21 @@ type warmer struct {
 // its own decision on its first query, once per view.
 const fullWarmEvery = time.Minute
 
-// fullDue reports whether a warm-up starting now, last at the previous
-// one, prepares all the clients: fresh ones, or a minute after the last.
-func fullDue(last *time.Time, fresh bool, now time.Time) bool {
-	if !fresh && now.Sub(*last) < fullWarmEvery {
+// fullWarm says when a warm-up prepares all the clients.
+type fullWarm struct {
+	last time.Time // when one last started
+	// owed: the clients are new (or the canary), and no warm-up of all
+	// of them has ended since; a newer view cuts one short.
+	owed bool
+}
+
+// due reports whether a warm-up starting now prepares all the clients:
+// one owed, or a minute after the last.
+func (f *fullWarm) due(now time.Time) bool {
+	if !f.owed && now.Sub(f.last) < fullWarmEvery {
 		return false
 	}
-	*last = now
+	f.last = now
 	return true
 }
 
@@ -113,16 +121,22 @@ func (c *Control) warm(stop <-chan struct{}) {
 			}
 			now := time.Now()
 			if v := c.view.Load(); fresh || w.warmed.Load() != v {
-				full := fullDue(&w.full, fresh || w.warmed.Load() == nil, now)
-				warmOne(v, &w.warmed, clients, full, c.decisions, precomputedDecisions, warmedViews.WithLabelValues(canary.PolicyStable), stop, func() bool { return c.view.Load() == v })
+				w.full.owed = w.full.owed || fresh
+				full := w.full.due(now)
+				if warmOne(v, &w.warmed, clients, full, c.decisions, precomputedDecisions, warmedViews.WithLabelValues(canary.PolicyStable), stop, func() bool { return c.view.Load() == v }) && full {
+					w.full.owed = false
+				}
 			}
 			cn := c.canary.Load()
 			if cn == nil {
 				canaryDecisions.Set(0)
 			} else if cv := cn.View.Load(); cv != nil && (fresh || w.canary.Load() != cv) {
-				full := fullDue(&w.canaryFull, fresh || w.canaryOf != cn, now)
+				w.canaryFull.owed = w.canaryFull.owed || fresh || w.canaryOf != cn
 				w.canaryOf = cn
-				warmOne(cv, &w.canary, clients, full, cn.Cache, canaryDecisions, warmedViews.WithLabelValues(canary.PolicyCanary), stop, func() bool { return cn.View.Load() == cv && c.canary.Load() == cn })
+				full := w.canaryFull.due(now)
+				if warmOne(cv, &w.canary, clients, full, cn.Cache, canaryDecisions, warmedViews.WithLabelValues(canary.PolicyCanary), stop, func() bool { return cn.View.Load() == cv && c.canary.Load() == cn }) && full {
+					w.canaryFull.owed = false
+				}
 			}
 			if fresh {
 				debug.FreeOSMemory() // what the table's build and Placed freed
@@ -136,9 +150,9 @@ func (c *Control) warm(stop <-chan struct{}) {
 
 // warmOne warms v, served while current says so, into cache for at most
 // policy.WarmTime, all of clients when full; once warmed while still
-// served, v is last, gauge counts what cache holds of it and warmed
-// counts it.
-func warmOne(v *policy.View, last *atomic.Pointer[policy.View], clients *locate.Places, full bool, cache *policy.Cache, gauge prometheus.Gauge, warmed prometheus.Counter, stop <-chan struct{}, current func() bool) {
+// served, v is last, gauge counts what cache holds of it, warmed counts
+// it, and warmOne reports true.
+func warmOne(v *policy.View, last *atomic.Pointer[policy.View], clients *locate.Places, full bool, cache *policy.Cache, gauge prometheus.Gauge, warmed prometheus.Counter, stop <-chan struct{}, current func() bool) bool {
 	until := time.Now().Add(policy.WarmTime)
 	warmView(v, last.Load(), clients, full, cache, stop, func() bool { return current() && time.Now().Before(until) })
 	if current() && clients.Len() > 0 {
@@ -149,7 +163,9 @@ func warmOne(v *policy.View, last *atomic.Pointer[policy.View], clients *locate.
 		gauge.Set(float64(v.Held()))
 		last.Store(v)
 		warmed.Inc()
+		return true
 	}
+	return false
 }
 
 // warmView warms v, whose decisions live in cache: first the clients

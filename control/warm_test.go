@@ -74,19 +74,19 @@ records:
 	}
 }
 
-// TestFullDue: a warm-up prepares all the clients when they are fresh,
-// or a minute after the last that did.
+// TestFullDue: a warm-up prepares all the clients while one is owed (new
+// clients, until one ends), else a minute after the last that started.
 func TestFullDue(t *testing.T) {
-	var last time.Time
+	var f fullWarm
 	now := time.Now()
 	for _, step := range []struct {
-		at    time.Duration
-		fresh bool
-		want  bool
-	}{{0, false, true}, {time.Second, false, false}, {2 * time.Second, true, true}, {fullWarmEvery, false, false},
-		{fullWarmEvery + 2*time.Second, false, true}} {
-		if got := fullDue(&last, step.fresh, now.Add(step.at)); got != step.want {
-			t.Errorf("At %v (fresh %v): %v, want %v", step.at, step.fresh, got, step.want)
+		at         time.Duration
+		owed, want bool
+	}{{0, false, true}, {time.Second, false, false}, {2 * time.Second, true, true}, {3 * time.Second, true, true},
+		{4 * time.Second, false, false}, {fullWarmEvery, false, false}, {fullWarmEvery + 3*time.Second, false, true}} {
+		f.owed = step.owed
+		if got := f.due(now.Add(step.at)); got != step.want {
+			t.Errorf("At %v (owed %v): %v, want %v", step.at, step.owed, got, step.want)
 		}
 	}
 }
