@@ -105,6 +105,9 @@ const (
 	memoWords = wDec + 5 + scoring.MaxAnswers/2
 )
 
+// The order takes whole words: an odd MaxAnswers does not compile.
+var _ [1 - scoring.MaxAnswers%2]struct{}
+
 // word is x's word k.
 func (x *memoEntry) word(k int) uint64 {
 	d := &x.dec

@@ -312,6 +312,7 @@ func TestMemoOutlivesViews(t *testing.T) {
 			if !decide.Memoized(c.Decider(), query(i)) {
 				t.Fatalf("%s: client %d not in the memo after one query", state, i)
 			}
+			decideOnce(state+", from the memo", i)
 		}
 		after := entries()
 		for i := range n {
@@ -348,7 +349,8 @@ func TestMemoOutlivesViews(t *testing.T) {
 			t.Fatal(err)
 		}
 		// edge, not one of www's nodes, moves.
-		changed := strings.Replace(string(data), "lat: 30.27, lon: 120.16", "lat: 30.28, lon: 120.16", 1)
+		const edge = "{id: edge, cname: edge.cdn.example.net, country: CN, province: ZJ, isp: telecom, lat: 30.27,"
+		changed := strings.Replace(string(data), edge, strings.Replace(edge, "30.27", "30.28", 1), 1)
 		if changed == string(data) {
 			t.Fatal("edge's line is not in the table")
 		}
