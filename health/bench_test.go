@@ -1,7 +1,10 @@
 package health
 
 import (
+	"bytes"
+	"context"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -62,6 +65,43 @@ func BenchmarkSnapshotStatus(b *testing.B) {
 	for range b.N {
 		if _, ok := c.Snapshot().Status("node-kc"); !ok {
 			b.Fatalf("Expected node-kc to be probed")
+		}
+	}
+}
+
+// BenchmarkHTTPProbe: one http probe with a load_field, over loopback to a
+// listener that answers a fixed response: what a probe costs the server.
+func BenchmarkHTTPProbe(b *testing.B) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer l.Close()
+	resp := []byte("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 13\r\nConnection: close\r\n\r\n{\"load\":0.5}\n")
+	go func() {
+		buf := make([]byte, 4096)
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			for n := 0; !bytes.Contains(buf[:n], []byte("\r\n\r\n")) && n < len(buf); {
+				k, err := c.Read(buf[n:])
+				if err != nil {
+					break
+				}
+				n += k
+			}
+			c.Write(resp)
+			c.Close()
+		}
+	}()
+	s := Spec{URL: "http://" + l.Addr().String() + "/health", LoadField: "load", Timeout: Duration(time.Second), Interval: Duration(time.Second)}.WithDefaults(Spec{})
+	p := newProber(s, nil)
+	b.ReportAllocs()
+	for b.Loop() {
+		if out := p.probe(context.Background()); !out.ok || out.load != 0.5 {
+			b.Fatalf("%+v", out)
 		}
 	}
 }

@@ -57,9 +57,15 @@ var httpKind = kind{
 type httpProber struct {
 	spec   Spec
 	addr   string // host:port to dial
-	url    *url.URL
 	tls    *tls.Config
 	dialer net.Dialer
+	// req is the request, written once: a probe sends its bytes and
+	// reads the response for it (a hundred nodes probed every second
+	// made and wrote a request each, a third of a probe's garbage);
+	// reqErr is why it could not be made.
+	req    *http.Request
+	wire   []byte
+	reqErr error
 }
 
 func newHTTPProber(s Spec, roots *x509.CertPool) prober {
@@ -67,7 +73,7 @@ func newHTTPProber(s Spec, roots *x509.CertPool) prober {
 	if err != nil {
 		u = &url.URL{Scheme: s.Type}
 	}
-	p := &httpProber{spec: s, url: u}
+	p := &httpProber{spec: s}
 	port := u.Port()
 	if port == "" {
 		port = "80"
@@ -85,6 +91,18 @@ func newHTTPProber(s Spec, roots *x509.CertPool) prober {
 			sni = h
 		}
 		p.tls = &tls.Config{ServerName: sni, RootCAs: roots, MinVersion: tls.VersionTLS12}
+	}
+	p.req, p.reqErr = http.NewRequest(http.MethodGet, u.String(), nil)
+	if p.reqErr == nil {
+		if s.Host != "" {
+			p.req.Host = s.Host
+		}
+		p.req.Close = true
+		p.req.Header.Set("User-Agent", "coredns-gslb-probe")
+		var b bytes.Buffer
+		if p.reqErr = p.req.Write(&b); p.reqErr == nil {
+			p.wire = b.Bytes()
+		}
 	}
 	return p
 }
@@ -115,33 +133,19 @@ func (p *httpProber) probe(parent context.Context) outcome {
 		conn = tc
 	}
 
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.url.String(), nil)
-	if err != nil {
-		return outcome{reason: ReasonStatus}
+	if p.reqErr != nil {
+		return outcome{reason: ReasonStatus, detail: p.reqErr.Error()}
 	}
-	if p.spec.Host != "" {
-		req.Host = p.spec.Host
-	}
-	req.Close = true
-	req.Header.Set("User-Agent", "coredns-gslb-probe")
-	// The buffers are pooled: a hundred nodes probed every second made
-	// 8 KiB of garbage each.
-	bw := writers.Get().(*bufio.Writer)
-	bw.Reset(conn)
-	err = req.Write(bw)
-	if err == nil {
-		err = bw.Flush()
-	}
-	bw.Reset(nil)
-	writers.Put(bw)
-	if err != nil {
+	if _, err := conn.Write(p.wire); err != nil {
 		return fail(ctx, err, ReasonStatus)
 	}
+	// The buffers are pooled: a hundred nodes probed every second made
+	// 8 KiB of garbage each.
 	lr := &io.LimitedReader{R: conn, N: maxHeader}
 	br := readers.Get().(*bufio.Reader)
 	br.Reset(lr)
 	defer func() { br.Reset(nil); readers.Put(br) }() // after the body's reads and Close
-	resp, err := http.ReadResponse(br, req)
+	resp, err := http.ReadResponse(br, p.req)
 	if err != nil {
 		if lr.N <= 0 {
 			return outcome{reason: ReasonHeader, detail: "response headers over 16 KiB"}
@@ -157,10 +161,12 @@ func (p *httpProber) probe(parent context.Context) outcome {
 		return outcome{ok: true}
 	}
 
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
-	if err != nil {
+	buf := bodies.Get().(*bytes.Buffer)
+	defer func() { buf.Reset(); bodies.Put(buf) }()
+	if _, err := buf.ReadFrom(io.LimitReader(resp.Body, maxBody)); err != nil {
 		return fail(ctx, err, ReasonBody)
 	}
+	body := buf.Bytes()
 	if p.spec.ExpectBody != "" && !bytes.Contains(body, []byte(p.spec.ExpectBody)) {
 		return outcome{reason: ReasonBody, detail: "body without " + strconv.Quote(p.spec.ExpectBody)}
 	}
@@ -175,8 +181,8 @@ func (p *httpProber) probe(parent context.Context) outcome {
 }
 
 var (
-	writers = sync.Pool{New: func() any { return bufio.NewWriter(nil) }}
 	readers = sync.Pool{New: func() any { return bufio.NewReader(nil) }}
+	bodies  = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 )
 
 // statusOK reports whether code is acceptable: expect_status, or 200-399.
