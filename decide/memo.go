@@ -54,7 +54,10 @@ type memo struct {
 // stream of new clients does not evict.
 type memoTable struct {
 	slots [memoSlots]memoSlot
-	seen  [memoSlots]atomic.Uint64
+	// tags[i] is the tag of slots[i]'s entry, a hint read first: a
+	// bucket's four are in one cache line, its slots in ten.
+	tags [memoSlots]atomic.Uint64
+	seen [memoSlots]atomic.Uint64
 }
 
 // memoEpoch is what the entries of its id were decided under.
@@ -197,6 +200,37 @@ func (s *memoSlot) load(x *memoEntry) bool {
 	return s.lock.Load() == l
 }
 
+// What stamp found.
+const (
+	stampOther = iota // another question's entry, or a writer's
+	stampKnown        // the question's, with another decision
+	stamped           // the question's, with y's decision: now of y's epoch
+)
+
+// stamp gives s's entry y's epoch when it is y's question (tag, place,
+// address, record, type and location) with y's decision; it compares
+// the words in place, so that a query's stack holds no second entry.
+func (s *memoSlot) stamp(y *memoEntry) int {
+	l := s.lock.Load()
+	if l&1 != 0 || !s.lock.CompareAndSwap(l, l+1) {
+		return stampOther
+	}
+	k := stamped
+	for w := range memoWords {
+		if w != wEpoch && w != wSeq && s.w[w].Load() != y.word(w) {
+			if k = stampKnown; w < wDec {
+				k = stampOther
+				break
+			}
+		}
+	}
+	if k == stamped && s.w[wEpoch].Load() < y.epoch {
+		s.w[wEpoch].Store(y.epoch)
+	}
+	s.lock.Store(l + 2)
+	return k
+}
+
 // store writes x into s, when s holds was (nil: whatever it holds) and
 // no other writer fills it: a query that loses lets a later one write.
 func (s *memoSlot) store(x, was *memoEntry) bool {
@@ -280,12 +314,11 @@ func (m *memo) answer(d *Decider, l *locate.Locator, q *Query, out *Outcome) (hi
 	h := memoHash(&a, q.Record.Hash, q.QType)
 	b := h >> (64 - memoBits) * memoWays
 	for i := b; i < b+memoWays; i++ {
-		sl := &t.slots[i]
-		if sl.w[wTag].Load() != h {
+		if t.tags[i].Load() != h {
 			continue
 		}
 		var x memoEntry
-		if !sl.load(&x) || x.tag != h || x.name != q.Record.Hash || x.qtype != q.QType || x.addr != a {
+		if !t.slots[i].load(&x) || x.tag != h || x.name != q.Record.Hash || x.qtype != q.QType || x.addr != a {
 			continue
 		}
 		// An entry of an earlier epoch of the same place gives the
@@ -317,14 +350,17 @@ func (d *Decider) decided(x *memoEntry, q *Query, out *Outcome) {
 // entry's. Its reads are hints: a writer may move them meanwhile.
 func (t *memoTable) victim(b, h, epoch uint64) uint64 {
 	for j := b; j < b+memoWays; j++ {
-		if t.slots[j].w[wTag].Load() == h {
+		if t.tags[j].Load() == h {
 			return j
 		}
 	}
 	i, oldest := b, ^uint64(0)
 	for j := b; j < b+memoWays; j++ {
+		if t.tags[j].Load() == 0 {
+			return j // free: its slot is not read
+		}
 		s := &t.slots[j]
-		if s.w[wTag].Load() == 0 || s.w[wEpoch].Load() != epoch {
+		if s.w[wEpoch].Load() != epoch {
 			return j
 		}
 		if seq := s.w[wSeq].Load(); seq < oldest {
@@ -366,24 +402,24 @@ func (m *memo) keep(d *Decider, l *locate.Locator, q *Query, out *Outcome) {
 	a := out.Client.As16()
 	h := memoHash(&a, q.Record.Hash, q.QType)
 	b := h >> (64 - memoBits) * memoWays
+	y := memoEntry{tag: h, epoch: e.id, place: e.place, addr: a, name: q.Record.Hash, qtype: q.QType,
+		bits: out.Loc.Bits, table: out.Loc.Table, dec: out.Decision.Decision}
 	i := t.victim(b, h, e.id)
 	sl := &t.slots[i]
-	var x memoEntry
-	if sl.load(&x) && x.tag == h && x.place == e.place && x.name == q.Record.Hash && x.qtype == q.QType && x.addr == a {
-		if x.table == out.Loc.Table && x.bits == out.Loc.Bits && x.dec == out.Decision.Decision {
-			// Decided the same under a later view: the entry is
-			// stamped with it, if it still holds what was read.
-			if x.epoch < e.id {
-				y := x
-				y.epoch = e.id
-				sl.store(&y, &x)
-			}
-			return
+	known := false
+	if t.tags[i].Load() == h {
+		switch sl.stamp(&y) {
+		case stamped:
+			return // decided the same under a later view
+		case stampKnown:
+			known = true // a client the memo knew: a new entry at once
 		}
-		// A client the memo knew: a new entry at once.
-	} else if !seen(t.seen[b:b+memoWays], h) {
+	}
+	if !known && !seen(t.seen[b:b+memoWays], h) {
 		return
 	}
-	sl.store(&memoEntry{tag: h, epoch: e.id, place: e.place, seq: m.ids.Add(1), addr: a, name: q.Record.Hash,
-		qtype: q.QType, bits: out.Loc.Bits, table: out.Loc.Table, dec: out.Decision.Decision}, nil)
+	y.seq = m.ids.Add(1)
+	if sl.store(&y, nil) {
+		t.tags[i].Store(h)
+	}
 }
