@@ -4,30 +4,22 @@ package decide
 func NoMemo(d *Decider) { d.memo = nil }
 
 // Memoized reports whether d's memo answers q now.
-func Memoized(d *Decider, q *Query) bool {
-	var out Outcome
-	d.clientOf(q.Remote, q.ECS, &out)
-	l := d.src.Locator()
-	out.tok = l.Token()
-	if !out.FromECS {
-		return false
-	}
-	hit, _ := d.memo.answer(d, l, q, &out)
-	return hit
-}
+func Memoized(d *Decider, q *Query) bool { hit, _ := memoAnswer(d, q); return hit }
 
 // Placed reports whether d's memo knows q's client's location from an
 // earlier view, but holds no decision of the view now.
-func Placed(d *Decider, q *Query) bool {
+func Placed(d *Decider, q *Query) bool { _, placed := memoAnswer(d, q); return placed }
+
+// memoAnswer is what d's memo says of q now.
+func memoAnswer(d *Decider, q *Query) (hit, placed bool) {
 	var out Outcome
 	d.clientOf(q.Remote, q.ECS, &out)
 	l := d.src.Locator()
 	out.tok = l.Token()
 	if !out.FromECS {
-		return false
+		return false, false
 	}
-	_, placed := d.memo.answer(d, l, q, &out)
-	return placed
+	return d.memo.answer(d, l, q, &out)
 }
 
 // MemoEntry is when the entry of d's memo for q's client, record and type
