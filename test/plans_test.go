@@ -43,8 +43,11 @@ type mixPoller struct {
 func startMixPoller(ms []*fleetMember) *mixPoller {
 	p := &mixPoller{seen: map[string]map[string]int{}, stop: make(chan struct{})}
 	deadline := time.Now().Add(2 * time.Minute) // bounded whatever the test does
+	// Every member's map before any poller reads them.
 	for _, m := range ms {
 		p.seen[m.name] = map[string]int{}
+	}
+	for _, m := range ms {
 		p.wg.Add(1)
 		go func() {
 			defer p.wg.Done()
