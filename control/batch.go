@@ -54,6 +54,20 @@ func (b *batcher) report(urgent bool, publish func()) {
 	b.mu.Unlock()
 }
 
+// published says a view was just published for another reason (a
+// reload, a change of state): it read the latest verdicts, so a pending
+// publish would add nothing, and the batch starts over. Loads that kept
+// coming with reloads every couple of seconds otherwise made a view of
+// their own between each two, and every view has each client decided
+// again.
+func (b *batcher) published() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.pending != nil && b.pending.Stop() {
+		b.pending, b.last = nil, time.Now()
+	}
+}
+
 // stop cancels a pending publish.
 func (b *batcher) stop() {
 	b.mu.Lock()

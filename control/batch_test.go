@@ -107,6 +107,24 @@ func TestBatcher(t *testing.T) {
 		t.Fatalf("Two changes of state: %d publishes, want 3", n.Load())
 	}
 	testsupport.WaitFor(t, "the batch's publish", func() (bool, string) { return n.Load() == 4, fmt.Sprint(n.Load()) })
+
+	// A view published for another reason takes the pending reports
+	// with it: the batch starts over, and publishes nothing meanwhile.
+	b.report(false, publish)
+	b.published()
+	b.mu.Lock()
+	pending, last := b.pending, b.last
+	b.mu.Unlock()
+	if pending != nil || time.Since(last) > loadBatch/2 {
+		t.Fatalf("After another view: pending %v, the batch started %v ago", pending != nil, time.Since(last))
+	}
+	b.report(false, publish)
+	b.mu.Lock()
+	pending = b.pending
+	b.mu.Unlock()
+	if n.Load() != 4 || pending == nil {
+		t.Fatalf("A report after another view: %d publishes, pending %v; want 4 and a pending one", n.Load(), pending != nil)
+	}
 }
 
 // TestWarmPaced: the sliced warm-up prepares exactly what Warm does in one

@@ -455,6 +455,7 @@ func (c *Control) publish() {
 	v, step := policy.NewView(in)
 	c.view.Store(v)
 	c.published.Add(1)
+	c.probed.published()
 	if cstep := c.publishCanary(now); !cstep.IsZero() && (step.IsZero() || cstep.Before(step)) {
 		step = cstep
 	}
