@@ -231,25 +231,18 @@ func (s *memoSlot) stamp(y *memoEntry) int {
 	return k
 }
 
-// store writes x into s, when s holds was (nil: whatever it holds) and
-// no other writer fills it: a query that loses lets a later one write.
-func (s *memoSlot) store(x, was *memoEntry) bool {
+// store writes x into s unless another writer fills it: a query that
+// loses lets a later one write.
+func (s *memoSlot) store(x *memoEntry) bool {
 	l := s.lock.Load()
 	if l&1 != 0 || !s.lock.CompareAndSwap(l, l+1) {
 		return false
 	}
-	ok := true
-	for k := 0; was != nil && k < memoWords; k++ {
-		if s.w[k].Load() != was.word(k) {
-			ok = false
-			break
-		}
-	}
-	for k := 0; ok && k < memoWords; k++ {
+	for k := range memoWords {
 		s.w[k].Store(x.word(k))
 	}
 	s.lock.Store(l + 2)
-	return ok
+	return true
 }
 
 // memoHash is the slot hash of a client's question: never 0. It hashes
@@ -419,7 +412,7 @@ func (m *memo) keep(d *Decider, l *locate.Locator, q *Query, out *Outcome) {
 		return
 	}
 	y.seq = m.ids.Add(1)
-	if sl.store(&y, nil) {
+	if sl.store(&y) {
 		t.tags[i].Store(h)
 	}
 }

@@ -26,10 +26,7 @@ import (
 // every query as a decider without the memo, field for field, through
 // health changes, overrides, pins and a canary; and the memo does answer.
 func TestMemoIsExact(t *testing.T) {
-	c, dir := newControl(t, "")
-	startTabled(t, c)
-	ref := decide.New(c, decide.OptionsOf(c.Options()))
-	decide.NoMemo(ref)
+	c, dir, ref := memoControl(t)
 
 	var opts []*dns.EDNS0_SUBNET
 	for i := range 24 {
@@ -170,10 +167,7 @@ func TestMemoHolds(t *testing.T) {
 // changes under them are decided as without the memo, each under the view
 // it read (with -race, the memo's reads and writes are checked too).
 func TestMemoConcurrent(t *testing.T) {
-	c, _ := newControl(t, "")
-	startTabled(t, c)
-	ref := decide.New(c, decide.OptionsOf(c.Options()))
-	decide.NoMemo(ref)
+	c, _, ref := memoControl(t)
 	ctx := context.Background()
 	done := make(chan struct{})
 	errs := make(chan string, 4)
@@ -228,6 +222,17 @@ func TestMemoConcurrent(t *testing.T) {
 	}
 }
 
+// memoControl is a started control with its precomputed table, its
+// directory, and a decider of its without the memo, to compare with.
+func memoControl(t *testing.T) (*control.Control, string, *decide.Decider) {
+	t.Helper()
+	c, dir := newControl(t, "")
+	startTabled(t, c)
+	ref := decide.New(c, decide.OptionsOf(c.Options()))
+	decide.NoMemo(ref)
+	return c, dir, ref
+}
+
 // startTabled starts c and waits for its precomputed table.
 func startTabled(tb testing.TB, c *control.Control) {
 	tb.Helper()
@@ -248,10 +253,7 @@ func startTabled(tb testing.TB, c *control.Control) {
 // query, keeping the entries of the decisions that did not change. Every
 // decision is the one made without the memo.
 func TestMemoOutlivesViews(t *testing.T) {
-	c, dir := newControl(t, "")
-	startTabled(t, c)
-	ref := decide.New(c, decide.OptionsOf(c.Options()))
-	decide.NoMemo(ref)
+	c, dir, ref := memoControl(t)
 	ctx := context.Background()
 	// Clients of hz-a, and of the other nodes.
 	var nets []string

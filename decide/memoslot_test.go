@@ -28,7 +28,7 @@ func TestMemoSlotWords(t *testing.T) {
 			d.Order[i] = int32(r.IntN(2000)) - 1
 		}
 		var s memoSlot
-		if !s.store(&x, nil) {
+		if !s.store(&x) {
 			t.Fatal("A free slot refused a store")
 		}
 		var got memoEntry
@@ -37,10 +37,15 @@ func TestMemoSlotWords(t *testing.T) {
 		}
 		y := x
 		y.epoch++
-		if other := (memoEntry{tag: 1}); s.store(&y, &other) {
-			t.Fatal("A store over another entry than the one read went through")
+		if other := (memoEntry{tag: 1, epoch: y.epoch}); s.stamp(&other) != stampOther {
+			t.Fatal("A stamp over another entry than the one read went through")
 		}
-		if !s.store(&y, &x) || !s.load(&got) || got != y {
+		z := y
+		z.dec.Score++
+		if s.stamp(&z) != stampKnown || !s.load(&got) || got != x {
+			t.Fatalf("A stamp with another decision changed the entry: %+v", got)
+		}
+		if s.stamp(&y) != stamped || !s.load(&got) || got != y {
 			t.Fatalf("A stamp over the entry read did not hold: %+v", got)
 		}
 	}
@@ -62,7 +67,7 @@ func TestMemoSlotTorn(t *testing.T) {
 	}
 	var s memoSlot
 	first := entry(1)
-	s.store(&first, nil)
+	s.store(&first)
 	stop := make(chan struct{})
 	done := make(chan struct{})
 	for w := range 2 {
@@ -75,7 +80,7 @@ func TestMemoSlotTorn(t *testing.T) {
 				default:
 				}
 				x := entry(v)
-				s.store(&x, nil)
+				s.store(&x)
 			}
 		}()
 	}
