@@ -90,6 +90,15 @@ func (f *fullWarm) due(now time.Time) bool {
 	return true
 }
 
+// run warms with warm, of all the clients when due (owe: they are new,
+// and one is owed until such a warm-up ends while its view is served).
+func (f *fullWarm) run(owe bool, now time.Time, warm func(full bool) bool) {
+	f.owed = f.owed || owe
+	if full := f.due(now); warm(full) && full {
+		f.owed = false
+	}
+}
+
 // poke asks the warmer to catch up with the views; it never blocks.
 func (w *warmer) poke() {
 	select {
@@ -121,22 +130,19 @@ func (c *Control) warm(stop <-chan struct{}) {
 			}
 			now := time.Now()
 			if v := c.view.Load(); fresh || w.warmed.Load() != v {
-				w.full.owed = w.full.owed || fresh
-				full := w.full.due(now)
-				if warmOne(v, &w.warmed, clients, full, c.decisions, precomputedDecisions, warmedViews.WithLabelValues(canary.PolicyStable), stop, func() bool { return c.view.Load() == v }) && full {
-					w.full.owed = false
-				}
+				w.full.run(fresh, now, func(full bool) bool {
+					return warmOne(v, &w.warmed, clients, full, c.decisions, precomputedDecisions, warmedViews.WithLabelValues(canary.PolicyStable), stop, func() bool { return c.view.Load() == v })
+				})
 			}
 			cn := c.canary.Load()
 			if cn == nil {
 				canaryDecisions.Set(0)
 			} else if cv := cn.View.Load(); cv != nil && (fresh || w.canary.Load() != cv) {
-				w.canaryFull.owed = w.canaryFull.owed || fresh || w.canaryOf != cn
+				owe := fresh || w.canaryOf != cn
 				w.canaryOf = cn
-				full := w.canaryFull.due(now)
-				if warmOne(cv, &w.canary, clients, full, cn.Cache, canaryDecisions, warmedViews.WithLabelValues(canary.PolicyCanary), stop, func() bool { return cn.View.Load() == cv && c.canary.Load() == cn }) && full {
-					w.canaryFull.owed = false
-				}
+				w.canaryFull.run(owe, now, func(full bool) bool {
+					return warmOne(cv, &w.canary, clients, full, cn.Cache, canaryDecisions, warmedViews.WithLabelValues(canary.PolicyCanary), stop, func() bool { return cn.View.Load() == cv && c.canary.Load() == cn })
+				})
 			}
 			if fresh {
 				debug.FreeOSMemory() // what the table's build and Placed freed

@@ -139,8 +139,8 @@ func (p *httpProber) probe(parent context.Context) outcome {
 	if _, err := conn.Write(p.wire); err != nil {
 		return fail(ctx, err, ReasonStatus)
 	}
-	// The buffers are pooled: a hundred nodes probed every second made
-	// 8 KiB of garbage each.
+	// The reader and the body's buffer are pooled: a hundred nodes probed
+	// every second made 8 KiB of garbage each.
 	lr := &io.LimitedReader{R: conn, N: maxHeader}
 	br := readers.Get().(*bufio.Reader)
 	br.Reset(lr)
